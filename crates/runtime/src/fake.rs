@@ -1,0 +1,1 @@
+//! Scriptable fake runtime (filled in by the runtime work).

@@ -1,0 +1,83 @@
+//! The container runtime as podwright sees it: the CRI proposal's imperative, container-level
+//! interface (`RuntimeService` + `ImageService`), a CRI v1 client over a unix socket, the
+//! exit-event stream, a clock, and a scriptable `FakeRuntime` for tests.
+//!
+//! Configs and statuses are CRI v1's own message types (`k8s_cri::v1`), so the fake and the real
+//! runtime are driven by exactly what containerd would receive.
+
+pub mod clock;
+pub mod cri;
+pub mod error;
+pub mod events;
+pub mod fake;
+
+pub use clock::Clock;
+pub use error::{RuntimeError, RuntimeResult};
+pub use events::{RuntimeEvent, RuntimeEventKind};
+pub use k8s_cri::v1 as cri_api;
+
+use async_trait::async_trait;
+use cri_api::{
+    AuthConfig, ContainerConfig, ContainerStatus, PodSandboxConfig, PodSandboxStatus,
+};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// One sandbox as listed: its status plus the labels podwright put on it.
+pub type SandboxInfo = PodSandboxStatus;
+/// One container as listed, with full status (exit code, reason, timestamps, labels).
+pub type ContainerInfo = ContainerStatus;
+
+/// Result of running a command in a container (probes and exec hooks).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecResult {
+    pub exit_code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+#[async_trait]
+pub trait RuntimeService: Send + Sync {
+    /// Runtime name and version, e.g. "containerd 1.6.20"; also the reachability check.
+    async fn version(&self) -> RuntimeResult<String>;
+    async fn run_pod_sandbox(&self, config: &PodSandboxConfig, runtime_handler: &str) -> RuntimeResult<String>;
+    async fn stop_pod_sandbox(&self, sandbox_id: &str) -> RuntimeResult<()>;
+    async fn remove_pod_sandbox(&self, sandbox_id: &str) -> RuntimeResult<()>;
+    async fn pod_sandbox_status(&self, sandbox_id: &str) -> RuntimeResult<PodSandboxStatus>;
+    /// Sandboxes whose labels include every pair of `labels`.
+    async fn list_pod_sandboxes(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<SandboxInfo>>;
+    async fn create_container(
+        &self,
+        sandbox_id: &str,
+        config: &ContainerConfig,
+        sandbox_config: &PodSandboxConfig,
+    ) -> RuntimeResult<String>;
+    async fn start_container(&self, container_id: &str) -> RuntimeResult<()>;
+    /// SIGTERM (or the image's STOPSIGNAL), then SIGKILL after `timeout`.
+    async fn stop_container(&self, container_id: &str, timeout: Duration) -> RuntimeResult<()>;
+    async fn remove_container(&self, container_id: &str) -> RuntimeResult<()>;
+    async fn container_status(&self, container_id: &str) -> RuntimeResult<ContainerStatus>;
+    /// Full statuses of the containers whose labels include every pair of `labels`.
+    async fn list_containers(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<ContainerInfo>>;
+    async fn exec_sync(&self, container_id: &str, cmd: &[String], timeout: Duration) -> RuntimeResult<ExecResult>;
+    /// Container start/exit events as they happen. Events can be missed (reconnects): callers
+    /// pair this with a status check after acting and a slow relist.
+    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<RuntimeEvent>;
+}
+
+#[async_trait]
+pub trait ImageService: Send + Sync {
+    /// The image's reference (`image_ref`, a digest form) when present on the node.
+    async fn image_status(&self, image: &str) -> RuntimeResult<Option<String>>;
+    /// Pulls and returns the image reference.
+    async fn pull_image(
+        &self,
+        image: &str,
+        auth: Option<&AuthConfig>,
+        sandbox_config: &PodSandboxConfig,
+    ) -> RuntimeResult<String>;
+}
+
+/// Everything a pod worker needs from a runtime.
+pub trait Runtime: RuntimeService + ImageService {}
+impl<T: RuntimeService + ImageService> Runtime for T {}
