@@ -1,1 +1,17 @@
+//! The pure core of podwright: `plan()` decides what to do next for a pod and `pod_status()`
+//! says what the pod's status is, both from the spec, what was observed in the runtime, the
+//! back-off state and the current time. No I/O, no clock, no async.
 
+pub mod backoff;
+pub mod decide;
+pub mod observed;
+pub mod plan;
+pub mod pod;
+pub mod qos;
+pub mod status;
+
+pub use backoff::Backoff;
+pub use decide::PodContext;
+pub use observed::{ContainerKind, Observed, ObservedContainer, ObservedSandbox, ProbeResults, RunState, StartFailure};
+pub use plan::{Action, Plan, PlanEvent, plan};
+pub use status::pod_status;

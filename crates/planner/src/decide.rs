@@ -1,0 +1,218 @@
+//! Per-container decisions shared by the planner and the status function, so that what the
+//! status says ("CrashLoopBackOff", "PodInitializing") is exactly what the planner does.
+
+use crate::backoff::{Backoff, go_duration};
+use crate::observed::{ContainerKind, Observed, ObservedContainer, RunState};
+use crate::pod::{self, SpecContainer};
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::Pod;
+
+/// Retry delay after a start failure that has no back-off of its own (the kubelet re-syncs a
+/// pod whose sync failed after 10 s).
+pub const START_RETRY: SignedDuration = SignedDuration::from_secs(10);
+
+pub const IMAGE_PULL_FAILURES: [&str; 2] = ["ErrImagePull", "ImagePullBackOff"];
+
+/// Everything a decision reads.
+#[derive(Debug, Clone, Copy)]
+pub struct PodContext<'a> {
+    pub pod: &'a Pod,
+    pub observed: &'a Observed,
+    pub backoff: &'a Backoff,
+    pub now: Timestamp,
+    /// When the pod worker first accepted the pod (`status.startTime`).
+    pub start_time: Option<Timestamp>,
+    /// Deletion requested (Ctrl-C in `run`): stop everything, start nothing.
+    pub deleting: bool,
+}
+
+/// What should happen to one container of the spec now.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Running (or a completed init container): leave it.
+    Keep,
+    /// Exited and not to be restarted.
+    Done,
+    /// Start a new instance.
+    Start { restart_count: i32 },
+    /// Must not start before `until`; `reason` is the waiting reason the status shows.
+    Wait { until: Timestamp, reason: &'static str, message: String },
+}
+
+/// Whether the newest instance should be replaced by a new one (the kubelet's
+/// `ShouldContainerBeRestarted`, with sidecars always restarting).
+pub fn should_restart(pod: &Pod, kind: ContainerKind, newest: Option<&ObservedContainer>) -> bool {
+    let Some(c) = newest else { return true };
+    match c.state {
+        RunState::Running => false,
+        RunState::Created | RunState::Unknown => true,
+        RunState::Exited => match kind {
+            ContainerKind::Sidecar => true,
+            ContainerKind::Init => c.failed() && pod::restart_policy(pod) != "Never",
+            ContainerKind::App => match pod::restart_policy(pod) {
+                "Never" => false,
+                "OnFailure" => c.exit_code != 0,
+                _ => true,
+            },
+        },
+    }
+}
+
+/// Given that `sc` should run a new instance, whether it may start now.
+pub fn start_or_wait(ctx: &PodContext, sc: &SpecContainer) -> Decision {
+    let newest = ctx.observed.newest(sc.name());
+    let restart_count = newest.map_or(0, |c| c.restart_count + 1);
+    if let Some(f) = ctx.observed.pending_failure(sc.name()) {
+        if IMAGE_PULL_FAILURES.contains(&f.reason.as_str()) {
+            if let Some(until) = ctx.backoff.blocked_since_update(&pull_key(sc.image()), ctx.now) {
+                return Decision::Wait {
+                    until,
+                    reason: "ImagePullBackOff",
+                    message: format!("Back-off pulling image \"{}\"", sc.image()),
+                };
+            }
+        } else if ctx.now < f.at + START_RETRY {
+            return Decision::Wait {
+                until: f.at + START_RETRY,
+                reason: static_reason(&f.reason),
+                message: f.message.clone(),
+            };
+        }
+        return Decision::Start { restart_count };
+    }
+    if let Some(c) = newest.filter(|c| c.state == RunState::Exited) {
+        let finished = c.finished_at.unwrap_or(c.created_at);
+        let key = sc.backoff_key();
+        if let Some(until) = ctx.backoff.blocked_until(&key, finished, ctx.now) {
+            return Decision::Wait {
+                until,
+                reason: "CrashLoopBackOff",
+                message: format!(
+                    "back-off {} restarting failed container={} pod={}",
+                    go_duration(ctx.backoff.window(&key)),
+                    sc.name(),
+                    pod::display_name(ctx.pod)
+                ),
+            };
+        }
+    }
+    Decision::Start { restart_count }
+}
+
+pub fn decide(ctx: &PodContext, sc: &SpecContainer) -> Decision {
+    let newest = ctx.observed.newest(sc.name());
+    if ctx.deleting {
+        return if newest.is_some_and(|c| c.state == RunState::Running) { Decision::Keep } else { Decision::Done };
+    }
+    if should_restart(ctx.pod, sc.kind, newest) {
+        start_or_wait(ctx, sc)
+    } else if newest.is_some_and(|c| c.state == RunState::Running) || newest.is_some_and(|c| c.succeeded()) && sc.kind == ContainerKind::Init {
+        Decision::Keep
+    } else {
+        Decision::Done
+    }
+}
+
+/// The image back-off key (the kubelet keys pulls by pod and image).
+pub fn pull_key(image: &str) -> String {
+    format!("pull:{image}")
+}
+
+/// Start-failure reasons are a closed set of the kubelet's words.
+fn static_reason(reason: &str) -> &'static str {
+    const KNOWN: [&str; 8] = [
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+        "PostStartHookError",
+        "ErrImageNeverPull",
+        "InvalidImageName",
+        "ImageInspectError",
+        "ErrImagePull",
+    ];
+    KNOWN.iter().find(|k| **k == reason).copied().unwrap_or("CreateContainerError")
+}
+
+/// Whether a sidecar counts as started: running, and its startup probe (if any) succeeded.
+pub fn sidecar_started(ctx: &PodContext, sc: &SpecContainer, c: &ObservedContainer) -> bool {
+    c.state == RunState::Running
+        && (sc.container.startup_probe.is_none()
+            || ctx.observed.probes.startup.get(&c.id).copied().unwrap_or(false))
+}
+
+/// Where the init sequence stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InitProgress {
+    /// Every init container has done its part (regular ones exited 0, sidecars started).
+    Done,
+    /// Waiting on the init container at this index (running, to be started, or backing off).
+    At(usize),
+    /// A regular init container failed and the pod's policy is `Never`.
+    Failed(usize),
+}
+
+/// Whether an app container has run in this sandbox: then initialization happened, even if
+/// init records were pruned since.
+fn apps_started(ctx: &PodContext) -> bool {
+    let sandbox = ctx.observed.sandbox.as_ref().map(|s| s.id.as_str());
+    ctx.observed.containers.iter().any(|c| {
+        c.kind == ContainerKind::App
+            && Some(c.sandbox_id.as_str()) == sandbox
+            && matches!(c.state, RunState::Created | RunState::Running)
+    })
+}
+
+pub fn init_progress(ctx: &PodContext) -> InitProgress {
+    if apps_started(ctx) {
+        return InitProgress::Done;
+    }
+    // Scanning from the last init container back: the newest successful one decides where
+    // the sequence stands, so records pruned before it do not re-run.
+    let inits: Vec<SpecContainer> = pod::init_containers(ctx.pod).collect();
+    for (i, sc) in inits.iter().enumerate() {
+        let Some(c) = ctx.observed.newest(sc.name()) else { return InitProgress::At(i) };
+        match sc.kind {
+            ContainerKind::Sidecar => {
+                if !sidecar_started(ctx, sc, c) {
+                    return InitProgress::At(i);
+                }
+            }
+            _ => {
+                if c.succeeded() {
+                    continue;
+                }
+                if c.failed() && pod::restart_policy(ctx.pod) == "Never" {
+                    return InitProgress::Failed(i);
+                }
+                return InitProgress::At(i);
+            }
+        }
+    }
+    InitProgress::Done
+}
+
+/// All app containers have exited and none will restart: the pod is finished (sidecars are
+/// then stopped and do not count).
+pub fn apps_finished(ctx: &PodContext) -> bool {
+    if init_progress(ctx) != InitProgress::Done {
+        return false;
+    }
+    pod::app_containers(ctx.pod).all(|sc| {
+        let newest = ctx.observed.newest(sc.name());
+        newest.is_some_and(|c| c.state == RunState::Exited) && !should_restart(ctx.pod, sc.kind, newest)
+    })
+}
+
+/// `activeDeadlineSeconds` has passed since the pod started.
+pub fn deadline_exceeded(ctx: &PodContext) -> bool {
+    match (pod::spec(ctx.pod).active_deadline_seconds, ctx.start_time) {
+        (Some(secs), Some(start)) => ctx.now >= start + SignedDuration::from_secs(secs),
+        _ => false,
+    }
+}
+
+/// When the active deadline passes, if the pod has one and it is still ahead.
+pub fn deadline_at(ctx: &PodContext) -> Option<Timestamp> {
+    let secs = pod::spec(ctx.pod).active_deadline_seconds?;
+    ctx.start_time.map(|s| s + SignedDuration::from_secs(secs))
+}

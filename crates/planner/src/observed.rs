@@ -1,0 +1,154 @@
+//! What the pod worker saw in the runtime, in the planner's terms. The node crate builds these
+//! from CRI statuses and the labels podwright puts on every sandbox and container.
+
+use jiff::Timestamp;
+use std::collections::BTreeMap;
+
+/// Which list of the pod spec a container comes from, and how it behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ContainerKind {
+    /// An init container without `restartPolicy`: runs to completion, one at a time.
+    Init,
+    /// An init container with `restartPolicy: Always`.
+    Sidecar,
+    /// An entry of `spec.containers`.
+    App,
+}
+
+impl ContainerKind {
+    pub fn as_label(self) -> &'static str {
+        match self {
+            ContainerKind::Init => "init",
+            ContainerKind::Sidecar => "sidecar",
+            ContainerKind::App => "app",
+        }
+    }
+
+    pub fn from_label(s: &str) -> Option<Self> {
+        match s {
+            "init" => Some(ContainerKind::Init),
+            "sidecar" => Some(ContainerKind::Sidecar),
+            "app" => Some(ContainerKind::App),
+            _ => None,
+        }
+    }
+
+    pub fn is_init_list(self) -> bool {
+        matches!(self, ContainerKind::Init | ContainerKind::Sidecar)
+    }
+}
+
+/// The CRI container states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunState {
+    Created,
+    Running,
+    Exited,
+    Unknown,
+}
+
+/// One runtime instance of a container.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObservedContainer {
+    pub id: String,
+    pub name: String,
+    pub kind: ContainerKind,
+    /// The instance's restart count (the kubelet's CRI attempt number).
+    pub restart_count: i32,
+    pub state: RunState,
+    pub exit_code: i32,
+    /// The runtime's reason for an exited container: `Completed`, `Error`, `OOMKilled`.
+    pub reason: String,
+    pub message: String,
+    pub created_at: Timestamp,
+    pub started_at: Option<Timestamp>,
+    pub finished_at: Option<Timestamp>,
+    pub image: String,
+    pub image_ref: String,
+    /// Hash of the fields whose change means "a new container" (name and image).
+    pub hash: String,
+    /// The sandbox this instance belongs to.
+    pub sandbox_id: String,
+}
+
+impl ObservedContainer {
+    /// The kubelet's "failed" for an init container: OOM killed, non-zero exit, or unknown.
+    pub fn failed(&self) -> bool {
+        match self.state {
+            RunState::Exited => self.reason == "OOMKilled" || self.exit_code != 0,
+            RunState::Unknown => true,
+            _ => false,
+        }
+    }
+
+    pub fn succeeded(&self) -> bool {
+        self.state == RunState::Exited && !self.failed()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObservedSandbox {
+    pub id: String,
+    pub attempt: u32,
+    pub ready: bool,
+    pub ip: Option<String>,
+    pub created_at: Timestamp,
+}
+
+/// Why the last attempt to start a container failed before an instance ran (the kubelet's
+/// reason cache): `ErrImagePull`, `CreateContainerError`, `RunContainerError`, ...
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartFailure {
+    pub reason: String,
+    pub message: String,
+    pub at: Timestamp,
+}
+
+/// Probe results per container instance; an absent entry means "no result yet".
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProbeResults {
+    pub readiness: BTreeMap<String, bool>,
+    pub startup: BTreeMap<String, bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Observed {
+    /// The pod's newest sandbox.
+    pub sandbox: Option<ObservedSandbox>,
+    /// Every container instance of the pod, any sandbox.
+    pub containers: Vec<ObservedContainer>,
+    /// Keyed by container name.
+    pub start_failures: BTreeMap<String, StartFailure>,
+    pub probes: ProbeResults,
+}
+
+impl Observed {
+    /// Instances of `name`, newest first.
+    pub fn instances<'a>(&'a self, name: &str) -> Vec<&'a ObservedContainer> {
+        let mut v: Vec<&ObservedContainer> =
+            self.containers.iter().filter(|c| c.name == name).collect();
+        v.sort_by(|a, b| {
+            b.restart_count
+                .cmp(&a.restart_count)
+                .then(b.created_at.cmp(&a.created_at))
+        });
+        v
+    }
+
+    pub fn newest(&self, name: &str) -> Option<&ObservedContainer> {
+        self.containers.iter().filter(|c| c.name == name).max_by(|a, b| {
+            a.restart_count
+                .cmp(&b.restart_count)
+                .then(a.created_at.cmp(&b.created_at))
+        })
+    }
+
+    /// A start failure that happened after the newest instance was created.
+    pub fn pending_failure(&self, name: &str) -> Option<&StartFailure> {
+        let f = self.start_failures.get(name)?;
+        match self.newest(name) {
+            Some(c) if c.created_at > f.at => None,
+            _ => Some(f),
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! `plan()`: given the spec, what was observed, the back-off state and `now`, what to do next.
+//! The kubelet's `computePodActions`, made explicit and pure.
+
+use crate::backoff::Backoff;
+use crate::decide::{self, Decision, InitProgress, PodContext};
+use crate::observed::{ContainerKind, RunState};
+use crate::pod::{self, SpecContainer};
+use crate::status;
+use jiff::Timestamp;
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Stop every running container (app containers first, then sidecars in reverse order)
+    /// and the sandbox.
+    KillPod { grace: Duration },
+    CreateSandbox { attempt: u32 },
+    /// Pull (per policy), create and start a new instance of a spec container.
+    StartContainer { kind: ContainerKind, index: usize, restart_count: i32 },
+    KillContainer { id: String, name: String, message: String, grace: Duration },
+    RemoveContainer { id: String, name: String },
+}
+
+/// An event the planner's decisions call for (the executor records the ones of its own
+/// actions: Pulling, Created, Started, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanEvent {
+    pub warning: bool,
+    pub reason: &'static str,
+    pub message: String,
+    /// The event's `involvedObject.fieldPath`, when about one container.
+    pub field_path: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub actions: Vec<Action>,
+    /// Re-plan no later than this, even if nothing happens in the runtime.
+    pub wake_at: Option<Timestamp>,
+    /// Back-off state after this plan's restart decisions; the caller stores it.
+    pub backoff: Backoff,
+    pub events: Vec<PlanEvent>,
+}
+
+impl Plan {
+    fn wake(&mut self, t: Timestamp) {
+        self.wake_at = Some(self.wake_at.map_or(t, |w| w.min(t)));
+    }
+}
+
+/// Is anything of the pod still alive in the runtime?
+fn anything_live(ctx: &PodContext) -> bool {
+    ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready)
+        || ctx.observed.containers.iter().any(|c| matches!(c.state, RunState::Running | RunState::Created))
+}
+
+pub fn plan(ctx: &PodContext) -> Plan {
+    let mut p = Plan { actions: vec![], wake_at: None, backoff: ctx.backoff.clone(), events: vec![] };
+    let grace = Duration::from_secs(pod::grace_period_secs(ctx.pod) as u64);
+
+    // Terminal: deletion, the deadline, a failed init under Never, or every app container
+    // done for good. Kill what lives, start nothing.
+    let phase = status::phase(ctx);
+    if ctx.deleting || phase == "Succeeded" || phase == "Failed" {
+        if anything_live(ctx) {
+            if decide::deadline_exceeded(ctx) {
+                p.events.push(PlanEvent {
+                    warning: false,
+                    reason: "DeadlineExceeded",
+                    message: status::DEADLINE_MESSAGE.to_string(),
+                    field_path: None,
+                });
+            }
+            p.actions.push(Action::KillPod { grace });
+        }
+        return p;
+    }
+    if let Some(at) = decide::deadline_at(ctx) {
+        p.wake(at);
+    }
+
+    let sandbox_ok = ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready && s.ip.is_some());
+    if !sandbox_ok {
+        plan_new_sandbox(ctx, &mut p, grace);
+        return p;
+    }
+
+    prune_dead(ctx, &mut p);
+
+    match decide::init_progress(ctx) {
+        InitProgress::Failed(_) => {} // phase() already said Failed; unreachable in practice
+        InitProgress::At(i) => {
+            // Sidecars before `i` are restarted if they died; the one at `i` is started or
+            // waited on.
+            for sc in pod::init_containers(ctx.pod).take(i + 1) {
+                apply(ctx, &sc, &mut p);
+            }
+        }
+        InitProgress::Done => {
+            for sc in pod::init_containers(ctx.pod).filter(|s| s.kind == ContainerKind::Sidecar) {
+                apply(ctx, &sc, &mut p);
+            }
+            for sc in pod::app_containers(ctx.pod) {
+                apply(ctx, &sc, &mut p);
+            }
+        }
+    }
+    p
+}
+
+/// Acts on one container's decision.
+fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
+    match decide::decide(ctx, sc) {
+        Decision::Keep | Decision::Done => {}
+        Decision::Start { restart_count } => {
+            let newest = ctx.observed.newest(sc.name());
+            if let Some(c) = newest {
+                if c.state == RunState::Unknown || c.state == RunState::Created {
+                    p.actions.push(Action::KillContainer {
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        message: unknown_state_message(sc),
+                        grace: Duration::from_secs(pod::grace_period_secs(ctx.pod) as u64),
+                    });
+                }
+                if c.state == RunState::Exited && ctx.observed.pending_failure(sc.name()).is_none() {
+                    let finished = c.finished_at.unwrap_or(c.created_at);
+                    p.backoff.next(&sc.backoff_key(), finished, ctx.now);
+                }
+            }
+            p.actions.push(Action::StartContainer { kind: sc.kind, index: sc.index, restart_count });
+        }
+        Decision::Wait { until, reason, .. } => {
+            p.wake(until);
+            match reason {
+                "CrashLoopBackOff" => p.events.push(PlanEvent {
+                    warning: true,
+                    reason: "BackOff",
+                    message: format!(
+                        "Back-off restarting failed container {} in pod {}",
+                        sc.name(),
+                        pod::display_name(ctx.pod)
+                    ),
+                    field_path: Some(sc.field_path()),
+                }),
+                "ImagePullBackOff" => p.events.push(PlanEvent {
+                    warning: false,
+                    reason: "BackOff",
+                    message: format!("Back-off pulling image \"{}\"", sc.image()),
+                    field_path: Some(sc.field_path()),
+                }),
+                _ => {}
+            }
+        }
+    }
+}
+
+fn unknown_state_message(sc: &SpecContainer) -> String {
+    if sc.kind.is_init_list() {
+        "Init container is in \"unknown\" state, try killing it before restart".to_string()
+    } else {
+        format!("Container {} is in \"unknown\" state, try killing it before restart", sc.name())
+    }
+}
+
+/// No usable sandbox: make one, unless a `Never` pod already ran in a sandbox that is gone.
+fn plan_new_sandbox(ctx: &PodContext, p: &mut Plan, grace: Duration) {
+    let old = ctx.observed.sandbox.as_ref();
+    if anything_live(ctx) {
+        p.actions.push(Action::KillPod { grace });
+    }
+    if old.is_some() && pod::restart_policy(ctx.pod) == "Never" && !ctx.observed.containers.is_empty() {
+        return;
+    }
+    // A new sandbox re-runs every init container: their old records go.
+    for c in ctx.observed.containers.iter().filter(|c| c.kind.is_init_list()) {
+        p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
+    }
+    p.actions.push(Action::CreateSandbox { attempt: old.map_or(0, |s| s.attempt + 1) });
+}
+
+/// Keeps the newest instance of each init container (for its logs and status) and the two
+/// newest of each app container (`state` and `lastState`); older dead ones are removed.
+fn prune_dead(ctx: &PodContext, p: &mut Plan) {
+    for sc in pod::all_containers(ctx.pod) {
+        let keep = if sc.kind.is_init_list() { 1 } else { 2 };
+        for c in ctx.observed.instances(sc.name()).into_iter().skip(keep) {
+            if c.state == RunState::Exited {
+                p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
+            }
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! The pod spec as the planner reads it: every container with its kind and index, the restart
+//! policy, the keys that tie back-off and hashes to a container definition.
+
+use crate::observed::ContainerKind;
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+
+/// A container of the spec with where it came from.
+#[derive(Debug, Clone, Copy)]
+pub struct SpecContainer<'a> {
+    pub kind: ContainerKind,
+    /// Index in `spec.initContainers` or `spec.containers`.
+    pub index: usize,
+    pub container: &'a Container,
+}
+
+impl SpecContainer<'_> {
+    pub fn name(&self) -> &str {
+        &self.container.name
+    }
+
+    /// The event `fieldPath`, e.g. `spec.initContainers{init-mydb}`.
+    pub fn field_path(&self) -> String {
+        let list = if self.kind.is_init_list() { "initContainers" } else { "containers" };
+        format!("spec.{list}{{{}}}", self.container.name)
+    }
+
+    /// FNV-1a of name and image: a changed image means a new container definition (the
+    /// kubelet hashes the same two fields since 1.31).
+    pub fn hash(&self) -> String {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let image = self.container.image.as_deref().unwrap_or("");
+        for b in self.container.name.bytes().chain([0u8]).chain(image.bytes()) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        format!("{h:016x}")
+    }
+
+    /// The restart back-off key (the kubelet keys by pod, container name and hash; the pod part
+    /// is implied because each pod has its own back-off state).
+    pub fn backoff_key(&self) -> String {
+        format!("{}_{}", self.container.name, self.hash())
+    }
+
+    pub fn image(&self) -> &str {
+        self.container.image.as_deref().unwrap_or("")
+    }
+}
+
+pub fn spec(pod: &Pod) -> &PodSpec {
+    static EMPTY: std::sync::OnceLock<PodSpec> = std::sync::OnceLock::new();
+    pod.spec.as_ref().unwrap_or_else(|| EMPTY.get_or_init(PodSpec::default))
+}
+
+pub fn is_sidecar(c: &Container) -> bool {
+    c.restart_policy.as_deref() == Some("Always")
+}
+
+pub fn init_containers(pod: &Pod) -> impl Iterator<Item = SpecContainer<'_>> {
+    spec(pod).init_containers.iter().flatten().enumerate().map(|(index, container)| SpecContainer {
+        kind: if is_sidecar(container) { ContainerKind::Sidecar } else { ContainerKind::Init },
+        index,
+        container,
+    })
+}
+
+pub fn app_containers(pod: &Pod) -> impl Iterator<Item = SpecContainer<'_>> {
+    spec(pod).containers.iter().enumerate().map(|(index, container)| SpecContainer {
+        kind: ContainerKind::App,
+        index,
+        container,
+    })
+}
+
+pub fn all_containers(pod: &Pod) -> impl Iterator<Item = SpecContainer<'_>> {
+    init_containers(pod).chain(app_containers(pod))
+}
+
+pub fn find<'a>(pod: &'a Pod, kind: ContainerKind, index: usize) -> Option<SpecContainer<'a>> {
+    all_containers(pod).find(|c| c.index == index && c.kind.is_init_list() == kind.is_init_list())
+}
+
+pub fn restart_policy(pod: &Pod) -> &str {
+    spec(pod).restart_policy.as_deref().unwrap_or("Always")
+}
+
+pub fn has_init_containers(pod: &Pod) -> bool {
+    spec(pod).init_containers.as_ref().is_some_and(|v| !v.is_empty())
+}
+
+pub fn grace_period_secs(pod: &Pod) -> i64 {
+    spec(pod).termination_grace_period_seconds.unwrap_or(30).max(0)
+}
+
+/// `<name>_<namespace>(<uid>)`, the kubelet's `format.Pod`.
+pub fn display_name(pod: &Pod) -> String {
+    let m = &pod.metadata;
+    format!(
+        "{}_{}({})",
+        m.name.as_deref().unwrap_or(""),
+        m.namespace.as_deref().unwrap_or("default"),
+        m.uid.as_deref().unwrap_or("")
+    )
+}

@@ -1,0 +1,390 @@
+//! `pod_status()`: the v1 `PodStatus` the kubelet would report for what was observed: phase,
+//! conditions and every container status with Kubernetes' states and reasons.
+
+use crate::decide::{self, Decision, PodContext};
+use crate::observed::{ContainerKind, ObservedContainer, RunState};
+use crate::pod::{self, SpecContainer};
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
+    ContainerStatus, PodCondition, PodIP, PodStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+pub const DEADLINE_MESSAGE: &str = "Pod was active on the node longer than the specified deadline";
+
+fn time(t: Timestamp) -> Time {
+    Time(t)
+}
+
+fn terminated(c: &ObservedContainer) -> ContainerStateTerminated {
+    ContainerStateTerminated {
+        container_id: Some(format!("containerd://{}", c.id)),
+        exit_code: c.exit_code,
+        reason: (!c.reason.is_empty()).then(|| c.reason.clone()),
+        message: (!c.message.is_empty()).then(|| c.message.clone()),
+        started_at: c.started_at.map(time),
+        finished_at: c.finished_at.map(time),
+        signal: None,
+    }
+}
+
+fn state_of(c: &ObservedContainer) -> ContainerState {
+    match c.state {
+        RunState::Running => ContainerState {
+            running: Some(ContainerStateRunning { started_at: c.started_at.map(time) }),
+            ..Default::default()
+        },
+        RunState::Exited => ContainerState { terminated: Some(terminated(c)), ..Default::default() },
+        // A created but never started container is waiting with no reason.
+        RunState::Created => ContainerState { waiting: Some(ContainerStateWaiting::default()), ..Default::default() },
+        RunState::Unknown => ContainerState {
+            terminated: Some(ContainerStateTerminated {
+                container_id: Some(format!("containerd://{}", c.id)),
+                exit_code: 137,
+                reason: Some("ContainerStatusUnknown".into()),
+                message: Some("The container could not be located when the pod was terminated".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    }
+}
+
+fn waiting(reason: &str, message: Option<String>) -> ContainerState {
+    ContainerState {
+        waiting: Some(ContainerStateWaiting { reason: Some(reason.to_string()), message }),
+        ..Default::default()
+    }
+}
+
+/// The status of one spec container.
+pub fn container_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStatus {
+    let instances = ctx.observed.instances(sc.name());
+    let newest = instances.first().copied();
+    let default_reason = if pod::has_init_containers(ctx.pod) { "PodInitializing" } else { "ContainerCreating" };
+
+    let mut st = ContainerStatus {
+        name: sc.name().to_string(),
+        image: sc.image().to_string(),
+        restart_count: newest.map_or(0, |c| c.restart_count),
+        started: Some(false),
+        ready: false,
+        ..Default::default()
+    };
+    let Some(c) = newest else {
+        st.state = Some(match ctx.observed.pending_failure(sc.name()) {
+            Some(_) => held_back(ctx, sc).unwrap_or_else(|| waiting(default_reason, None)),
+            None => waiting(default_reason, None),
+        });
+        return st;
+    };
+
+    st.container_id = Some(format!("containerd://{}", c.id));
+    if !c.image.is_empty() {
+        st.image = c.image.clone();
+    }
+    st.image_id = c.image_ref.clone();
+    st.state = Some(state_of(c));
+    st.last_state = instances
+        .get(1)
+        .filter(|p| p.state == RunState::Exited)
+        .map(|p| ContainerState { terminated: Some(terminated(p)), ..Default::default() });
+
+    // A container that will be restarted but is held back shows why it waits, with the
+    // instance that ended as its last state. Completed init containers never wait.
+    let restarting = c.state != RunState::Running
+        && !(sc.kind == ContainerKind::Init && c.succeeded())
+        && decide::should_restart(ctx.pod, sc.kind, Some(c))
+        && !ctx.deleting;
+    if restarting {
+        if let Some(w) = held_back(ctx, sc) {
+            if c.state == RunState::Exited {
+                st.last_state = Some(ContainerState { terminated: Some(terminated(c)), ..Default::default() });
+            }
+            st.state = Some(w);
+        }
+    }
+
+    let running = c.state == RunState::Running;
+    let probe = |m: &std::collections::BTreeMap<String, bool>| m.get(&c.id).copied().unwrap_or(false);
+    let started = running && (sc.container.startup_probe.is_none() || probe(&ctx.observed.probes.startup));
+    st.started = Some(started);
+    st.ready = match sc.kind {
+        ContainerKind::Init => c.succeeded(),
+        _ => started && (sc.container.readiness_probe.is_none() || probe(&ctx.observed.probes.readiness)),
+    };
+    st
+}
+
+/// The waiting state of a container the planner is holding back, if it is.
+fn held_back(ctx: &PodContext, sc: &SpecContainer) -> Option<ContainerState> {
+    match decide::start_or_wait(ctx, sc) {
+        Decision::Wait { reason: "ImagePullBackOff", message, .. } => {
+            // Right after a failed pull the kubelet shows ErrImagePull; afterwards the back-off.
+            let f = ctx.observed.pending_failure(sc.name())?;
+            if ctx.now < f.at + SignedDuration::from_secs(1) {
+                Some(waiting(&f.reason, Some(f.message.clone())))
+            } else {
+                Some(waiting("ImagePullBackOff", Some(message)))
+            }
+        }
+        Decision::Wait { reason, message, .. } => Some(waiting(reason, Some(message))),
+        _ => {
+            let f = ctx.observed.pending_failure(sc.name())?;
+            Some(waiting(&f.reason, Some(f.message.clone())))
+        }
+    }
+}
+
+fn init_statuses<'a>(ctx: &PodContext<'a>) -> Vec<(SpecContainer<'a>, ContainerStatus)> {
+    pod::init_containers(ctx.pod).map(|sc| (sc, container_status(ctx, &sc))).collect()
+}
+
+fn app_statuses<'a>(ctx: &PodContext<'a>) -> Vec<(SpecContainer<'a>, ContainerStatus)> {
+    let mut v: Vec<_> = pod::app_containers(ctx.pod).map(|sc| (sc, container_status(ctx, &sc))).collect();
+    v.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+    v
+}
+
+fn is_running(s: &ContainerStatus) -> bool {
+    s.state.as_ref().is_some_and(|st| st.running.is_some())
+}
+fn term(s: &ContainerStatus) -> Option<&ContainerStateTerminated> {
+    s.state.as_ref()?.terminated.as_ref()
+}
+fn last_term(s: &ContainerStatus) -> Option<&ContainerStateTerminated> {
+    s.last_state.as_ref()?.terminated.as_ref()
+}
+fn is_waiting(s: &ContainerStatus) -> bool {
+    s.state.as_ref().is_some_and(|st| st.waiting.is_some())
+}
+
+/// The kubelet's `getPhase`, over the statuses this module generates.
+fn phase_of(ctx: &PodContext, inits: &[(SpecContainer, ContainerStatus)], apps: &[(SpecContainer, ContainerStatus)]) -> &'static str {
+    if decide::deadline_exceeded(ctx) {
+        return "Failed";
+    }
+    let (mut pending_init, mut failed_init, mut running, mut waiting, mut stopped, mut succeeded, mut unknown) =
+        (0, 0, 0, 0, 0, 0, 0);
+    for (sc, s) in inits {
+        if sc.kind == ContainerKind::Sidecar {
+            if is_running(s) {
+                running += 1;
+                if s.started != Some(true) {
+                    pending_init += 1;
+                }
+            } else if term(s).is_some() || (is_waiting(s) && last_term(s).is_some()) {
+            } else if is_waiting(s) {
+                pending_init += 1;
+                waiting += 1;
+            } else {
+                pending_init += 1;
+                unknown += 1;
+            }
+            continue;
+        }
+        if is_running(s) {
+            pending_init += 1;
+        } else if let Some(t) = term(s) {
+            if t.exit_code != 0 {
+                failed_init += 1;
+            }
+        } else if is_waiting(s) {
+            match last_term(s) {
+                Some(t) if t.exit_code != 0 => failed_init += 1,
+                Some(_) => {}
+                None => pending_init += 1,
+            }
+        } else {
+            pending_init += 1;
+        }
+    }
+    let mut app_started = false;
+    for (_, s) in apps {
+        if is_running(s) {
+            running += 1;
+            app_started = true;
+        } else if let Some(t) = term(s) {
+            stopped += 1;
+            app_started = true;
+            if t.exit_code == 0 {
+                succeeded += 1;
+            }
+        } else if is_waiting(s) {
+            if last_term(s).is_some() {
+                stopped += 1;
+            } else {
+                waiting += 1;
+            }
+        } else {
+            unknown += 1;
+        }
+    }
+    let policy = pod::restart_policy(ctx.pod);
+    if failed_init > 0 && policy == "Never" {
+        return "Failed";
+    }
+    if pending_init > 0 && !app_started {
+        return "Pending";
+    }
+    if waiting > 0 {
+        return "Pending";
+    }
+    if running > 0 && unknown == 0 {
+        return "Running";
+    }
+    if running == 0 && stopped > 0 && unknown == 0 {
+        let pod_is_terminal = ctx.deleting || decide::apps_finished(ctx);
+        if pod_is_terminal {
+            return if stopped == succeeded { "Succeeded" } else { "Failed" };
+        }
+        return match policy {
+            "Always" => "Running",
+            _ if stopped == succeeded => "Succeeded",
+            "Never" => "Failed",
+            _ => "Running",
+        };
+    }
+    "Pending"
+}
+
+/// The pod's phase now.
+pub fn phase(ctx: &PodContext) -> &'static str {
+    phase_of(ctx, &init_statuses(ctx), &app_statuses(ctx))
+}
+
+fn condition(kind: &str, ok: bool, reason: Option<&str>, message: Option<String>) -> PodCondition {
+    PodCondition {
+        type_: kind.to_string(),
+        status: if ok { "True" } else { "False" }.to_string(),
+        reason: reason.map(str::to_string),
+        message,
+        ..Default::default()
+    }
+}
+
+/// `[a b]`, Go's formatting of a string slice.
+fn go_list(names: &[&str]) -> String {
+    format!("[{}]", names.join(" "))
+}
+
+fn conditions(
+    ctx: &PodContext,
+    phase: &str,
+    inits: &[(SpecContainer, ContainerStatus)],
+    apps: &[(SpecContainer, ContainerStatus)],
+) -> Vec<PodCondition> {
+    let sandbox_ready = ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready && s.ip.is_some());
+    let mut out = vec![condition("PodReadyToStartContainers", sandbox_ready, None, None)];
+
+    let app_started = apps.iter().any(|(_, s)| is_running(s) || term(s).is_some());
+    let incomplete: Vec<&str> = inits
+        .iter()
+        .filter(|(sc, s)| if sc.kind == ContainerKind::Sidecar { s.started != Some(true) } else { !s.ready })
+        .map(|(_, s)| s.name.as_str())
+        .collect();
+    out.push(if phase == "Succeeded" && !inits.is_empty() {
+        condition("Initialized", true, Some("PodCompleted"), None)
+    } else if app_started || incomplete.is_empty() {
+        condition("Initialized", true, None, None)
+    } else {
+        condition(
+            "Initialized",
+            false,
+            Some("ContainersNotInitialized"),
+            Some(format!("containers with incomplete status: {}", go_list(&incomplete))),
+        )
+    });
+
+    let unready: Vec<&str> = inits
+        .iter()
+        .filter(|(sc, _)| sc.kind == ContainerKind::Sidecar)
+        .chain(apps.iter())
+        .filter(|(_, s)| !s.ready)
+        .map(|(_, s)| s.name.as_str())
+        .collect();
+    let containers_ready = if phase == "Succeeded" {
+        condition("ContainersReady", false, Some("PodCompleted"), None)
+    } else if unready.is_empty() {
+        condition("ContainersReady", true, None, None)
+    } else {
+        condition(
+            "ContainersReady",
+            false,
+            Some("ContainersNotReady"),
+            Some(format!("containers with unready status: {}", go_list(&unready))),
+        )
+    };
+    let ready = if containers_ready.status != "True" {
+        PodCondition { type_: "Ready".into(), ..containers_ready.clone() }
+    } else {
+        readiness_gates(ctx)
+    };
+    out.push(ready);
+    out.push(containers_ready);
+    out.push(condition("PodScheduled", true, None, None));
+    out
+}
+
+fn readiness_gates(ctx: &PodContext) -> PodCondition {
+    let existing = ctx.pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+    let mut parts = vec![];
+    for gate in pod::spec(ctx.pod).readiness_gates.iter().flatten() {
+        let kind = &gate.condition_type;
+        match existing.and_then(|cs| cs.iter().find(|c| &c.type_ == kind)) {
+            None => parts.push(format!("corresponding condition of pod readiness gate \"{kind}\" does not exist.")),
+            Some(c) if c.status != "True" => {
+                parts.push(format!("the status of pod readiness gate \"{kind}\" is not \"True\", but {}", c.status))
+            }
+            Some(_) => {}
+        }
+    }
+    if parts.is_empty() {
+        condition("Ready", true, None, None)
+    } else {
+        condition("Ready", false, Some("ReadinessGatesNotReady"), Some(parts.join(", ")))
+    }
+}
+
+/// The whole `PodStatus`. `previous` keeps condition transition times and terminal phases.
+pub fn pod_status(ctx: &PodContext, previous: Option<&PodStatus>) -> PodStatus {
+    let inits = init_statuses(ctx);
+    let apps = app_statuses(ctx);
+    let mut phase = phase_of(ctx, &inits, &apps).to_string();
+    let prev_phase = previous.and_then(|p| p.phase.as_deref());
+    // Phases never leave Succeeded or Failed.
+    if let Some(pp @ ("Succeeded" | "Failed")) = prev_phase {
+        phase = pp.to_string();
+    }
+    let mut conds = conditions(ctx, &phase, &inits, &apps);
+    let prev_conds = previous.and_then(|p| p.conditions.as_ref());
+    for c in &mut conds {
+        let prev = prev_conds.and_then(|pc| pc.iter().find(|p| p.type_ == c.type_));
+        c.last_transition_time = Some(match prev {
+            Some(p) if p.status == c.status => p.last_transition_time.clone().unwrap_or(time(ctx.now)),
+            _ => time(ctx.now),
+        });
+    }
+    let (reason, message) = if decide::deadline_exceeded(ctx) {
+        (Some("DeadlineExceeded".to_string()), Some(DEADLINE_MESSAGE.to_string()))
+    } else if prev_phase == Some(phase.as_str()) {
+        (previous.and_then(|p| p.reason.clone()), previous.and_then(|p| p.message.clone()))
+    } else {
+        (None, None)
+    };
+    let ip = ctx.observed.sandbox.as_ref().and_then(|s| s.ip.clone());
+    PodStatus {
+        phase: Some(phase),
+        reason,
+        message,
+        conditions: Some(conds),
+        pod_ip: ip.clone(),
+        pod_ips: ip.map(|ip| vec![PodIP { ip }]),
+        start_time: ctx.start_time.map(time),
+        qos_class: Some(crate::qos::qos_class(ctx.pod).to_string()),
+        init_container_statuses: (!inits.is_empty()).then(|| inits.into_iter().map(|(_, s)| s).collect()),
+        container_statuses: Some(apps.into_iter().map(|(_, s)| s).collect()),
+        ..Default::default()
+    }
+}
