@@ -61,7 +61,7 @@ pub fn plan(ctx: &PodContext) -> Plan {
     // Terminal: deletion, the deadline, a failed init under Never, or every app container
     // done for good. Kill what lives, start nothing.
     let phase = status::phase(ctx);
-    if ctx.deleting || phase == "Succeeded" || phase == "Failed" {
+    if ctx.deleting || phase == "Succeeded" || phase == "Failed" || decide::apps_finished(ctx) {
         if anything_live(ctx) {
             if decide::deadline_exceeded(ctx) {
                 p.events.push(PlanEvent {

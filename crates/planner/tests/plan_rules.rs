@@ -1,0 +1,217 @@
+//! The planner's rules, one table row or test per rule of the init-containers proposal and the
+//! kubelet's `computePodActions`.
+
+mod common;
+use common::*;
+use podwright_planner::{Action, ContainerKind::*};
+
+#[test]
+fn a_new_pod_gets_a_sandbox_first() {
+    let w = World::new(pod(&["i1", "i2"], &["app"], "Always"));
+    assert_eq!(w.plan().actions, vec![Action::CreateSandbox { attempt: 0 }]);
+}
+
+#[test]
+fn init_containers_start_one_at_a_time_in_spec_order() {
+    let p = pod(&["i1", "i2"], &["app"], "Always");
+    let rows: Vec<(World, Vec<_>)> = vec![
+        // Nothing ran yet: the first init container.
+        (World::new(p.clone()).with_sandbox(), vec![(Init, 0, 0)]),
+        // i1 running: wait for it, start nothing.
+        (World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1)), vec![]),
+        // i1 done with 0: i2 next.
+        (World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2)), vec![(Init, 1, 0)]),
+        // i2 running: wait.
+        (
+            World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2)).with(running(&p, "i2", 0, 3)),
+            vec![],
+        ),
+        // Both done: the app container.
+        (
+            World::new(p.clone())
+                .with_sandbox()
+                .with(exited(&p, "i1", 0, 0, 1, 2))
+                .with(exited(&p, "i2", 0, 0, 3, 4)),
+            vec![(App, 0, 0)],
+        ),
+    ];
+    for (i, (w, want)) in rows.iter().enumerate() {
+        assert_eq!(starts(&w.plan()), *want, "row {i}");
+    }
+}
+
+#[test]
+fn app_containers_start_together_once_initialized() {
+    let p = pod(&["i1"], &["a", "b", "c"], "Always");
+    let w = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2));
+    assert_eq!(starts(&w.plan()), vec![(App, 0, 0), (App, 1, 0), (App, 2, 0)]);
+}
+
+#[test]
+fn a_pod_without_init_containers_starts_its_apps_at_once() {
+    let p = pod(&[], &["a", "b"], "Never");
+    let w = World::new(p).with_sandbox();
+    assert_eq!(starts(&w.plan()), vec![(App, 0, 0), (App, 1, 0)]);
+}
+
+#[test]
+fn failed_init_under_never_kills_the_pod_and_starts_nothing() {
+    let p = pod(&["i1", "i2"], &["app"], "Never");
+    let w = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 1, 1, 2));
+    let plan = w.plan();
+    assert_eq!(starts(&plan), vec![]);
+    assert!(matches!(plan.actions[..], [Action::KillPod { .. }]));
+}
+
+#[test]
+fn failed_init_restarts_at_once_the_first_time_then_backs_off() {
+    for policy in ["Always", "OnFailure"] {
+        let p = pod(&["i1"], &["app"], policy);
+        // First failure: restarted immediately (no back-off entry yet), restartCount 1.
+        let w = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 1, 1, 2)).at(2);
+        let plan = w.plan();
+        assert_eq!(starts(&plan), vec![(Init, 0, 1)], "{policy}");
+        // Second failure right after: back-off of 10 s from its finish time.
+        let mut w2 = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 1, 1, 2)).with(exited(&p, "i1", 1, 1, 3, 4)).at(4);
+        w2.backoff = plan.backoff.clone();
+        let plan2 = w2.plan();
+        assert_eq!(starts(&plan2), vec![], "{policy}");
+        assert_eq!(plan2.wake_at, Some(t(14)));
+        assert_eq!(plan2.events[0].reason, "BackOff");
+        // When the window has passed it restarts, and the next window doubles.
+        let w3 = World { now: t(14), ..w2 };
+        let plan3 = w3.plan();
+        assert_eq!(starts(&plan3), vec![(Init, 0, 2)]);
+        let key = plan3.backoff.entries.keys().next().unwrap().clone();
+        assert_eq!(plan3.backoff.entries[&key].backoff_secs, 20);
+    }
+}
+
+#[test]
+fn app_containers_never_start_while_an_init_container_backs_off() {
+    let p = pod(&["i1"], &["app"], "Always");
+    let mut w = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 3, 1, 1, 2)).at(3);
+    w.backoff.next(&podwright_planner::pod::init_containers(&p).next().unwrap().backoff_key(), t(0), t(0));
+    assert!(starts(&w.plan()).iter().all(|(k, _, _)| *k != App));
+}
+
+#[test]
+fn app_restart_follows_the_pod_restart_policy() {
+    // (policy, exit code, restarted?)
+    let rows = [
+        ("Always", 0, true),
+        ("Always", 1, true),
+        ("OnFailure", 0, false),
+        ("OnFailure", 2, true),
+        ("Never", 0, false),
+        ("Never", 1, false),
+    ];
+    for (policy, code, restarted) in rows {
+        let p = pod(&[], &["app"], policy);
+        let w = World::new(p.clone()).with_sandbox().with(exited(&p, "app", 0, code, 1, 2)).at(2);
+        let plan = w.plan();
+        assert_eq!(!starts(&plan).is_empty(), restarted, "{policy} exit {code}");
+        if !restarted {
+            assert!(matches!(plan.actions[..], [Action::KillPod { .. }]), "{policy} exit {code}: {plan:?}");
+        }
+    }
+}
+
+#[test]
+fn sidecar_starts_in_its_place_and_the_next_init_waits_for_it_to_be_started() {
+    let p = pod(&["+side", "i1"], &["app"], "Never");
+    let w = World::new(p.clone()).with_sandbox();
+    assert_eq!(starts(&w.plan()), vec![(Sidecar, 0, 0)]);
+    let w = World::new(p.clone()).with_sandbox().with(running(&p, "side", 0, 1));
+    assert_eq!(starts(&w.plan()), vec![(Init, 1, 0)]);
+}
+
+#[test]
+fn sidecar_is_restarted_even_under_never() {
+    let p = pod(&["+side"], &["app"], "Never");
+    let w = World::new(p.clone()).with_sandbox().with(exited(&p, "side", 0, 0, 1, 2)).with(running(&p, "app", 0, 2)).at(3);
+    assert_eq!(starts(&w.plan()), vec![(Sidecar, 0, 1)]);
+}
+
+#[test]
+fn finished_apps_stop_the_sidecars() {
+    let p = pod(&["+side"], &["app"], "Never");
+    let w = World::new(p.clone()).with_sandbox().with(running(&p, "side", 0, 1)).with(exited(&p, "app", 0, 0, 2, 3)).at(3);
+    assert!(matches!(w.plan().actions[..], [Action::KillPod { .. }]));
+}
+
+#[test]
+fn old_init_instances_are_pruned_keeping_the_newest() {
+    let p = pod(&["i1"], &["app"], "Always");
+    let w = World::new(p.clone())
+        .with_sandbox()
+        .with(exited(&p, "i1", 0, 1, 1, 2))
+        .with(exited(&p, "i1", 1, 1, 3, 4))
+        .with(running(&p, "i1", 2, 15))
+        .at(16);
+    let removed: Vec<_> = w
+        .plan()
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::RemoveContainer { id, .. } => Some(id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(removed, vec!["i1-1".to_string(), "i1-0".to_string()]);
+}
+
+#[test]
+fn deletion_kills_everything_and_starts_nothing() {
+    let p = pod(&["i1"], &["app"], "Always");
+    let mut w = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1));
+    w.deleting = true;
+    assert!(matches!(w.plan().actions[..], [Action::KillPod { .. }]));
+}
+
+#[test]
+fn active_deadline_fails_the_pod_during_init() {
+    let mut p = pod(&["i1"], &["app"], "Always");
+    p.spec.as_mut().unwrap().active_deadline_seconds = Some(5);
+    let w = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1)).at(4);
+    let plan = w.plan();
+    assert_eq!(plan.wake_at, Some(t(5)));
+    assert!(plan.actions.is_empty());
+    let w = World { now: t(5), ..w };
+    let plan = w.plan();
+    assert!(matches!(plan.actions[..], [Action::KillPod { .. }]));
+    assert_eq!(plan.events[0].reason, "DeadlineExceeded");
+    let s = w.status();
+    assert_eq!(s.phase.as_deref(), Some("Failed"));
+    assert_eq!(s.reason.as_deref(), Some("DeadlineExceeded"));
+}
+
+#[test]
+fn a_lost_sandbox_is_recreated_and_init_containers_rerun() {
+    let p = pod(&["i1"], &["app"], "Always");
+    let mut w = World::new(p.clone()).with(exited(&p, "i1", 0, 0, 1, 2)).with(running(&p, "app", 0, 3));
+    let mut sb = sandbox();
+    sb.ready = false;
+    w.observed.sandbox = Some(sb);
+    let actions = w.plan().actions;
+    assert!(matches!(actions[0], Action::KillPod { .. }));
+    assert!(actions.contains(&Action::RemoveContainer { id: "i1-0".into(), name: "i1".into() }));
+    assert_eq!(actions.last(), Some(&Action::CreateSandbox { attempt: 1 }));
+}
+
+#[test]
+fn image_pull_failure_waits_out_its_back_off() {
+    let p = pod(&[], &["app"], "Always");
+    let mut w = World::new(p.clone()).with_sandbox().at(1);
+    w.observed.start_failures.insert(
+        "app".into(),
+        podwright_planner::StartFailure { reason: "ErrImagePull".into(), message: "not found".into(), at: t(0) },
+    );
+    w.backoff.next("pull:localhost/app:1", t(0), t(0));
+    let plan = w.plan();
+    assert!(starts(&plan).is_empty());
+    assert_eq!(plan.wake_at, Some(t(10)));
+    assert_eq!(w.status().container_statuses.unwrap()[0].state.as_ref().unwrap().waiting.as_ref().unwrap().reason.as_deref(), Some("ImagePullBackOff"));
+    let w = World { now: t(10), ..w };
+    assert_eq!(starts(&w.plan()), vec![(App, 0, 0)]);
+}

@@ -1,0 +1,172 @@
+//! Status rules: phase (`getPhase`), conditions and container states as the kubelet reports them.
+
+mod common;
+use common::*;
+use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
+
+fn waiting_reason(s: &ContainerStatus) -> Option<&str> {
+    s.state.as_ref()?.waiting.as_ref()?.reason.as_deref()
+}
+fn cond<'a>(s: &'a PodStatus, kind: &str) -> (&'a str, Option<&'a str>, Option<&'a str>) {
+    let c = s.conditions.as_ref().unwrap().iter().find(|c| c.type_ == kind).unwrap();
+    (c.status.as_str(), c.reason.as_deref(), c.message.as_deref())
+}
+
+#[test]
+fn during_init_apps_and_later_inits_wait_with_pod_initializing() {
+    let p = pod(&["i1", "i2"], &["app"], "Always");
+    let s = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1)).status();
+    assert_eq!(s.phase.as_deref(), Some("Pending"));
+    let inits = s.init_container_statuses.as_ref().unwrap();
+    assert!(inits[0].state.as_ref().unwrap().running.is_some());
+    assert_eq!(waiting_reason(&inits[1]), Some("PodInitializing"));
+    assert_eq!(waiting_reason(&s.container_statuses.as_ref().unwrap()[0]), Some("PodInitializing"));
+    assert_eq!(cond(&s, "Initialized"), ("False", Some("ContainersNotInitialized"), Some("containers with incomplete status: [i1 i2]")));
+    assert_eq!(cond(&s, "ContainersReady"), ("False", Some("ContainersNotReady"), Some("containers with unready status: [app]")));
+    assert_eq!(cond(&s, "Ready").0, "False");
+    assert_eq!(cond(&s, "PodReadyToStartContainers").0, "True");
+    assert_eq!(cond(&s, "PodScheduled").0, "True");
+}
+
+#[test]
+fn without_init_containers_apps_wait_with_container_creating() {
+    let p = pod(&[], &["app"], "Always");
+    let s = World::new(p).status();
+    assert_eq!(waiting_reason(&s.container_statuses.unwrap()[0]), Some("ContainerCreating"));
+    assert_eq!(cond(&World::new(pod(&[], &["app"], "Always")).status(), "PodReadyToStartContainers").0, "False");
+}
+
+#[test]
+fn phase_table() {
+    // (policy, init states, app states, phase)
+    let p = |policy| pod(&["i1"], &["app"], policy);
+    let rows: Vec<(&str, World, &str)> = vec![
+        ("nothing yet", World::new(p("Always")), "Pending"),
+        ("init running", World::new(p("Always")).with_sandbox().with(running(&p("Always"), "i1", 0, 1)), "Pending"),
+        (
+            "init failed, Never",
+            World::new(p("Never")).with_sandbox().with(exited(&p("Never"), "i1", 0, 1, 1, 2)),
+            "Failed",
+        ),
+        (
+            "init failed, OnFailure",
+            World::new(p("OnFailure")).with_sandbox().with(exited(&p("OnFailure"), "i1", 0, 1, 1, 2)),
+            "Pending",
+        ),
+        (
+            "app running",
+            World::new(p("Always")).with_sandbox().with(exited(&p("Always"), "i1", 0, 0, 1, 2)).with(running(&p("Always"), "app", 0, 3)),
+            "Running",
+        ),
+        (
+            "app succeeded, Never",
+            World::new(p("Never")).with_sandbox().with(exited(&p("Never"), "i1", 0, 0, 1, 2)).with(exited(&p("Never"), "app", 0, 0, 3, 4)),
+            "Succeeded",
+        ),
+        (
+            "app failed, Never",
+            World::new(p("Never")).with_sandbox().with(exited(&p("Never"), "i1", 0, 0, 1, 2)).with(exited(&p("Never"), "app", 0, 2, 3, 4)),
+            "Failed",
+        ),
+        (
+            "app succeeded, OnFailure",
+            World::new(p("OnFailure")).with_sandbox().with(exited(&p("OnFailure"), "i1", 0, 0, 1, 2)).with(exited(&p("OnFailure"), "app", 0, 0, 3, 4)),
+            "Succeeded",
+        ),
+        (
+            "app exited 0, Always (will restart)",
+            World::new(p("Always")).with_sandbox().with(exited(&p("Always"), "i1", 0, 0, 1, 2)).with(exited(&p("Always"), "app", 0, 0, 3, 4)),
+            "Running",
+        ),
+    ];
+    for (what, w, want) in rows {
+        assert_eq!(w.status().phase.as_deref(), Some(want), "{what}");
+    }
+}
+
+#[test]
+fn crash_loop_shows_waiting_with_last_state_and_message() {
+    let p = pod(&["i1"], &["app"], "Always");
+    let mut w = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 1, 1, 2)).with(exited(&p, "i1", 1, 1, 3, 4)).at(5);
+    w.backoff.next(&podwright_planner::pod::init_containers(&p).next().unwrap().backoff_key(), t(2), t(2));
+    let s = w.status();
+    let i1 = &s.init_container_statuses.unwrap()[0];
+    assert_eq!(waiting_reason(i1), Some("CrashLoopBackOff"));
+    assert_eq!(
+        i1.state.as_ref().unwrap().waiting.as_ref().unwrap().message.as_deref(),
+        Some("back-off 10s restarting failed container=i1 pod=p_default(u1)")
+    );
+    assert_eq!(i1.restart_count, 1);
+    let last = i1.last_state.as_ref().unwrap().terminated.as_ref().unwrap();
+    assert_eq!((last.exit_code, last.reason.as_deref()), (1, Some("Error")));
+    assert_eq!(s.phase.as_deref(), Some("Pending"));
+}
+
+#[test]
+fn terminated_states_carry_runtime_reason_exit_code_and_ids() {
+    let p = pod(&["i1"], &["app"], "Never");
+    let mut oom = exited(&p, "app", 0, 137, 3, 4);
+    oom.reason = "OOMKilled".into();
+    let s = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2)).with(oom).status();
+    let i1 = &s.init_container_statuses.as_ref().unwrap()[0];
+    let t1 = i1.state.as_ref().unwrap().terminated.as_ref().unwrap();
+    assert_eq!((t1.exit_code, t1.reason.as_deref()), (0, Some("Completed")));
+    assert!(i1.ready, "a completed init container is ready");
+    assert_eq!(i1.container_id.as_deref(), Some("containerd://i1-0"));
+    assert_eq!(i1.image_id, "sha256:abc");
+    let app = &s.container_statuses.as_ref().unwrap()[0];
+    let ta = app.state.as_ref().unwrap().terminated.as_ref().unwrap();
+    assert_eq!((ta.exit_code, ta.reason.as_deref()), (137, Some("OOMKilled")));
+    assert_eq!(s.phase.as_deref(), Some("Failed"));
+}
+
+#[test]
+fn succeeded_pod_conditions_say_pod_completed() {
+    let p = pod(&["i1"], &["app"], "Never");
+    let s = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2)).with(exited(&p, "app", 0, 0, 3, 4)).status();
+    assert_eq!(cond(&s, "Initialized"), ("True", Some("PodCompleted"), None));
+    assert_eq!(cond(&s, "ContainersReady"), ("False", Some("PodCompleted"), None));
+    assert_eq!(cond(&s, "Ready"), ("False", Some("PodCompleted"), None));
+}
+
+#[test]
+fn running_app_is_ready_and_started() {
+    let p = pod(&["i1"], &["app"], "Always");
+    let s = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2)).with(running(&p, "app", 0, 3)).status();
+    let app = &s.container_statuses.as_ref().unwrap()[0];
+    assert!(app.ready && app.started == Some(true));
+    assert_eq!(cond(&s, "Ready").0, "True");
+    assert_eq!(cond(&s, "Initialized"), ("True", None, None));
+    assert_eq!(s.pod_ip.as_deref(), Some("10.0.0.2"));
+    assert_eq!(s.qos_class.as_deref(), Some("BestEffort"));
+}
+
+#[test]
+fn app_statuses_are_sorted_by_name_and_inits_keep_spec_order() {
+    let p = pod(&["z", "a"], &["b", "a2"], "Always");
+    let s = World::new(p).status();
+    let names = |v: &Vec<ContainerStatus>| v.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(s.init_container_statuses.as_ref().unwrap()), ["z", "a"]);
+    assert_eq!(names(s.container_statuses.as_ref().unwrap()), ["a2", "b"]);
+}
+
+#[test]
+fn sidecar_running_counts_for_readiness_and_not_for_completion() {
+    let p = pod(&["+side"], &["app"], "Never");
+    let w = World::new(p.clone()).with_sandbox().with(running(&p, "side", 0, 1)).with(exited(&p, "app", 0, 0, 2, 3));
+    // Until the sidecar is stopped the pod is still Running; then it is Succeeded from the app.
+    assert_eq!(w.status().phase.as_deref(), Some("Running"));
+    let w = World::new(p.clone()).with_sandbox().with(exited(&p, "side", 0, 143, 1, 4)).with(exited(&p, "app", 0, 0, 2, 3));
+    assert_eq!(w.status().phase.as_deref(), Some("Succeeded"));
+}
+
+#[test]
+fn terminal_phase_is_kept() {
+    let p = pod(&[], &["app"], "Never");
+    let w = World::new(p.clone()).with_sandbox().with(exited(&p, "app", 0, 1, 1, 2));
+    let first = w.status();
+    assert_eq!(first.phase.as_deref(), Some("Failed"));
+    let w2 = World::new(p.clone());
+    let again = podwright_planner::pod_status(&w2.ctx(), Some(&first));
+    assert_eq!(again.phase.as_deref(), Some("Failed"));
+}
