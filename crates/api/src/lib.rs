@@ -1,1 +1,38 @@
+//! podwright-api: Kubernetes v1 Pod manifests for the podwright node agent,
+//! handled the way the API server and kubectl handle them.
+//!
+//! * [`manifest`] — strict YAML/JSON parsing (unknown fields, wrong types and
+//!   syntax errors name the file, line and field path);
+//! * [`init_container_annotations`] — the pre-1.6 `pod.beta/alpha.kubernetes.io/init-containers`
+//!   annotations, converted into `spec.initContainers`;
+//! * [`defaults`] — API-server defaulting (`pkg/apis/core/v1/defaults.go`);
+//! * [`validation`] / [`field_error`] — create-time validation with the API
+//!   server's field paths and messages, and kubectl's "The Pod ... is invalid";
+//! * [`kubectl_status`] — the READY/STATUS/RESTARTS/AGE columns of `kubectl get pods`;
+//! * [`container_kind`] — init/regular/sidecar classification and container field paths;
+//! * [`image_ref`] — image reference parsing and the default pull policy;
+//! * [`load()`] — all of the above for a manifest file.
 
+pub mod container_kind;
+pub mod defaults;
+pub mod field_error;
+pub mod formats;
+pub mod image_ref;
+pub mod init_container_annotations;
+pub mod kubectl_status;
+pub mod load;
+pub mod manifest;
+pub mod validation;
+pub mod volume_sources;
+pub mod yaml_positions;
+
+pub use k8s_openapi;
+
+pub use container_kind::{ContainerKind, PodContainer, field_path, is_sidecar, pod_containers};
+pub use defaults::apply_defaults;
+pub use field_error::{ErrorKind, FieldError, InvalidPod};
+pub use init_container_annotations::convert_init_container_annotations;
+pub use kubectl_status::{PodSummary, summarize};
+pub use load::{LoadError, admit_pod, load, load_str};
+pub use manifest::{ManifestError, parse_manifests, read_manifests};
+pub use validation::validate_pod;

@@ -1,1 +1,149 @@
-fn main() {}
+//! `podwright`: run Kubernetes pods on a CRI runtime with the kubelet's semantics.
+
+mod output;
+mod run;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit codes `podwright run` and `check` promise.
+pub mod exit {
+    pub const SUCCEEDED: u8 = 0;
+    pub const FAILED: u8 = 1;
+    pub const INVALID: u8 = 2;
+    pub const NO_RUNTIME: u8 = 3;
+    pub const TIMEOUT: u8 = 124;
+}
+
+#[derive(Parser)]
+#[command(name = "podwright", version, about = "Run Kubernetes pods on a container runtime with the kubelet's semantics")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Clone)]
+pub struct RuntimeArgs {
+    /// CRI endpoint (unix:///path). Without it podwright starts (or reuses) its own containerd.
+    #[arg(long)]
+    pub runtime_endpoint: Option<String>,
+    /// Where podwright keeps its state, pod volumes and the embedded containerd.
+    #[arg(long, default_value = "/var/lib/podwright")]
+    pub root_dir: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the pods of a manifest until they finish, then remove them.
+    Run(run::RunArgs),
+    /// Validate a manifest and print what `run` would run.
+    Check {
+        /// Manifest file (YAML or JSON, several documents allowed); `-` reads stdin.
+        #[arg(short = 'f', long = "filename")]
+        file: String,
+    },
+    /// The embedded containerd.
+    Runtime {
+        #[command(subcommand)]
+        action: RuntimeAction,
+        #[arg(long, default_value = "/var/lib/podwright")]
+        root_dir: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum RuntimeAction {
+    /// Is the embedded containerd running?
+    Status,
+    /// Stop the embedded containerd.
+    Stop,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("PODWRIGHT_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("podwright: cannot start: {e}");
+            return ExitCode::from(exit::FAILED);
+        }
+    };
+    let code = rt.block_on(async {
+        match cli.command {
+            Command::Run(args) => run::run(args).await,
+            Command::Check { file } => check(&file),
+            Command::Runtime { action, root_dir } => runtime_cmd(action, root_dir).await,
+        }
+    });
+    // Workers and followers are done; do not wait for idle blocking threads.
+    rt.shutdown_background();
+    ExitCode::from(code)
+}
+
+/// Loads, converts, defaults and validates every pod of a manifest, printing problems.
+pub fn load(file: &str) -> Result<Vec<k8s_openapi::api::core::v1::Pod>, u8> {
+    match podwright_api::load(file) {
+        Ok(pods) => {
+            let mut out = vec![];
+            for (pod, warnings) in pods {
+                for w in warnings {
+                    eprintln!("Warning: {w}");
+                }
+                out.push(pod);
+            }
+            Ok(out)
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            Err(exit::INVALID)
+        }
+    }
+}
+
+fn check(file: &str) -> u8 {
+    let pods = match load(file) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    for pod in &pods {
+        println!("{}", output::describe_plan(pod));
+    }
+    exit::SUCCEEDED
+}
+
+async fn runtime_cmd(action: RuntimeAction, root: PathBuf) -> u8 {
+    let embedded = podwright_node::embedded::EmbeddedRuntime::new(&root);
+    match action {
+        RuntimeAction::Status => match embedded.status().await {
+            Ok(s) => {
+                println!("{s}");
+                exit::SUCCEEDED
+            }
+            Err(e) => {
+                eprintln!("podwright: {e}");
+                exit::FAILED
+            }
+        },
+        RuntimeAction::Stop => match embedded.stop().await {
+            Ok(true) => {
+                println!("stopped the embedded containerd under {}", root.display());
+                exit::SUCCEEDED
+            }
+            Ok(false) => {
+                println!("the embedded containerd under {} was not running", root.display());
+                exit::SUCCEEDED
+            }
+            Err(e) => {
+                eprintln!("podwright: {e}");
+                exit::FAILED
+            }
+        },
+    }
+}

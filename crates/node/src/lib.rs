@@ -1,1 +1,17 @@
+//! The node agent: pod workers that run the planner's decisions against a runtime, the
+//! executor, events, volumes, checkpoints, log following and the embedded containerd.
 
+pub mod checkpoint;
+pub mod cri_config;
+pub mod dispatch;
+pub mod embedded;
+pub mod events;
+pub mod executor;
+pub mod labels;
+pub mod logs;
+pub mod observe;
+pub mod volumes;
+pub mod worker;
+
+pub use executor::Engine;
+pub use worker::{PodUpdate, PodWorker};

@@ -251,7 +251,14 @@ fn phase_of(ctx: &PodContext, inits: &[(SpecContainer, ContainerStatus)], apps: 
 
 /// The pod's phase now.
 pub fn phase(ctx: &PodContext) -> &'static str {
-    phase_of(ctx, &init_statuses(ctx), &app_statuses(ctx))
+    deleted_phase(ctx, phase_of(ctx, &init_statuses(ctx), &app_statuses(ctx)))
+}
+
+/// A deleted pod whose containers have all stopped is terminal: if its containers do not say
+/// `Succeeded`, it `Failed` (the kubelet never leaves a terminated pod `Pending` or `Running`).
+fn deleted_phase(ctx: &PodContext, phase: &'static str) -> &'static str {
+    let live = ctx.observed.containers.iter().any(|c| matches!(c.state, RunState::Running | RunState::Created));
+    if ctx.deleting && !live && phase != "Succeeded" { "Failed" } else { phase }
 }
 
 fn condition(kind: &str, ok: bool, reason: Option<&str>, message: Option<String>) -> PodCondition {
@@ -351,7 +358,7 @@ fn readiness_gates(ctx: &PodContext) -> PodCondition {
 pub fn pod_status(ctx: &PodContext, previous: Option<&PodStatus>) -> PodStatus {
     let inits = init_statuses(ctx);
     let apps = app_statuses(ctx);
-    let mut phase = phase_of(ctx, &inits, &apps).to_string();
+    let mut phase = deleted_phase(ctx, phase_of(ctx, &inits, &apps)).to_string();
     let prev_phase = previous.and_then(|p| p.phase.as_deref());
     // Phases never leave Succeeded or Failed.
     if let Some(pp @ ("Succeeded" | "Failed")) = prev_phase {

@@ -170,3 +170,14 @@ fn terminal_phase_is_kept() {
     let again = podwright_planner::pod_status(&w2.ctx(), Some(&first));
     assert_eq!(again.phase.as_deref(), Some("Failed"));
 }
+
+#[test]
+fn a_pod_deleted_during_init_ends_failed_once_nothing_runs() {
+    let p = pod(&["i1"], &["app"], "Always");
+    let mut w = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1));
+    w.deleting = true;
+    assert_eq!(w.status().phase.as_deref(), Some("Pending"), "still running");
+    let mut w = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 143, 1, 2));
+    w.deleting = true;
+    assert_eq!(w.status().phase.as_deref(), Some("Failed"));
+}

@@ -7,13 +7,17 @@
 
 pub mod clock;
 pub mod cri;
+pub mod cri_events;
 pub mod error;
 pub mod events;
 pub mod fake;
 
 pub use clock::Clock;
+pub use cri::{CriRuntime, connect};
+pub use cri_events::EventStreamState;
 pub use error::{RuntimeError, RuntimeResult};
 pub use events::{RuntimeEvent, RuntimeEventKind};
+pub use fake::{Behaviour, Call, ExecBehaviour, FakeRuntime, FakeStats};
 pub use k8s_cri::v1 as cri_api;
 
 use async_trait::async_trait;

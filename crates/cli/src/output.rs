@@ -1,0 +1,62 @@
+//! What `podwright` prints: progress lines, the final `List`, and `check`'s summary.
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use podwright_planner::pod;
+
+/// One progress line: elapsed time, pod, kubectl's STATUS, READY and RESTARTS columns.
+pub fn progress_line(elapsed_secs: f64, p: &Pod, now: Timestamp) -> String {
+    let s = podwright_api::kubectl_status::summarize(p, now);
+    format!(
+        "{:>7.2}s  {:<24} {:<24} {:<6} {}",
+        elapsed_secs,
+        p.metadata.name.as_deref().unwrap_or(""),
+        s.status,
+        s.ready,
+        s.restarts
+    )
+}
+
+/// A v1 `List` of the final pods followed by the recorded events.
+pub fn final_list(pods: &[Pod], events: &[Event]) -> serde_json::Value {
+    let mut items: Vec<serde_json::Value> = vec![];
+    for p in pods {
+        let mut v = serde_json::to_value(p).unwrap_or_default();
+        v["apiVersion"] = "v1".into();
+        v["kind"] = "Pod".into();
+        items.push(v);
+    }
+    for e in events {
+        let mut v = serde_json::to_value(e).unwrap_or_default();
+        v["apiVersion"] = "v1".into();
+        v["kind"] = "Event".into();
+        items.push(v);
+    }
+    serde_json::json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items})
+}
+
+/// `check`'s account of what `run` would do with a pod.
+pub fn describe_plan(p: &Pod) -> String {
+    let mut out = format!(
+        "pod/{} (namespace {}, restartPolicy {}, terminationGracePeriodSeconds {}): valid",
+        p.metadata.name.as_deref().unwrap_or(""),
+        p.metadata.namespace.as_deref().unwrap_or("default"),
+        pod::restart_policy(p),
+        pod::grace_period_secs(p),
+    );
+    for sc in pod::all_containers(p) {
+        let role = match sc.kind {
+            podwright_planner::ContainerKind::Init => format!("init container {}", sc.index + 1),
+            podwright_planner::ContainerKind::Sidecar => format!("sidecar (init container {})", sc.index + 1),
+            podwright_planner::ContainerKind::App => "app container".to_string(),
+        };
+        out.push_str(&format!(
+            "\n  {:<28} {:<30} image {} (pull {})",
+            role,
+            sc.name(),
+            sc.image(),
+            sc.container.image_pull_policy.as_deref().unwrap_or("IfNotPresent")
+        ));
+    }
+    out
+}

@@ -1,0 +1,176 @@
+//! `podwright run`: start a worker per pod, stream output and progress, stop on completion,
+//! timeout or a signal, tear everything down, print the final pods and events.
+
+use crate::{RuntimeArgs, exit, output};
+use k8s_openapi::api::core::v1::Pod;
+use podwright_node::dispatch::Dispatcher;
+use podwright_node::embedded::EmbeddedRuntime;
+use podwright_node::events::EventLog;
+use podwright_node::{Engine, PodUpdate, PodWorker, logs};
+use podwright_runtime::cri;
+use podwright_runtime::{Clock, Runtime, RuntimeService};
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::{mpsc, watch};
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Manifest file (YAML or JSON, several documents allowed); `-` reads stdin.
+    #[arg(short = 'f', long = "filename")]
+    pub file: String,
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+    /// Stop the pods and exit with 124 after this many seconds.
+    #[arg(long)]
+    pub timeout: Option<f64>,
+    /// Print the final pods and events as a v1 List.
+    #[arg(short = 'o', long = "output", value_parser = ["json", "yaml"])]
+    pub output: Option<String>,
+    /// Do not stream the containers' output.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Connects to the given endpoint, or starts/reuses the embedded containerd.
+async fn connect(args: &RuntimeArgs) -> Result<cri::CriRuntime, String> {
+    let endpoint = match &args.runtime_endpoint {
+        Some(e) => e.clone(),
+        None => {
+            let embedded = EmbeddedRuntime::new(&args.root_dir);
+            embedded.ensure_running().await.map_err(|e| {
+                format!("could not start the embedded containerd under {}: {e}\nRun scripts/setup first (it installs containerd and builds the local images).", args.root_dir.display())
+            })?;
+            embedded.endpoint()
+        }
+    };
+    let rt = cri::connect(&endpoint).await.map_err(|e| {
+        format!("{e}\nStart a CRI runtime listening there (e.g. containerd), or run podwright without --runtime-endpoint to use its embedded containerd.")
+    })?;
+    rt.version().await.map_err(|e| format!("{e}\nIs a CRI v1 runtime listening at {endpoint}?"))?;
+    Ok(rt)
+}
+
+pub async fn run(args: RunArgs) -> u8 {
+    let pods = match crate::load(&args.file) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let runtime = match connect(&args.runtime).await {
+        Ok(r) => r,
+        Err(msg) => {
+            eprintln!("podwright: {msg}");
+            return exit::NO_RUNTIME;
+        }
+    };
+    let runtime: Arc<dyn Runtime> = Arc::new(runtime);
+    let clock = Clock::new();
+    let started = clock.now();
+    let (log_tx, log_rx) = mpsc::unbounded_channel();
+    let (stop_logs, stop_logs_rx) = watch::channel(false);
+    let followers = tokio::spawn(logs::follow_all(log_rx, stop_logs_rx));
+    let engine = Engine {
+        dispatcher: Dispatcher::start(runtime.subscribe()),
+        runtime,
+        clock,
+        root: args.runtime.root_dir.clone(),
+        events: Arc::new(EventLog::default()),
+        log_sink: (!args.quiet).then_some(log_tx),
+    };
+
+    let mut workers = vec![];
+    for pod in &pods {
+        let (tx, rx) = watch::channel(PodUpdate { pod: pod.clone(), finished: false });
+        let (del_tx, del_rx) = watch::channel(false);
+        let w = PodWorker::new(engine.clone(), pod.clone(), true);
+        tokio::spawn(w.run(tx, del_rx));
+        workers.push((rx, del_tx));
+    }
+
+    let mut sigint = signal(SignalKind::interrupt()).ok();
+    let mut sigterm = signal(SignalKind::terminate()).ok();
+    let deadline = args.timeout.map(|t| tokio::time::Instant::now() + Duration::from_secs_f64(t.max(0.0)));
+    let mut timed_out = false;
+    let mut deleting = false;
+    let mut last_lines: Vec<String> = vec![String::new(); workers.len()];
+    loop {
+        // A progress line for each pod whose kubectl columns changed.
+        let now = engine.clock.now();
+        for (i, (rx, _)) in workers.iter_mut().enumerate() {
+            let upd = rx.borrow_and_update().clone();
+            let elapsed = now.duration_since(started).as_secs_f64();
+            let line = output::progress_line(elapsed, &upd.pod, now);
+            let key = line.split_at(10.min(line.len())).1.to_string();
+            if key != last_lines[i] {
+                last_lines[i] = key;
+                let _ = writeln!(std::io::stderr(), "{line}");
+            }
+        }
+        if workers.iter().all(|(rx, _)| rx.borrow().finished) {
+            break;
+        }
+        let changed = futures_any(&mut workers);
+        tokio::select! {
+            _ = changed => {}
+            _ = recv_signal(&mut sigint) , if !deleting => { deleting = true; }
+            _ = recv_signal(&mut sigterm), if !deleting => { deleting = true; }
+            _ = sleep_until_opt(deadline), if !deleting => { deleting = true; timed_out = true; }
+        }
+        if deleting {
+            for (_, del) in &workers {
+                let _ = del.send(true);
+            }
+        }
+    }
+
+    let final_pods: Vec<Pod> = workers.iter().map(|(rx, _)| rx.borrow().pod.clone()).collect();
+    for p in &final_pods {
+        engine.remove_pod(p).await;
+    }
+    let _ = stop_logs.send(true);
+    let _ = followers.await;
+
+    if let Some(fmt) = args.output.as_deref() {
+        let list = output::final_list(&final_pods, &engine.events.snapshot());
+        let text = if fmt == "yaml" {
+            serde_yaml::to_string(&list).unwrap_or_default()
+        } else {
+            serde_json::to_string_pretty(&list).unwrap_or_default() + "\n"
+        };
+        let _ = std::io::stdout().write_all(text.as_bytes());
+    }
+    if timed_out {
+        eprintln!("podwright: timed out after {}s", args.timeout.unwrap_or_default());
+        return exit::TIMEOUT;
+    }
+    let all_ok = final_pods
+        .iter()
+        .all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"));
+    if all_ok { exit::SUCCEEDED } else { exit::FAILED }
+}
+
+async fn recv_signal(s: &mut Option<tokio::signal::unix::Signal>) {
+    match s {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves when any pod's update channel changes.
+async fn futures_any(workers: &mut [(watch::Receiver<PodUpdate>, watch::Sender<bool>)]) {
+    let futs: Vec<_> = workers.iter_mut().map(|(rx, _)| Box::pin(rx.changed())).collect();
+    if futs.is_empty() {
+        return;
+    }
+    let _ = futures_util::future::select_all(futs).await;
+}

@@ -1,0 +1,60 @@
+//! What the runtime cannot tell us about a pod, written down before it is acted on: the pod as
+//! given, when it started, and its back-off state.
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use podwright_planner::Backoff;
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub pod: Pod,
+    pub start_time: Option<Timestamp>,
+    pub backoff: Backoff,
+}
+
+pub fn path(root: &Path, uid: &str) -> PathBuf {
+    crate::volumes::pod_dir(root, uid).join("checkpoint.json")
+}
+
+/// Writes atomically (temporary file, then rename) so a crash never leaves half a checkpoint.
+pub fn save(root: &Path, cp: &Checkpoint) -> io::Result<()> {
+    let uid = cp.pod.metadata.uid.as_deref().unwrap_or_default();
+    let p = path(root, uid);
+    if let Some(dir) = p.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = p.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec(cp).map_err(io::Error::other)?)?;
+    std::fs::rename(tmp, p)
+}
+
+pub fn load(root: &Path, uid: &str) -> io::Result<Option<Checkpoint>> {
+    match std::fs::read(path(root, uid)) {
+        Ok(b) => serde_json::from_slice(&b).map(Some).map_err(io::Error::other),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let root = std::env::temp_dir().join(format!("pw-cp-{}", std::process::id()));
+        let mut pod = Pod::default();
+        pod.metadata.uid = Some("u1".into());
+        let mut backoff = Backoff::default();
+        backoff.next("c", Timestamp::UNIX_EPOCH, Timestamp::UNIX_EPOCH);
+        let cp = Checkpoint { pod, start_time: Some(Timestamp::UNIX_EPOCH), backoff: backoff.clone() };
+        save(&root, &cp).unwrap();
+        let back = load(&root, "u1").unwrap().unwrap();
+        assert_eq!(back.backoff, backoff);
+        assert_eq!(back.start_time, Some(Timestamp::UNIX_EPOCH));
+        std::fs::remove_dir_all(root).unwrap();
+    }
+}

@@ -1,0 +1,302 @@
+//! Applies a plan's actions through the runtime, records the kubelet's events for them, and
+//! turns failures into observed state (start failures, back-off), never into lost pods.
+
+use crate::cri_config;
+use crate::dispatch::Dispatcher;
+use crate::events::{EventLog, EventType};
+use crate::volumes;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use podwright_planner::decide::pull_key;
+use podwright_planner::observed::{ObservedContainer, RunState};
+use podwright_planner::pod::{self, SpecContainer};
+use podwright_planner::{Action, Backoff, ContainerKind, ObservedSandbox, StartFailure};
+use podwright_runtime::{Clock, Runtime};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// Shared by every pod worker of one podwright process.
+#[derive(Clone)]
+pub struct Engine {
+    pub runtime: Arc<dyn Runtime>,
+    pub clock: Clock,
+    pub root: PathBuf,
+    pub dispatcher: Arc<Dispatcher>,
+    pub events: Arc<EventLog>,
+    /// Where to announce containers whose output should be followed.
+    pub log_sink: Option<tokio::sync::mpsc::UnboundedSender<crate::logs::LogTarget>>,
+}
+
+/// The per-pod state the executor updates.
+pub struct PodState<'a> {
+    pub pod: &'a Pod,
+    pub backoff: &'a mut Backoff,
+    pub start_failures: &'a mut BTreeMap<String, StartFailure>,
+    pub sandbox: Option<ObservedSandbox>,
+    pub containers: &'a [ObservedContainer],
+    pub bell: &'a Arc<Notify>,
+    /// When creating a sandbox last failed (retry after a pause).
+    pub sandbox_failure: &'a mut Option<Timestamp>,
+}
+
+impl Engine {
+    fn event(&self, pod: &Pod, sc: Option<&SpecContainer>, kind: EventType, reason: &str, message: String) {
+        self.events.record(pod, sc.map(|s| s.field_path()), kind, reason, message, self.clock.now());
+    }
+
+    /// Runs the actions in order; consecutive container starts go together.
+    pub async fn execute(&self, st: &mut PodState<'_>, actions: Vec<Action>) {
+        let mut i = 0;
+        while i < actions.len() {
+            if let Action::StartContainer { .. } = actions[i] {
+                let mut j = i;
+                while j < actions.len() && matches!(actions[j], Action::StartContainer { .. }) {
+                    j += 1;
+                }
+                self.start_all(st, &actions[i..j]).await;
+                i = j;
+                continue;
+            }
+            match &actions[i] {
+                Action::KillPod { grace } => self.kill_pod(st, *grace).await,
+                Action::CreateSandbox { attempt } => self.create_sandbox(st, *attempt).await,
+                Action::KillContainer { id, name, message, grace } => {
+                    let sc = pod::all_containers(st.pod).find(|s| s.name() == name);
+                    self.event(st.pod, sc.as_ref(), EventType::Normal, "Killing", message.clone());
+                    if let Err(e) = self.runtime.stop_container(id, *grace).await {
+                        tracing::warn!(%e, container = %name, "stop failed");
+                    }
+                }
+                Action::RemoveContainer { id, .. } => {
+                    if let Err(e) = self.runtime.remove_container(id).await {
+                        tracing::debug!(%e, "remove failed");
+                    }
+                    self.dispatcher.unregister(id);
+                }
+                Action::StartContainer { .. } => unreachable!("handled above"),
+            }
+            i += 1;
+        }
+    }
+
+    async fn create_sandbox(&self, st: &mut PodState<'_>, attempt: u32) {
+        let pod = st.pod;
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let config = cri_config::sandbox_config(pod, &self.root, attempt);
+        let prepared = volumes::prepare(&self.root, pod)
+            .and_then(|_| std::fs::create_dir_all(cri_config::log_directory(&self.root, uid)));
+        if let Err(e) = prepared {
+            self.event(pod, None, EventType::Warning, "FailedMount", format!("Unable to attach or mount volumes: {e}"));
+            *st.sandbox_failure = Some(self.clock.now());
+            return;
+        }
+        let handler = pod.spec.as_ref().and_then(|s| s.runtime_class_name.clone()).unwrap_or_default();
+        match self.runtime.run_pod_sandbox(&config, &handler).await {
+            Ok(id) => {
+                *st.sandbox_failure = None;
+                if let Ok(s) = self.runtime.pod_sandbox_status(&id).await {
+                    st.sandbox = Some(crate::observe::sandbox(&s));
+                }
+            }
+            Err(e) => {
+                self.event(
+                    pod,
+                    None,
+                    EventType::Warning,
+                    "FailedCreatePodSandBox",
+                    format!("Failed to create pod sandbox: {e}"),
+                );
+                *st.sandbox_failure = Some(self.clock.now());
+            }
+        }
+    }
+
+    async fn start_all(&self, st: &mut PodState<'_>, starts: &[Action]) {
+        let Some(sandbox) = st.sandbox.clone() else { return };
+        let mut jobs = vec![];
+        for a in starts {
+            let Action::StartContainer { kind, index, restart_count } = a else { continue };
+            let Some(sc) = pod::find(st.pod, *kind, *index) else { continue };
+            jobs.push(self.start_one(st.pod, sc, *restart_count, &sandbox, st.bell));
+        }
+        for (name, result) in futures_util::future::join_all(jobs).await {
+            match result {
+                Ok(()) => {
+                    st.start_failures.remove(&name);
+                }
+                Err(f) => {
+                    if f.reason == "ErrImagePull" {
+                        let image = pod::all_containers(st.pod)
+                            .find(|s| s.name() == name)
+                            .map(|s| s.image().to_string())
+                            .unwrap_or_default();
+                        st.backoff.next(&pull_key(&image), f.at, f.at);
+                    }
+                    st.start_failures.insert(name, f);
+                }
+            }
+        }
+    }
+
+    /// Pull per policy, create, start. Returns the container's name and the failure, if any.
+    async fn start_one(
+        &self,
+        pod: &Pod,
+        sc: SpecContainer<'_>,
+        restart_count: i32,
+        sandbox: &ObservedSandbox,
+        bell: &Arc<Notify>,
+    ) -> (String, Result<(), StartFailure>) {
+        let name = sc.name().to_string();
+        let fail = |reason: &str, message: String| StartFailure {
+            reason: reason.to_string(),
+            message,
+            at: self.clock.now(),
+        };
+        let sandbox_config = cri_config::sandbox_config(pod, &self.root, sandbox.attempt);
+        if let Err(f) = self.ensure_image(pod, &sc, &sandbox_config).await {
+            return (name, Err(f));
+        }
+        let ip = sandbox.ip.clone().unwrap_or_default();
+        let config = cri_config::container_config(pod, &sc, restart_count, &sandbox.id, &ip, &self.root);
+        let id = match self.runtime.create_container(&sandbox.id, &config, &sandbox_config).await {
+            Ok(id) => id,
+            Err(e) => {
+                self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {e}"));
+                return (name, Err(fail("CreateContainerError", e.to_string())));
+            }
+        };
+        self.dispatcher.register(&id, bell);
+        self.event(pod, Some(&sc), EventType::Normal, "Created", format!("Created container {name}"));
+        if let Some(sink) = &self.log_sink {
+            let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+            let path = cri_config::log_directory(&self.root, uid).join(&config.log_path);
+            let _ = sink.send(crate::logs::LogTarget { container: name.clone(), path });
+        }
+        if let Err(e) = self.runtime.start_container(&id).await {
+            self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {e}"));
+            return (name, Err(fail("RunContainerError", e.to_string())));
+        }
+        self.event(pod, Some(&sc), EventType::Normal, "Started", format!("Started container {name}"));
+        (name, Ok(()))
+    }
+
+    async fn ensure_image(
+        &self,
+        pod: &Pod,
+        sc: &SpecContainer<'_>,
+        sandbox_config: &podwright_runtime::cri_api::PodSandboxConfig,
+    ) -> Result<(), StartFailure> {
+        let image = sc.image();
+        let policy = sc.container.image_pull_policy.as_deref().unwrap_or("IfNotPresent");
+        let fail = |reason: &str, message: String| StartFailure {
+            reason: reason.to_string(),
+            message,
+            at: self.clock.now(),
+        };
+        if policy != "Always" {
+            match self.runtime.image_status(image).await {
+                Ok(Some(_)) => {
+                    self.event(
+                        pod,
+                        Some(sc),
+                        EventType::Normal,
+                        "Pulled",
+                        format!("Container image \"{image}\" already present on machine"),
+                    );
+                    return Ok(());
+                }
+                Ok(None) if policy == "Never" => {
+                    let msg = format!("Container image \"{image}\" is not present with pull policy of Never");
+                    self.event(pod, Some(sc), EventType::Warning, "ErrImageNeverPull", msg.clone());
+                    self.event(pod, Some(sc), EventType::Warning, "Failed", "Error: ErrImageNeverPull".into());
+                    return Err(fail("ErrImageNeverPull", msg));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    self.event(pod, Some(sc), EventType::Warning, "InspectFailed", format!("Failed to inspect image \"{image}\": {e}"));
+                    return Err(fail("ImageInspectError", e.to_string()));
+                }
+            }
+        }
+        self.event(pod, Some(sc), EventType::Normal, "Pulling", format!("Pulling image \"{image}\""));
+        let started = self.clock.now();
+        match self.runtime.pull_image(image, None, sandbox_config).await {
+            Ok(_) => {
+                let took = self.clock.now().duration_since(started).as_secs_f64();
+                self.event(
+                    pod,
+                    Some(sc),
+                    EventType::Normal,
+                    "Pulled",
+                    format!("Successfully pulled image \"{image}\" in {took:.3}s ({took:.3}s including waiting)"),
+                );
+                Ok(())
+            }
+            Err(e) => {
+                self.event(pod, Some(sc), EventType::Warning, "Failed", format!("Failed to pull image \"{image}\": {e}"));
+                self.event(pod, Some(sc), EventType::Warning, "Failed", "Error: ErrImagePull".into());
+                Err(fail("ErrImagePull", e.to_string()))
+            }
+        }
+    }
+
+    /// Stops app containers together, then sidecars in reverse spec order, then anything else
+    /// still running (an init container when Ctrl-C comes during init), then the sandboxes.
+    async fn kill_pod(&self, st: &mut PodState<'_>, grace: Duration) {
+        let running: Vec<&ObservedContainer> =
+            st.containers.iter().filter(|c| matches!(c.state, RunState::Running | RunState::Created)).collect();
+        let stop = |c: &ObservedContainer| {
+            let sc = pod::all_containers(st.pod).find(|s| s.name() == c.name);
+            self.event(st.pod, sc.as_ref(), EventType::Normal, "Killing", format!("Stopping container {}", c.name));
+            let id = c.id.clone();
+            let name = c.name.clone();
+            async move {
+                if let Err(e) = self.runtime.stop_container(&id, grace).await {
+                    tracing::warn!(%e, container = %name, "stop failed");
+                }
+            }
+        };
+        let apps: Vec<_> = running.iter().filter(|c| c.kind != ContainerKind::Sidecar).map(|c| stop(c)).collect();
+        futures_util::future::join_all(apps).await;
+        let order: Vec<&str> = pod::init_containers(st.pod).map(|s| s.container.name.as_str()).collect();
+        let mut sidecars: Vec<&&ObservedContainer> = running.iter().filter(|c| c.kind == ContainerKind::Sidecar).collect();
+        sidecars.sort_by_key(|c| std::cmp::Reverse(order.iter().position(|n| *n == c.name)));
+        for c in sidecars {
+            stop(c).await;
+        }
+        let uid = st.pod.metadata.uid.as_deref().unwrap_or_default();
+        if let Ok(sandboxes) = self.runtime.list_pod_sandboxes(&cri_config::pod_selector(uid)).await {
+            for s in sandboxes {
+                if let Err(e) = self.runtime.stop_pod_sandbox(&s.id).await {
+                    self.event(st.pod, None, EventType::Warning, "FailedKillPod", format!("error killing pod: {e}"));
+                }
+            }
+        }
+    }
+
+    /// Removes every container and sandbox of the pod and its files (end of `run`).
+    pub async fn remove_pod(&self, pod: &Pod) {
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let sel = cri_config::pod_selector(uid);
+        if let Ok(cs) = self.runtime.list_containers(&sel).await {
+            for c in cs {
+                let _ = self.runtime.stop_container(&c.id, Duration::ZERO).await;
+                let _ = self.runtime.remove_container(&c.id).await;
+                self.dispatcher.unregister(&c.id);
+            }
+        }
+        if let Ok(ss) = self.runtime.list_pod_sandboxes(&sel).await {
+            for s in ss {
+                let _ = self.runtime.stop_pod_sandbox(&s.id).await;
+                let _ = self.runtime.remove_pod_sandbox(&s.id).await;
+            }
+        }
+        if let Err(e) = volumes::cleanup(&self.root, uid) {
+            tracing::warn!(%e, "could not remove the pod's directory");
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! The labels and annotations podwright puts on sandboxes and containers. The runtime is the
+//! source of truth for containers, so everything needed to rebuild `Observed` after a restart
+//! rides on them (the kubelet's keys where it has one).
+
+pub const POD_NAME: &str = "io.kubernetes.pod.name";
+pub const POD_NAMESPACE: &str = "io.kubernetes.pod.namespace";
+pub const POD_UID: &str = "io.kubernetes.pod.uid";
+pub const CONTAINER_NAME: &str = "io.kubernetes.container.name";
+/// `init`, `sidecar` or `app`.
+pub const CONTAINER_KIND: &str = "podwright.io/container-kind";
+/// CRI container statuses do not name their sandbox.
+pub const SANDBOX_ID: &str = "podwright.io/sandbox-id";
+pub const MANAGED: &str = "podwright.io/managed";
+
+pub const CONTAINER_HASH: &str = "io.kubernetes.container.hash";
+pub const RESTART_COUNT: &str = "io.kubernetes.container.restartCount";
+pub const TERMINATION_GRACE: &str = "io.kubernetes.pod.terminationGracePeriod";
+pub const TERMINATION_MESSAGE_PATH: &str = "io.kubernetes.container.terminationMessagePath";
+pub const TERMINATION_MESSAGE_POLICY: &str = "io.kubernetes.container.terminationMessagePolicy";

@@ -1,0 +1,82 @@
+//! Follows containers' CRI log files and copies their lines to stderr, prefixed with the
+//! container's name, for `podwright run`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::{mpsc, watch};
+
+#[derive(Debug, Clone)]
+pub struct LogTarget {
+    pub container: String,
+    pub path: PathBuf,
+}
+
+/// How often a follower looks for more output once it has read everything: output is for a
+/// person watching, so a few tens of milliseconds is as good as instant.
+const FOLLOW_INTERVAL: Duration = Duration::from_millis(50);
+
+/// The message part of a CRI log line (`<time> <stream> <P|F> <message>`).
+pub fn message(line: &str) -> &str {
+    let mut parts = line.splitn(4, ' ');
+    let (_, _, _, msg) = (parts.next(), parts.next(), parts.next(), parts.next());
+    msg.unwrap_or(line)
+}
+
+/// Follows every announced log file until `stop` turns true, then reads what is left and
+/// returns.
+pub async fn follow_all(mut targets: mpsc::UnboundedReceiver<LogTarget>, stop: watch::Receiver<bool>) {
+    let mut tasks = tokio::task::JoinSet::new();
+    loop {
+        let mut stop_rx = stop.clone();
+        tokio::select! {
+            t = targets.recv() => match t {
+                Some(t) => { tasks.spawn(follow(t, stop.clone())); }
+                None => break,
+            },
+            _ = stop_rx.wait_for(|s| *s) => break,
+        }
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+async fn follow(t: LogTarget, stop: watch::Receiver<bool>) {
+    let mut file = None;
+    loop {
+        let stopping = *stop.borrow();
+        if file.is_none() {
+            file = tokio::fs::File::open(&t.path).await.ok().map(BufReader::new);
+        }
+        if let Some(f) = file.as_mut() {
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match f.read_line(&mut line).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) if !line.ends_with('\n') && !stopping => {
+                        // A line still being written: wait for the rest.
+                        break;
+                    }
+                    Ok(_) => {
+                        let msg = message(line.trim_end_matches('\n'));
+                        let _ = writeln!(std::io::stderr(), "[{}] {}", t.container, msg);
+                    }
+                }
+            }
+        }
+        if stopping {
+            return;
+        }
+        tokio::time::sleep(FOLLOW_INTERVAL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn strips_the_cri_prefix() {
+        assert_eq!(super::message("2024-01-01T00:00:00.1Z stdout F hello world"), "hello world");
+        assert_eq!(super::message("garbage"), "garbage");
+    }
+}

@@ -1,0 +1,71 @@
+//! Reads a pod's sandboxes and containers from the runtime into the planner's `Observed`.
+
+use crate::cri_config::pod_selector;
+use crate::labels;
+use jiff::Timestamp;
+use podwright_planner::{ContainerKind, ObservedContainer, ObservedSandbox, RunState};
+use podwright_runtime::cri_api::{ContainerState, ContainerStatus, PodSandboxState, PodSandboxStatus};
+use podwright_runtime::{RuntimeResult, RuntimeService};
+
+fn ts(nanos: i64) -> Option<Timestamp> {
+    (nanos > 0).then(|| Timestamp::from_nanosecond(nanos as i128).ok()).flatten()
+}
+
+pub fn sandbox(s: &PodSandboxStatus) -> ObservedSandbox {
+    let ip = s.network.as_ref().map(|n| n.ip.clone()).filter(|ip| !ip.is_empty());
+    ObservedSandbox {
+        id: s.id.clone(),
+        attempt: s.metadata.as_ref().map_or(0, |m| m.attempt),
+        ready: s.state == PodSandboxState::SandboxReady as i32,
+        ip,
+        created_at: ts(s.created_at).unwrap_or(Timestamp::UNIX_EPOCH),
+    }
+}
+
+/// A CRI container status as the planner sees it; `None` for containers podwright did not
+/// label (not ours to manage).
+pub fn container(s: &ContainerStatus) -> Option<ObservedContainer> {
+    let kind = ContainerKind::from_label(s.labels.get(labels::CONTAINER_KIND)?)?;
+    let name = s.labels.get(labels::CONTAINER_NAME).cloned().or_else(|| s.metadata.as_ref().map(|m| m.name.clone()))?;
+    let restart_count = s
+        .annotations
+        .get(labels::RESTART_COUNT)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| s.metadata.as_ref().map_or(0, |m| m.attempt as i32));
+    let state = match ContainerState::try_from(s.state) {
+        Ok(ContainerState::ContainerCreated) => RunState::Created,
+        Ok(ContainerState::ContainerRunning) => RunState::Running,
+        Ok(ContainerState::ContainerExited) => RunState::Exited,
+        _ => RunState::Unknown,
+    };
+    Some(ObservedContainer {
+        id: s.id.clone(),
+        name,
+        kind,
+        restart_count,
+        state,
+        exit_code: s.exit_code,
+        reason: s.reason.clone(),
+        message: s.message.clone(),
+        created_at: ts(s.created_at).unwrap_or(Timestamp::UNIX_EPOCH),
+        started_at: ts(s.started_at),
+        finished_at: ts(s.finished_at),
+        image: s.image.as_ref().map(|i| i.image.clone()).unwrap_or_default(),
+        image_ref: s.image_ref.clone(),
+        hash: s.annotations.get(labels::CONTAINER_HASH).cloned().unwrap_or_default(),
+        sandbox_id: s.labels.get(labels::SANDBOX_ID).cloned().unwrap_or_default(),
+    })
+}
+
+/// The pod's sandboxes (newest last) and container instances, straight from the runtime.
+pub async fn observe(
+    rt: &dyn RuntimeService,
+    uid: &str,
+) -> RuntimeResult<(Vec<ObservedSandbox>, Vec<ObservedContainer>)> {
+    let sel = pod_selector(uid);
+    let (sandboxes, containers) = tokio::join!(rt.list_pod_sandboxes(&sel), rt.list_containers(&sel));
+    let mut sandboxes: Vec<ObservedSandbox> = sandboxes?.iter().map(sandbox).collect();
+    sandboxes.sort_by_key(|s| (s.attempt, s.created_at));
+    let containers = containers?.iter().filter_map(container).collect();
+    Ok((sandboxes, containers))
+}

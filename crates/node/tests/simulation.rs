@@ -1,0 +1,233 @@
+//! Pod workers against the fake runtime in virtual time: back-off of 10, 20, 40 s runs in
+//! milliseconds, and every runtime call is logged with its virtual time.
+
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use podwright_node::dispatch::Dispatcher;
+use podwright_node::events::EventLog;
+use podwright_node::{Engine, PodUpdate, PodWorker};
+use podwright_runtime::fake::{Behaviour, Call, FakeRuntime};
+use podwright_runtime::{Clock, RuntimeService};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+fn epoch() -> Timestamp {
+    Timestamp::from_second(1_700_000_000).unwrap()
+}
+
+fn pod(inits: &[&str], apps: &[&str], policy: &str) -> Pod {
+    let c = |n: &&str| serde_json::json!({"name": n, "image": "localhost/busybox:1.36", "imagePullPolicy": "IfNotPresent"});
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "sim", "namespace": "default", "uid": format!("uid-{}", inits.len() * 10 + apps.len())},
+        "spec": {
+            "restartPolicy": policy,
+            "terminationGracePeriodSeconds": 30,
+            "initContainers": inits.iter().map(c).collect::<Vec<_>>(),
+            "containers": apps.iter().map(c).collect::<Vec<_>>(),
+        }
+    }))
+    .unwrap()
+}
+
+struct Sim {
+    fake: Arc<FakeRuntime>,
+    engine: Engine,
+    _root: tempdir::Dir,
+}
+
+mod tempdir {
+    pub struct Dir(pub std::path::PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+impl Sim {
+    fn new() -> Sim {
+        let clock = Clock::starting_at(epoch());
+        let fake = FakeRuntime::new(clock);
+        fake.add_image("localhost/busybox:1.36");
+        let root = std::env::temp_dir().join(format!("pw-sim-{}-{:?}", std::process::id(), std::thread::current().id()));
+        let engine = Engine {
+            runtime: fake.clone(),
+            clock,
+            root: root.clone(),
+            dispatcher: Dispatcher::start(fake.subscribe()),
+            events: Arc::new(EventLog::default()),
+            log_sink: None,
+        };
+        Sim { fake, engine, _root: tempdir::Dir(root) }
+    }
+
+    /// Runs the pod until it finishes or `limit` of virtual time passes (then deletes it);
+    /// returns every status published, in order.
+    async fn run(&self, pod: Pod, limit: Duration) -> Vec<Pod> {
+        let (tx, mut rx) = watch::channel(PodUpdate { pod: pod.clone(), finished: false });
+        let (del_tx, del_rx) = watch::channel(false);
+        let worker = tokio::spawn(PodWorker::new(self.engine.clone(), pod, true).run(tx, del_rx));
+        let mut history = vec![];
+        let mut deadline = Some(tokio::time::Instant::now() + limit);
+        loop {
+            tokio::select! {
+                r = rx.changed() => {
+                    if r.is_err() { break; }
+                    let upd = rx.borrow_and_update().clone();
+                    history.push(upd.pod.clone());
+                    if upd.finished { break; }
+                }
+                _ = tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)), if deadline.is_some() => {
+                    deadline = None;
+                    let _ = del_tx.send(true);
+                }
+            }
+        }
+        worker.await.unwrap();
+        history
+    }
+
+    fn at(&self, t: Timestamp) -> f64 {
+        t.duration_since(epoch()).as_secs_f64()
+    }
+
+    /// (virtual seconds, call) for starts of containers.
+    fn starts(&self) -> Vec<(f64, String)> {
+        self.fake
+            .calls()
+            .into_iter()
+            .filter_map(|(t, c)| match c {
+                Call::StartContainer { name } => Some((self.at(t), name)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn phase(p: &Pod) -> &str {
+    p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+}
+fn app(p: &Pod) -> &ContainerStatus {
+    &p.status.as_ref().unwrap().container_statuses.as_ref().unwrap()[0]
+}
+fn init<'a>(p: &'a Pod, i: usize) -> &'a ContainerStatus {
+    &p.status.as_ref().unwrap().init_container_statuses.as_ref().unwrap()[i]
+}
+fn waiting(s: &ContainerStatus) -> Option<&str> {
+    s.state.as_ref()?.waiting.as_ref()?.reason.as_deref()
+}
+
+#[tokio::test(start_paused = true)]
+async fn init_containers_run_in_order_then_the_app() {
+    let sim = Sim::new();
+    let second = Duration::from_secs(1);
+    sim.fake.script("i1", vec![Behaviour::Exit { code: 0, after: 2 * second }]);
+    sim.fake.script("i2", vec![Behaviour::Exit { code: 0, after: 3 * second }]);
+    sim.fake.script("app", vec![Behaviour::Exit { code: 0, after: second }]);
+    let history = sim.run(pod(&["i1", "i2"], &["app"], "Never"), Duration::from_secs(60)).await;
+    let last = history.last().unwrap();
+    assert_eq!(phase(last), "Succeeded");
+    let starts = sim.starts();
+    let names: Vec<&str> = starts.iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(names, ["i1", "i2", "app"]);
+    // Each starts only when the one before has exited (virtual seconds).
+    assert!(starts[1].0 >= starts[0].0 + 2.0 && starts[1].0 < starts[0].0 + 2.5, "{starts:?}");
+    assert!(starts[2].0 >= starts[1].0 + 3.0 && starts[2].0 < starts[1].0 + 3.5, "{starts:?}");
+    // While init ran, the app waited with PodInitializing.
+    assert!(history.iter().filter(|p| phase(p) == "Pending").all(|p| waiting(app(p)) == Some("PodInitializing")));
+    // Everything it started was stopped; nothing runs.
+    assert!(sim.fake.calls().iter().any(|(_, c)| matches!(c, Call::StopPodSandbox { .. })));
+}
+
+#[tokio::test(start_paused = true)]
+async fn failing_init_under_always_backs_off_10_20_40_and_the_app_never_starts() {
+    let sim = Sim::new();
+    sim.fake.script("i1", vec![Behaviour::Exit { code: 1, after: Duration::ZERO }]);
+    sim.fake.script("app", vec![Behaviour::RunForever]);
+    let history = sim.run(pod(&["i1"], &["app"], "Always"), Duration::from_secs(100)).await;
+    let starts = sim.starts();
+    assert!(starts.iter().all(|(_, n)| n == "i1"), "the app container never starts: {starts:?}");
+    let gaps: Vec<i64> = starts.windows(2).map(|w| (w[1].0 - w[0].0).round() as i64).collect();
+    assert_eq!(&gaps[..4], &[0, 10, 20, 40], "{starts:?}");
+    let restarts = history.iter().map(|p| init(p, 0).restart_count).max().unwrap();
+    assert!(restarts >= 3, "restartCount {restarts}");
+    // The app container stays PodInitializing and the init container shows the back-off.
+    assert!(history.iter().all(|p| waiting(app(p)) == Some("PodInitializing")));
+    assert!(history.iter().any(|p| waiting(init(p, 0)) == Some("CrashLoopBackOff")));
+    assert!(history.iter().all(|p| phase(p) == "Pending" || phase(p) == "Failed"));
+    let backoffs = sim.engine.events.snapshot().into_iter().filter(|e| e.reason.as_deref() == Some("BackOff")).count();
+    assert!(backoffs >= 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn failing_init_under_never_fails_the_pod() {
+    let sim = Sim::new();
+    sim.fake.script("i1", vec![Behaviour::Exit { code: 3, after: Duration::from_secs(1) }]);
+    let history = sim.run(pod(&["i1", "i2"], &["app"], "Never"), Duration::from_secs(60)).await;
+    let last = history.last().unwrap();
+    assert_eq!(phase(last), "Failed");
+    let t = init(last, 0).state.as_ref().unwrap().terminated.as_ref().unwrap();
+    assert_eq!((t.exit_code, t.reason.as_deref()), (3, Some("Error")));
+    assert_eq!(init(last, 0).restart_count, 0);
+    assert_eq!(sim.starts().len(), 1, "nothing after the failed init container starts");
+}
+
+#[tokio::test(start_paused = true)]
+async fn app_containers_start_together() {
+    let sim = Sim::new();
+    sim.fake.script("i1", vec![Behaviour::Exit { code: 0, after: Duration::from_secs(1) }]);
+    for n in ["a", "b", "c"] {
+        sim.fake.script(n, vec![Behaviour::Exit { code: 0, after: Duration::from_secs(1) }]);
+    }
+    let history = sim.run(pod(&["i1"], &["a", "b", "c"], "OnFailure"), Duration::from_secs(60)).await;
+    assert_eq!(phase(history.last().unwrap()), "Succeeded");
+    let starts = sim.starts();
+    let apps: Vec<f64> = starts.iter().filter(|(_, n)| n != "i1").map(|(t, _)| *t).collect();
+    assert_eq!(apps.len(), 3);
+    assert!(apps.iter().all(|t| *t == apps[0]), "{starts:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn crash_looping_app_counts_restarts_and_reports_back_off() {
+    let sim = Sim::new();
+    sim.fake.script("app", vec![Behaviour::Exit { code: 2, after: Duration::ZERO }]);
+    let history = sim.run(pod(&[], &["app"], "Always"), Duration::from_secs(80)).await;
+    assert!(history.iter().any(|p| waiting(app(p)) == Some("CrashLoopBackOff")));
+    let max = history.iter().map(|p| app(p).restart_count).max().unwrap();
+    assert!(max >= 3, "{max}");
+    let last = history.last().unwrap();
+    assert_eq!(phase(last), "Failed", "deleted while crash looping: containers ended with errors");
+}
+
+#[tokio::test(start_paused = true)]
+async fn missing_image_becomes_err_image_pull_and_nothing_is_left_running() {
+    let sim = Sim::new();
+    let mut p = pod(&[], &["app"], "Always");
+    p.spec.as_mut().unwrap().containers[0].image = Some("localhost/missing:1".into());
+    let history = sim.run(p, Duration::from_secs(30)).await;
+    let reasons: Vec<&str> = history.iter().filter_map(|p| waiting(app(p))).collect();
+    assert!(reasons.contains(&"ErrImagePull"), "{reasons:?}");
+    let events = sim.engine.events.snapshot();
+    assert!(events.iter().any(|e| e.message.as_deref() == Some("Error: ErrImagePull")));
+    assert!(events.iter().all(|e| e.involved_object.field_path.as_deref().is_none_or(|f| f == "spec.containers{app}")));
+    let pulls = sim.fake.calls().iter().filter(|(_, c)| matches!(c, Call::PullImage { .. })).count();
+    assert!((2..=3).contains(&pulls), "retried with back-off, not in a loop: {pulls}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn events_name_the_container_field_path_and_count_repeats() {
+    let sim = Sim::new();
+    sim.fake.script("init-mydb", vec![Behaviour::Exit { code: 0, after: Duration::ZERO }]);
+    sim.fake.script("app", vec![Behaviour::Exit { code: 0, after: Duration::ZERO }]);
+    sim.run(pod(&["init-mydb"], &["app"], "Never"), Duration::from_secs(30)).await;
+    let events = sim.engine.events.snapshot();
+    let started = events
+        .iter()
+        .find(|e| e.reason.as_deref() == Some("Started") && e.involved_object.field_path.as_deref() == Some("spec.initContainers{init-mydb}"))
+        .expect("Started event for the init container");
+    assert_eq!(started.message.as_deref(), Some("Started container init-mydb"));
+    assert_eq!(started.count, Some(1));
+    let _ = SignedDuration::ZERO;
+}

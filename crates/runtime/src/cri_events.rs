@@ -1,0 +1,233 @@
+//! Container start/exit events from containerd's own event service.
+//!
+//! containerd 1.6 answers CRI `GetContainerEvents` with `Unimplemented`, but its event service
+//! (`containerd.services.events.v1.Events/Subscribe`, served on the same socket as CRI) streams
+//! `TaskStart` / `TaskExit` as they happen. The CRI container ID is the containerd container ID
+//! the events carry. One task per `CriRuntime` holds the subscription and fans the events out on
+//! a broadcast channel; it resubscribes with back-off when the stream breaks.
+//!
+//! containerd publishes `TaskExit` before its CRI plugin has recorded the exit: a ContainerStatus
+//! right after the event can still say RUNNING. So an exit is broadcast only once CRI shows it
+//! (the state containerd's own CRI `GetContainerEvents` reports in later versions), and a caller
+//! that relists on `Exited` sees the container exited. `Started` is passed on at once: it can
+//! arrive before StartContainer returns, while CRI still says CREATED.
+
+use crate::cri_api::runtime_service_client::RuntimeServiceClient;
+use crate::cri_api::{
+    ContainerState, ContainerStatusRequest, PodSandboxState, PodSandboxStatusRequest,
+};
+use crate::{RuntimeEvent, RuntimeEventKind};
+use containerd_client::events::{TaskExit, TaskStart};
+use containerd_client::services::v1::SubscribeRequest;
+use containerd_client::services::v1::events_client::EventsClient;
+use prost::Message;
+use std::time::Duration;
+use tokio::sync::{broadcast, watch};
+use tonic::transport::Channel;
+use tonic::{Code, Request};
+
+/// The namespace the CRI plugin keeps its containers in.
+const CRI_NAMESPACE: &str = "k8s.io";
+const TOPIC_EXIT: &str = "/tasks/exit";
+const TOPIC_START: &str = "/tasks/start";
+const MIN_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// How long an exit may take to show in CRI before it is broadcast anyway.
+const SETTLE_LIMIT: Duration = Duration::from_secs(2);
+
+/// Where the event subscription stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventStreamState {
+    /// Subscribing, or resubscribing after the stream broke. containerd sends the response
+    /// headers only with the first event, so a fresh subscription stays here until something
+    /// starts or exits.
+    Connecting,
+    /// Events are arriving.
+    Live,
+    /// The runtime has no containerd event service (not containerd): no events will come.
+    Unsupported,
+}
+
+pub(crate) fn spawn(
+    channel: Channel,
+    endpoint: String,
+    events: broadcast::Sender<RuntimeEvent>,
+    state: watch::Sender<EventStreamState>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(run(channel, endpoint, events, state))
+}
+
+async fn run(
+    channel: Channel,
+    endpoint: String,
+    events: broadcast::Sender<RuntimeEvent>,
+    state: watch::Sender<EventStreamState>,
+) {
+    let mut backoff = MIN_BACKOFF;
+    let mut warned = false;
+    loop {
+        let _ = state.send(EventStreamState::Connecting);
+        let result = stream_once(&channel, &events, &state).await;
+        // A stream that got going was a success however it ended: retry soon, warn again.
+        if *state.borrow() == EventStreamState::Live {
+            backoff = MIN_BACKOFF;
+            warned = false;
+        }
+        match result {
+            Ok(received) => {
+                tracing::debug!(%endpoint, received, "containerd event stream ended, resubscribing");
+            }
+            Err(status) if status.code() == Code::Unimplemented => {
+                // Another CRI runtime (CRI-O, ...): callers fall back on relisting.
+                tracing::debug!(%endpoint, message = status.message(), "no containerd event service: container events disabled");
+                let _ = state.send(EventStreamState::Unsupported);
+                return;
+            }
+            Err(status) => {
+                if warned {
+                    tracing::debug!(%endpoint, code = ?status.code(), message = status.message(), "containerd event stream failed");
+                } else {
+                    // Once per outage: a runtime that is down for long would otherwise flood the log.
+                    tracing::warn!(%endpoint, code = ?status.code(), message = status.message(), "containerd event stream failed, resubscribing");
+                    warned = true;
+                }
+            }
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// Holds one subscription until it ends; returns how many events it delivered.
+async fn stream_once(
+    channel: &Channel,
+    events: &broadcast::Sender<RuntimeEvent>,
+    state: &watch::Sender<EventStreamState>,
+) -> Result<u64, tonic::Status> {
+    let filters = [TOPIC_EXIT, TOPIC_START]
+        .iter()
+        .map(|topic| format!("namespace==\"{CRI_NAMESPACE}\",topic==\"{topic}\""))
+        .collect();
+    let mut request = Request::new(SubscribeRequest { filters });
+    request.metadata_mut().insert(
+        "containerd-namespace",
+        tonic::metadata::MetadataValue::from_static(CRI_NAMESPACE),
+    );
+    // Resolves only when the first event arrives (containerd sends headers with it).
+    let mut stream = EventsClient::new(channel.clone())
+        .subscribe(request)
+        .await?
+        .into_inner();
+    let _ = state.send(EventStreamState::Live);
+    let mut received = 0;
+    while let Some(envelope) = stream.message().await? {
+        let Some(any) = envelope.event else { continue };
+        let event = match envelope.topic.as_str() {
+            TOPIC_EXIT => match TaskExit::decode(any.value.as_slice()) {
+                // An exec'd process (probe, hook) exiting carries its exec ID in `id`; only the
+                // init process ending means the container exited.
+                Ok(exit) if exit.id == exit.container_id || exit.id.is_empty() => {
+                    if let Some(at) = exit.exited_at {
+                        log_delay(&exit.container_id, at.seconds, at.nanos);
+                    }
+                    RuntimeEvent {
+                        container_id: exit.container_id,
+                        kind: RuntimeEventKind::Exited,
+                    }
+                }
+                Ok(_) => continue,
+                Err(e) => {
+                    tracing::debug!(error = %e, "undecodable TaskExit");
+                    continue;
+                }
+            },
+            TOPIC_START => match TaskStart::decode(any.value.as_slice()) {
+                Ok(start) => RuntimeEvent {
+                    container_id: start.container_id,
+                    kind: RuntimeEventKind::Started,
+                },
+                Err(e) => {
+                    tracing::debug!(error = %e, "undecodable TaskStart");
+                    continue;
+                }
+            },
+            _ => continue,
+        };
+        received += 1;
+        match event.kind {
+            // No receivers is fine: nobody is waiting right now.
+            RuntimeEventKind::Started => {
+                let _ = events.send(event);
+            }
+            RuntimeEventKind::Exited => {
+                // Settling takes a few ms; other events must not wait behind it.
+                let client = RuntimeServiceClient::new(channel.clone());
+                let events = events.clone();
+                tokio::spawn(async move {
+                    let started = tokio::time::Instant::now();
+                    settle_exit(client, &event.container_id).await;
+                    tracing::trace!(id = %event.container_id, settle_us = started.elapsed().as_micros(), "exit visible in CRI");
+                    let _ = events.send(event);
+                });
+            }
+        }
+    }
+    Ok(received)
+}
+
+/// Waits until CRI no longer reports `id` running (a container) or ready (a sandbox: a pause
+/// container's exit), or `SETTLE_LIMIT` passes.
+async fn settle_exit(mut client: RuntimeServiceClient<Channel>, id: &str) {
+    let started = tokio::time::Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let still_up = match client
+            .container_status(ContainerStatusRequest {
+                container_id: id.to_string(),
+                verbose: false,
+            })
+            .await
+        {
+            Ok(resp) => resp
+                .into_inner()
+                .status
+                .is_some_and(|s| s.state == ContainerState::ContainerRunning as i32),
+            Err(status) if status.code() == Code::NotFound => client
+                .pod_sandbox_status(PodSandboxStatusRequest {
+                    pod_sandbox_id: id.to_string(),
+                    verbose: false,
+                })
+                .await
+                .is_ok_and(|resp| {
+                    resp.into_inner()
+                        .status
+                        .is_some_and(|s| s.state == PodSandboxState::SandboxReady as i32)
+                }),
+            // Gone or unreachable: nothing to wait for.
+            Err(_) => false,
+        };
+        if !still_up {
+            return;
+        }
+        if started.elapsed() >= SETTLE_LIMIT {
+            tracing::debug!(id, "exit not yet visible in CRI, reporting it anyway");
+            return;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(10));
+    }
+}
+
+fn log_delay(container_id: &str, seconds: i64, nanos: i32) {
+    if !tracing::enabled!(tracing::Level::TRACE) {
+        return;
+    }
+    if let Ok(exited) = jiff::Timestamp::new(seconds, nanos) {
+        let delay = jiff::Timestamp::now().duration_since(exited);
+        tracing::trace!(
+            container_id,
+            delay_us = delay.as_micros(),
+            "TaskExit received"
+        );
+    }
+}
