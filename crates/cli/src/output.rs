@@ -4,17 +4,18 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use podwright_planner::pod;
 
-/// One progress line: elapsed time, pod, kubectl's STATUS, READY and RESTARTS columns.
-pub fn progress_line(elapsed_secs: f64, p: &Pod, now: Timestamp) -> String {
+/// The columns a progress line shows for a pod (kubectl's STATUS, READY, RESTARTS), once it
+/// has a status.
+pub fn progress_columns(p: &Pod, now: Timestamp) -> Option<String> {
+    p.status.as_ref()?;
     let s = podwright_api::kubectl_status::summarize(p, now);
-    format!(
-        "{:>7.2}s  {:<24} {:<24} {:<6} {}",
-        elapsed_secs,
+    Some(format!(
+        "{:<24} {:<24} {:<6} {}",
         p.metadata.name.as_deref().unwrap_or(""),
         s.status,
         s.ready,
-        s.restarts
-    )
+        s.restart_count
+    ))
 }
 
 /// A v1 `List` of the final pods followed by the recorded events.

@@ -99,12 +99,11 @@ pub async fn run(args: RunArgs) -> u8 {
         let now = engine.clock.now();
         for (i, (rx, _)) in workers.iter_mut().enumerate() {
             let upd = rx.borrow_and_update().clone();
-            let elapsed = now.duration_since(started).as_secs_f64();
-            let line = output::progress_line(elapsed, &upd.pod, now);
-            let key = line.split_at(10.min(line.len())).1.to_string();
-            if key != last_lines[i] {
-                last_lines[i] = key;
-                let _ = writeln!(std::io::stderr(), "{line}");
+            let Some(columns) = output::progress_columns(&upd.pod, now) else { continue };
+            if columns != last_lines[i] {
+                let elapsed = now.duration_since(started).as_secs_f64();
+                let _ = writeln!(std::io::stderr(), "{elapsed:>7.2}s  {columns}");
+                last_lines[i] = columns;
             }
         }
         if workers.iter().all(|(rx, _)| rx.borrow().finished) {

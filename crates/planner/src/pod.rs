@@ -3,6 +3,7 @@
 
 use crate::observed::ContainerKind;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use podwright_api::container_kind::{ContainerKind as api_kind, is_sidecar};
 
 /// A container of the spec with where it came from.
 #[derive(Debug, Clone, Copy)]
@@ -20,8 +21,8 @@ impl SpecContainer<'_> {
 
     /// The event `fieldPath`, e.g. `spec.initContainers{init-mydb}`.
     pub fn field_path(&self) -> String {
-        let list = if self.kind.is_init_list() { "initContainers" } else { "containers" };
-        format!("spec.{list}{{{}}}", self.container.name)
+        let list = if self.kind.is_init_list() { api_kind::Init } else { api_kind::Regular };
+        podwright_api::container_kind::field_path(list, &self.container.name)
     }
 
     /// FNV-1a of name and image: a changed image means a new container definition (the
@@ -50,10 +51,6 @@ impl SpecContainer<'_> {
 pub fn spec(pod: &Pod) -> &PodSpec {
     static EMPTY: std::sync::OnceLock<PodSpec> = std::sync::OnceLock::new();
     pod.spec.as_ref().unwrap_or_else(|| EMPTY.get_or_init(PodSpec::default))
-}
-
-pub fn is_sidecar(c: &Container) -> bool {
-    c.restart_policy.as_deref() == Some("Always")
 }
 
 pub fn init_containers(pod: &Pod) -> impl Iterator<Item = SpecContainer<'_>> {
