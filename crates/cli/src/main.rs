@@ -54,6 +54,8 @@ enum Command {
 
 #[derive(Subcommand)]
 enum RuntimeAction {
+    /// Start the embedded containerd (or reuse the running one) and print its endpoint.
+    Start,
     /// Is the embedded containerd running?
     Status,
     /// Stop the embedded containerd.
@@ -121,6 +123,16 @@ fn check(file: &str) -> u8 {
 async fn runtime_cmd(action: RuntimeAction, root: PathBuf) -> u8 {
     let embedded = podwright_node::embedded::EmbeddedRuntime::new(&root);
     match action {
+        RuntimeAction::Start => match embedded.ensure_running().await {
+            Ok(_) => {
+                println!("{}", embedded.endpoint());
+                exit::SUCCEEDED
+            }
+            Err(e) => {
+                eprintln!("podwright: {e}");
+                exit::NO_RUNTIME
+            }
+        },
         RuntimeAction::Status => match embedded.status().await {
             Ok(s) => {
                 println!("{s}");

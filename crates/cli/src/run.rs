@@ -53,7 +53,7 @@ async fn connect(args: &RuntimeArgs) -> Result<cri::CriRuntime, String> {
 }
 
 pub async fn run(args: RunArgs) -> u8 {
-    let pods = match crate::load(&args.file) {
+    let mut pods = match crate::load(&args.file) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -67,6 +67,9 @@ pub async fn run(args: RunArgs) -> u8 {
     let runtime: Arc<dyn Runtime> = Arc::new(runtime);
     let clock = Clock::new();
     let started = clock.now();
+    for p in &mut pods {
+        p.metadata.creation_timestamp.get_or_insert(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(started));
+    }
     let (log_tx, log_rx) = mpsc::unbounded_channel();
     let (stop_logs, stop_logs_rx) = watch::channel(false);
     let followers = tokio::spawn(logs::follow_all(log_rx, stop_logs_rx));

@@ -124,13 +124,11 @@ impl PodWorker {
             let mut actions = p.actions;
             let mut wake_at = p.wake_at;
             // A sandbox that failed to be created is retried after a pause, not in a loop.
-            if let Some(failed) = self.sandbox_failure {
-                if actions.iter().any(|a| matches!(a, podwright_planner::Action::CreateSandbox { .. }))
-                    && now < failed + SANDBOX_RETRY
-                {
-                    actions.clear();
-                    wake_at = Some(wake_at.map_or(failed + SANDBOX_RETRY, |w| w.min(failed + SANDBOX_RETRY)));
-                }
+            if let Some(retry) = self.sandbox_failure.map(|f| f + SANDBOX_RETRY).filter(|r| now < *r)
+                && actions.iter().any(|a| matches!(a, podwright_planner::Action::CreateSandbox { .. }))
+            {
+                actions.clear();
+                wake_at = Some(wake_at.map_or(retry, |w| w.min(retry)));
             }
             if !actions.is_empty() {
                 let mut st = PodState {

@@ -112,7 +112,7 @@ fn phase(p: &Pod) -> &str {
 fn app(p: &Pod) -> &ContainerStatus {
     &p.status.as_ref().unwrap().container_statuses.as_ref().unwrap()[0]
 }
-fn init<'a>(p: &'a Pod, i: usize) -> &'a ContainerStatus {
+fn init(p: &Pod, i: usize) -> &ContainerStatus {
     &p.status.as_ref().unwrap().init_container_statuses.as_ref().unwrap()[i]
 }
 fn waiting(s: &ContainerStatus) -> Option<&str> {

@@ -97,13 +97,11 @@ pub fn container_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStatus
         && !(sc.kind == ContainerKind::Init && c.succeeded())
         && decide::should_restart(ctx.pod, sc.kind, Some(c))
         && !ctx.deleting;
-    if restarting {
-        if let Some(w) = held_back(ctx, sc) {
-            if c.state == RunState::Exited {
-                st.last_state = Some(ContainerState { terminated: Some(terminated(c)), ..Default::default() });
-            }
-            st.state = Some(w);
+    if let Some(w) = held_back(ctx, sc).filter(|_| restarting) {
+        if c.state == RunState::Exited {
+            st.last_state = Some(ContainerState { terminated: Some(terminated(c)), ..Default::default() });
         }
+        st.state = Some(w);
     }
 
     let running = c.state == RunState::Running;
