@@ -496,30 +496,7 @@ fn validate_containers(
         if !names.insert(c.name.as_str()) {
             errs.push(FieldError::duplicate(p.child("name"), &c.name));
         }
-        if let Some(l) = &c.lifecycle {
-            validate_lifecycle(l, grace, &p.child("lifecycle"), errs);
-        }
-        validate_probe_of(
-            ProbeKind::Liveness,
-            c.liveness_probe.as_ref(),
-            grace,
-            &p,
-            errs,
-        );
-        validate_probe_of(
-            ProbeKind::Readiness,
-            c.readiness_probe.as_ref(),
-            grace,
-            &p,
-            errs,
-        );
-        validate_probe_of(
-            ProbeKind::Startup,
-            c.startup_probe.as_ref(),
-            grace,
-            &p,
-            errs,
-        );
+        validate_lifecycle_and_probes(c, grace, &p, errs);
         if c.restart_policy.is_some() {
             errs.push(FieldError::forbidden(
                 p.child("restartPolicy"),
@@ -528,6 +505,16 @@ fn validate_containers(
         }
     }
     check_host_port_conflicts(containers, path, errs);
+}
+
+/// Hooks and probes of an app container or a sidecar (regular init containers may have none).
+fn validate_lifecycle_and_probes(c: &Container, grace: Option<i64>, p: &FieldPath, errs: &mut Errors) {
+    if let Some(l) = &c.lifecycle {
+        validate_lifecycle(l, grace, &p.child("lifecycle"), errs);
+    }
+    validate_probe_of(ProbeKind::Liveness, c.liveness_probe.as_ref(), grace, p, errs);
+    validate_probe_of(ProbeKind::Readiness, c.readiness_probe.as_ref(), grace, p, errs);
+    validate_probe_of(ProbeKind::Startup, c.startup_probe.as_ref(), grace, p, errs);
 }
 
 fn validate_init_containers(
@@ -566,30 +553,7 @@ fn validate_init_containers(
         check_host_port_conflicts(std::slice::from_ref(c), path, errs);
 
         if restart_always {
-            if let Some(l) = &c.lifecycle {
-                validate_lifecycle(l, grace, &p.child("lifecycle"), errs);
-            }
-            validate_probe_of(
-                ProbeKind::Liveness,
-                c.liveness_probe.as_ref(),
-                grace,
-                &p,
-                errs,
-            );
-            validate_probe_of(
-                ProbeKind::Readiness,
-                c.readiness_probe.as_ref(),
-                grace,
-                &p,
-                errs,
-            );
-            validate_probe_of(
-                ProbeKind::Startup,
-                c.startup_probe.as_ref(),
-                grace,
-                &p,
-                errs,
-            );
+            validate_lifecycle_and_probes(c, grace, &p, errs);
         } else {
             for (field, set) in [
                 ("lifecycle", c.lifecycle.is_some()),
