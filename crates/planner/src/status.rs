@@ -289,7 +289,7 @@ fn conditions(
         .filter(|(sc, s)| if sc.kind == ContainerKind::Sidecar { s.started != Some(true) } else { !s.ready })
         .map(|(_, s)| s.name.as_str())
         .collect();
-    out.push(if phase == "Succeeded" && !inits.is_empty() {
+    out.push(if phase == "Succeeded" {
         condition("Initialized", true, Some("PodCompleted"), None)
     } else if app_started || incomplete.is_empty() {
         condition("Initialized", true, None, None)
