@@ -47,7 +47,8 @@ enum Command {
     Runtime {
         #[command(subcommand)]
         action: RuntimeAction,
-        #[arg(long, default_value = "/var/lib/podwright")]
+        /// Where the embedded containerd lives (as given to `run --root-dir`).
+        #[arg(long, default_value = "/var/lib/podwright", global = true)]
         root_dir: PathBuf,
     },
 }
