@@ -7,6 +7,7 @@
 //!
 //! Prints a table for people, then `name: value` lines for scripts. Asserts nothing.
 
+mod alloc;
 mod counted;
 mod fake;
 mod measure;
@@ -30,6 +31,9 @@ enum Command {
     /// One pod at a time against containerd: bare CRI calls versus a pod worker.
     Real(real::RealArgs),
 }
+
+#[global_allocator]
+static ALLOC: alloc::Counting = alloc::Counting;
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()

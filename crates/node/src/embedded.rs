@@ -70,61 +70,40 @@ const MAX_SOCKET_PATH: usize = 107;
 pub enum EmbeddedError {
     /// A file or directory under the root could not be used.
     #[error("cannot {action} {path}: {error}")]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        error: io::Error,
-    },
+    Io { action: &'static str, path: PathBuf, error: io::Error },
     /// The root directory is too deep for a unix socket inside it.
     #[error(
         "the socket path {socket} is {len} bytes long; unix sockets allow {MAX_SOCKET_PATH}: choose a shorter root directory"
     )]
     SocketPathTooLong { socket: PathBuf, len: usize },
     /// Another podwright held the lock for too long.
-    #[error(
-        "waited {waited:?} for the lock {lock} held by another podwright starting containerd; is one stuck?"
-    )]
+    #[error("waited {waited:?} for the lock {lock} held by another podwright starting containerd; is one stuck?")]
     LockTimeout { lock: PathBuf, waited: Duration },
     /// A helper program could not be run at all.
     #[error("cannot run {program}: {error} (is it installed? scripts/setup installs it)")]
     Spawn { program: String, error: io::Error },
+    /// Something answers on the socket, but no live containerd is in the pid file.
+    #[error(
+        "a containerd that podwright did not start (no live pid in {pid_file}) serves {socket}: stop it, or pass --runtime-endpoint unix://{socket}"
+    )]
+    Foreign { socket: PathBuf, pid_file: PathBuf },
     /// containerd exited while starting.
     #[error("containerd (pid {pid}) exited during start-up ({status}); the end of {log}:\n{tail}")]
-    Exited {
-        pid: u32,
-        status: String,
-        log: PathBuf,
-        tail: String,
-    },
+    Exited { pid: u32, status: String, log: PathBuf, tail: String },
     /// containerd runs but does not answer on its socket.
     #[error(
         "containerd (pid {pid}) does not answer on {socket} after {waited:?}: {last_error}; the end of {log}:\n{tail}"
     )]
-    NotReady {
-        pid: u32,
-        socket: PathBuf,
-        waited: Duration,
-        last_error: String,
-        log: PathBuf,
-        tail: String,
-    },
+    NotReady { pid: u32, socket: PathBuf, waited: Duration, last_error: String, log: PathBuf, tail: String },
     /// A CRI call to the running containerd failed.
     #[error("{call} on {endpoint} failed: {message}")]
-    Cri {
-        call: &'static str,
-        endpoint: String,
-        message: String,
-    },
+    Cri { call: &'static str, endpoint: String, message: String },
     /// A `ctr` command failed.
     #[error("`{command}` failed: {message}")]
     Ctr { command: String, message: String },
     /// An image that must be present is not, after loading the archives.
     #[error("image {image} is not present in containerd ({endpoint}): {why}")]
-    ImageMissing {
-        image: String,
-        endpoint: String,
-        why: String,
-    },
+    ImageMissing { image: String, endpoint: String, why: String },
     /// containerd survived SIGKILL.
     #[error("containerd (pid {pid}) is still alive {waited:?} after SIGKILL")]
     StopFailed { pid: u32, waited: Duration },
@@ -150,13 +129,8 @@ impl std::fmt::Display for EmbeddedStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let socket = self.socket.display();
         match (&self.version, self.pid) {
-            (Some(version), Some(pid)) => {
-                write!(f, "{version} is running (pid {pid}) at unix://{socket}")?
-            }
-            (_, Some(pid)) => write!(
-                f,
-                "containerd (pid {pid}) runs but does not answer at unix://{socket}"
-            )?,
+            (Some(version), Some(pid)) => write!(f, "{version} is running (pid {pid}) at unix://{socket}")?,
+            (_, Some(pid)) => write!(f, "containerd (pid {pid}) runs but does not answer at unix://{socket}")?,
             _ => return write!(f, "not running (its socket would be unix://{socket})"),
         }
         write!(f, "\nlog: {}", self.log.display())
@@ -187,11 +161,7 @@ impl EmbeddedRuntime {
         let image_dir = std::env::var_os("PODWRIGHT_IMAGE_DIR")
             .filter(|dir| !dir.is_empty())
             .map_or_else(|| PathBuf::from(DEFAULT_IMAGE_DIR), PathBuf::from);
-        Self {
-            root: root_dir.to_path_buf(),
-            socket: root_dir.join("containerd/containerd.sock"),
-            image_dir,
-        }
+        Self { root: root_dir.to_path_buf(), socket: root_dir.join("containerd/containerd.sock"), image_dir }
     }
 
     /// The CRI endpoint, `unix:///…/containerd.sock`.
@@ -223,10 +193,7 @@ impl EmbeddedRuntime {
     pub async fn ensure_running(&self) -> EmbeddedResult<EnsureOutcome> {
         let len = self.socket.as_os_str().len();
         if len > MAX_SOCKET_PATH {
-            return Err(EmbeddedError::SocketPathTooLong {
-                socket: self.socket.clone(),
-                len,
-            });
+            return Err(EmbeddedError::SocketPathTooLong { socket: self.socket.clone(), len });
         }
         create_dir(&self.dir()).await?;
         let _lock = self.lock().await?;
@@ -243,11 +210,7 @@ impl EmbeddedRuntime {
             }
         };
         let imported = self.load_images(&cri).await?;
-        Ok(EnsureOutcome {
-            pid,
-            started,
-            imported,
-        })
+        Ok(EnsureOutcome { pid, started, imported })
     }
 
     pub async fn status(&self) -> EmbeddedResult<EmbeddedStatus> {
@@ -281,16 +244,10 @@ impl EmbeddedRuntime {
         };
         signal(pid, libc::SIGTERM);
         if !wait_gone(pid, STOP_GRACE).await {
-            tracing::warn!(
-                pid,
-                "containerd ignored SIGTERM for {STOP_GRACE:?}, sending SIGKILL"
-            );
+            tracing::warn!(pid, "containerd ignored SIGTERM for {STOP_GRACE:?}, sending SIGKILL");
             signal(pid, libc::SIGKILL);
             if !wait_gone(pid, KILL_WAIT).await {
-                return Err(EmbeddedError::StopFailed {
-                    pid,
-                    waited: KILL_WAIT,
-                });
+                return Err(EmbeddedError::StopFailed { pid, waited: KILL_WAIT });
             }
         }
         self.remove_pid_file()?;
@@ -318,10 +275,7 @@ impl EmbeddedRuntime {
                 return Err(io_error("lock", &path, error));
             }
             if begin.elapsed() >= LOCK_TIMEOUT {
-                return Err(EmbeddedError::LockTimeout {
-                    lock: path,
-                    waited: LOCK_TIMEOUT,
-                });
+                return Err(EmbeddedError::LockTimeout { lock: path, waited: LOCK_TIMEOUT });
             }
             tokio::time::sleep(POLL).await;
         }
@@ -338,9 +292,7 @@ impl EmbeddedRuntime {
     fn remove_pid_file(&self) -> EmbeddedResult<()> {
         let path = self.pid_path();
         match std::fs::remove_file(&path) {
-            Err(error) if error.kind() != io::ErrorKind::NotFound => {
-                Err(io_error("remove", &path, error))
-            }
+            Err(error) if error.kind() != io::ErrorKind::NotFound => Err(io_error("remove", &path, error)),
             _ => Ok(()),
         }
     }
@@ -348,18 +300,20 @@ impl EmbeddedRuntime {
     async fn write_config(&self) -> EmbeddedResult<()> {
         let conf_dir = self.cni_conf_dir();
         create_dir(&conf_dir).await?;
-        write_file(
-            &conf_dir.join("10-podwright.conflist"),
-            &cni_conflist(&self.root.join("cni/networks")),
-        )
-        .await?;
+        write_file(&conf_dir.join("10-podwright.conflist"), &cni_conflist(&self.root.join("cni/networks"))).await?;
         write_file(&self.config_path(), &containerd_config(&self.root)).await
     }
 
     async fn start(&self) -> EmbeddedResult<(u32, CriRuntime)> {
+        if self.socket.exists() {
+            // Removing a socket that still answers would cut its containerd off from every client.
+            if cri::connect(&self.endpoint()).await.is_ok() {
+                return Err(EmbeddedError::Foreign { socket: self.socket.clone(), pid_file: self.pid_path() });
+            }
+            // A leftover from a crash or SIGKILL.
+            let _ = std::fs::remove_file(&self.socket);
+        }
         self.write_config().await?;
-        // Nothing answers on it (no live containerd): a leftover from a crash or SIGKILL.
-        let _ = std::fs::remove_file(&self.socket);
 
         let log_path = self.log_path();
         let mut log = std::fs::OpenOptions::new()
@@ -368,9 +322,7 @@ impl EmbeddedRuntime {
             .open(&log_path)
             .map_err(|error| io_error("open", &log_path, error))?;
         let log_start = log.seek(SeekFrom::End(0)).unwrap_or(0);
-        let log_err = log
-            .try_clone()
-            .map_err(|error| io_error("duplicate", &log_path, error))?;
+        let log_err = log.try_clone().map_err(|error| io_error("duplicate", &log_path, error))?;
 
         let mut command = Command::new("containerd");
         command
@@ -391,10 +343,8 @@ impl EmbeddedRuntime {
             });
         }
         let began = Instant::now();
-        let mut child = command.spawn().map_err(|error| EmbeddedError::Spawn {
-            program: "containerd".into(),
-            error,
-        })?;
+        let mut child =
+            command.spawn().map_err(|error| EmbeddedError::Spawn { program: "containerd".into(), error })?;
         let pid = child.id().unwrap_or_default();
         write_file(&self.pid_path(), &format!("{pid}\n")).await?;
         let cri = self.wait_ready(pid, Some(&mut child), log_start).await?;
@@ -455,10 +405,8 @@ impl EmbeddedRuntime {
     /// Makes sure the sandbox image and the image of each `NAME-TAG.tar` in the image directory
     /// are present for CRI, importing the archives of the missing ones.
     async fn load_images(&self, cri: &CriRuntime) -> EmbeddedResult<Vec<String>> {
-        let mut wanted: Vec<(String, Option<PathBuf>)> = image_archives(&self.image_dir)
-            .into_iter()
-            .map(|(archive, image)| (image, Some(archive)))
-            .collect();
+        let mut wanted: Vec<(String, Option<PathBuf>)> =
+            image_archives(&self.image_dir).into_iter().map(|(archive, image)| (image, Some(archive))).collect();
         if !wanted.iter().any(|(image, _)| image == SANDBOX_IMAGE) {
             wanted.push((SANDBOX_IMAGE.to_string(), None));
         }
@@ -494,21 +442,14 @@ impl EmbeddedRuntime {
     async fn image_present(&self, cri: &CriRuntime, image: &str) -> EmbeddedResult<bool> {
         match cri.image_status(image).await {
             Ok(found) => Ok(found.is_some()),
-            Err(error) => Err(EmbeddedError::Cri {
-                call: "ImageStatus",
-                endpoint: self.endpoint(),
-                message: error.to_string(),
-            }),
+            Err(error) => {
+                Err(EmbeddedError::Cri { call: "ImageStatus", endpoint: self.endpoint(), message: error.to_string() })
+            }
         }
     }
 
     /// CRI learns about an import from containerd's event stream, a moment after `ctr` returns.
-    async fn wait_visible(
-        &self,
-        cri: &CriRuntime,
-        image: &str,
-        archive: &Path,
-    ) -> EmbeddedResult<()> {
+    async fn wait_visible(&self, cri: &CriRuntime, image: &str, archive: &Path) -> EmbeddedResult<()> {
         let begin = Instant::now();
         while !self.image_present(cri, image).await? {
             if begin.elapsed() >= IMAGE_VISIBLE_TIMEOUT {
@@ -534,15 +475,7 @@ impl EmbeddedRuntime {
         command
             .arg("-a")
             .arg(&self.socket)
-            .args([
-                "-n",
-                CRI_NAMESPACE,
-                "images",
-                "import",
-                "--base-name",
-                base,
-                "--digests",
-            ])
+            .args(["-n", CRI_NAMESPACE, "images", "import", "--base-name", base, "--digests"])
             .arg(archive)
             .stdin(Stdio::null())
             .kill_on_drop(true);
@@ -559,21 +492,14 @@ impl EmbeddedRuntime {
                 });
             }
             Ok(Err(error)) => {
-                return Err(EmbeddedError::Spawn {
-                    program: "ctr".into(),
-                    error,
-                });
+                return Err(EmbeddedError::Spawn { program: "ctr".into(), error });
             }
             Ok(Ok(output)) => output,
         };
         if !output.status.success() {
             return Err(EmbeddedError::Ctr {
                 command: shown,
-                message: format!(
-                    "{}: {}",
-                    output.status,
-                    String::from_utf8_lossy(&output.stderr).trim()
-                ),
+                message: format!("{}: {}", output.status, String::from_utf8_lossy(&output.stderr).trim()),
             });
         }
         Ok(())
@@ -728,13 +654,7 @@ fn mark_inherited_fds_cloexec() {
     const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
     // SAFETY: raw syscalls on descriptors only; no allocation (we are between fork and exec).
     unsafe {
-        if libc::syscall(
-            libc::SYS_close_range,
-            3 as libc::c_uint,
-            libc::c_uint::MAX,
-            CLOSE_RANGE_CLOEXEC,
-        ) == 0
-        {
+        if libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, CLOSE_RANGE_CLOEXEC) == 0 {
             return;
         }
         // Kernels before 5.11: one by one.
@@ -755,14 +675,7 @@ fn mark_inherited_fds_cloexec() {
 /// `/usr/sbin`, which a non-root PATH lacks.
 fn path_with_sbin() -> String {
     let mut path = std::env::var("PATH").unwrap_or_default();
-    for dir in [
-        "/usr/local/sbin",
-        "/usr/local/bin",
-        "/usr/sbin",
-        "/usr/bin",
-        "/sbin",
-        "/bin",
-    ] {
+    for dir in ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"] {
         if !path.split(':').any(|p| p == dir) {
             if !path.is_empty() {
                 path.push(':');
@@ -795,28 +708,18 @@ fn log_tail(log: &Path, from: u64) -> String {
 }
 
 fn io_error(action: &'static str, path: &Path, error: io::Error) -> EmbeddedError {
-    EmbeddedError::Io {
-        action,
-        path: path.to_path_buf(),
-        error,
-    }
+    EmbeddedError::Io { action, path: path.to_path_buf(), error }
 }
 
 async fn create_dir(path: &Path) -> EmbeddedResult<()> {
-    tokio::fs::create_dir_all(path)
-        .await
-        .map_err(|error| io_error("create", path, error))
+    tokio::fs::create_dir_all(path).await.map_err(|error| io_error("create", path, error))
 }
 
 /// Writes through a temporary file and a rename, so a reader never sees half a file.
 async fn write_file(path: &Path, contents: &str) -> EmbeddedResult<()> {
     let tmp = path.with_extension("tmp");
-    tokio::fs::write(&tmp, contents)
-        .await
-        .map_err(|error| io_error("write", &tmp, error))?;
-    tokio::fs::rename(&tmp, path)
-        .await
-        .map_err(|error| io_error("rename", path, error))
+    tokio::fs::write(&tmp, contents).await.map_err(|error| io_error("write", &tmp, error))?;
+    tokio::fs::rename(&tmp, path).await.map_err(|error| io_error("rename", path, error))
 }
 
 #[cfg(test)]
@@ -838,33 +741,21 @@ mod tests {
             "bin_dir = \"/usr/lib/cni\"",
             "conf_dir = \"/var/lib/podwright/cni/net.d\"",
         ] {
-            assert!(
-                config.lines().any(|l| l.trim() == line),
-                "missing `{line}` in:\n{config}"
-            );
+            assert!(config.lines().any(|l| l.trim() == line), "missing `{line}` in:\n{config}");
         }
     }
 
     #[test]
     fn config_socket_matches_the_endpoint() {
         let runtime = EmbeddedRuntime::new(Path::new("/tmp/pw"));
-        assert_eq!(
-            runtime.endpoint(),
-            "unix:///tmp/pw/containerd/containerd.sock"
-        );
-        assert!(
-            containerd_config(&runtime.root)
-                .contains("address = \"/tmp/pw/containerd/containerd.sock\"")
-        );
+        assert_eq!(runtime.endpoint(), "unix:///tmp/pw/containerd/containerd.sock");
+        assert!(containerd_config(&runtime.root).contains("address = \"/tmp/pw/containerd/containerd.sock\""));
     }
 
     #[test]
     fn config_paths_are_toml_escaped() {
         let config = containerd_config(Path::new("/odd\"dir\\x"));
-        assert!(
-            config.contains(r#"root = "/odd\"dir\\x/containerd/root""#),
-            "{config}"
-        );
+        assert!(config.contains(r#"root = "/odd\"dir\\x/containerd/root""#), "{config}");
     }
 
     #[test]
@@ -876,27 +767,15 @@ mod tests {
         assert_eq!(plugins[0]["bridge"], "podwright0");
         assert_eq!(plugins[0]["ipam"]["type"], "host-local");
         assert_eq!(plugins[0]["ipam"]["ranges"][0][0]["subnet"], "10.89.0.0/16");
-        assert_eq!(
-            plugins[0]["ipam"]["dataDir"],
-            "/var/lib/podwright/cni/networks"
-        );
+        assert_eq!(plugins[0]["ipam"]["dataDir"], "/var/lib/podwright/cni/networks");
         assert_eq!(plugins[1]["type"], "portmap");
     }
 
     #[test]
     fn archive_names_map_to_local_images() {
-        assert_eq!(
-            image_for_archive("busybox-1.36.tar").as_deref(),
-            Some("localhost/busybox:1.36")
-        );
-        assert_eq!(
-            image_for_archive("pause-3.9.tar").as_deref(),
-            Some("localhost/pause:3.9")
-        );
-        assert_eq!(
-            image_for_archive("my-app-v2.tar").as_deref(),
-            Some("localhost/my-app:v2")
-        );
+        assert_eq!(image_for_archive("busybox-1.36.tar").as_deref(), Some("localhost/busybox:1.36"));
+        assert_eq!(image_for_archive("pause-3.9.tar").as_deref(), Some("localhost/pause:3.9"));
+        assert_eq!(image_for_archive("my-app-v2.tar").as_deref(), Some("localhost/my-app:v2"));
         assert_eq!(image_for_archive("busybox.tar"), None);
         assert_eq!(image_for_archive("busybox-1.36.tar.tmp"), None);
         assert_eq!(image_for_archive("-1.tar"), None);
@@ -904,10 +783,7 @@ mod tests {
 
     #[test]
     fn proc_stat_gives_name_and_state() {
-        assert_eq!(
-            parse_proc_stat("4242 (containerd) S 1 4242 4242 0 -1"),
-            Some(("containerd", 'S'))
-        );
+        assert_eq!(parse_proc_stat("4242 (containerd) S 1 4242 4242 0 -1"), Some(("containerd", 'S')));
         assert_eq!(parse_proc_stat("7 (a) b) Z 1 7"), Some(("a) b", 'Z')));
         assert_eq!(parse_proc_stat(""), None);
     }
@@ -935,10 +811,7 @@ mod tests {
         status.version = None;
         assert!(status.to_string().contains("does not answer"));
         status.pid = None;
-        assert_eq!(
-            status.to_string(),
-            "not running (its socket would be unix:///r/containerd/containerd.sock)"
-        );
+        assert_eq!(status.to_string(), "not running (its socket would be unix:///r/containerd/containerd.sock)");
     }
 
     #[test]

@@ -9,8 +9,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 fn test_root() -> PathBuf {
-    let base =
-        std::env::var("PODWRIGHT_TEST_ROOT").unwrap_or_else(|_| "/var/lib/podwright-test".into());
+    let base = std::env::var("PODWRIGHT_TEST_ROOT").unwrap_or_else(|_| "/var/lib/podwright-test".into());
     PathBuf::from(format!("{base}-embedded"))
 }
 
@@ -24,11 +23,7 @@ fn inheritable_pipe() -> (libc::c_int, libc::c_int) {
 
 /// Whether every write end of the pipe is closed (poll reports hang-up) within a second.
 fn pipe_hung_up(read_end: libc::c_int) -> bool {
-    let mut pfd = libc::pollfd {
-        fd: read_end,
-        events: libc::POLLIN,
-        revents: 0,
-    };
+    let mut pfd = libc::pollfd { fd: read_end, events: libc::POLLIN, revents: 0 };
     // SAFETY: one valid pollfd.
     let n = unsafe { libc::poll(&mut pfd, 1, 1000) };
     n == 1 && pfd.revents & libc::POLLHUP != 0
@@ -50,12 +45,7 @@ impl Drop for KillOnPanic {
 fn session_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the name: state ppid pgrp session ...
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(3)?
-        .parse()
-        .ok()
+    stat.rsplit_once(')')?.1.split_whitespace().nth(3)?.parse().ok()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -70,30 +60,17 @@ async fn embedded_containerd_starts_once_is_reused_and_stops() {
     runtime.stop().await.expect("stop a leftover containerd");
     // A cold start, images included. Without containers nothing is mounted under the root.
     if let Err(error) = std::fs::remove_dir_all(&root) {
-        assert_eq!(
-            error.kind(),
-            std::io::ErrorKind::NotFound,
-            "remove {root:?}: {error}"
-        );
+        assert_eq!(error.kind(), std::io::ErrorKind::NotFound, "remove {root:?}: {error}");
     }
 
     let (read_end, write_end) = inheritable_pipe();
     let began = Instant::now();
     // Two callers at once, as two `podwright run` started together: one starts, one reuses.
     let (a, b) = tokio::join!(runtime.ensure_running(), runtime.ensure_running());
-    let (a, b) = (
-        a.expect("first ensure_running"),
-        b.expect("second ensure_running"),
-    );
-    eprintln!(
-        "cold start + image import: {:?}; {a:?} {b:?}",
-        began.elapsed()
-    );
+    let (a, b) = (a.expect("first ensure_running"), b.expect("second ensure_running"));
+    eprintln!("cold start + image import: {:?}; {a:?} {b:?}", began.elapsed());
     assert_eq!(a.pid, b.pid, "both callers share one containerd");
-    assert!(
-        a.started != b.started,
-        "exactly one caller starts it: {a:?} {b:?}"
-    );
+    assert!(a.started != b.started, "exactly one caller starts it: {a:?} {b:?}");
     let pid = a.pid;
     let _guard = KillOnPanic(pid);
     let mut imported = [a.imported, b.imported].concat();
@@ -102,42 +79,24 @@ async fn embedded_containerd_starts_once_is_reused_and_stops() {
 
     // SAFETY: closing the write end we own.
     unsafe { libc::close(write_end) };
-    assert!(
-        pipe_hung_up(read_end),
-        "containerd holds an inherited descriptor open (see ls -l /proc/{pid}/fd)"
-    );
+    assert!(pipe_hung_up(read_end), "containerd holds an inherited descriptor open (see ls -l /proc/{pid}/fd)");
     // SAFETY: closing the read end we own.
     unsafe { libc::close(read_end) };
-    assert_eq!(
-        session_of(pid),
-        Some(pid),
-        "containerd leads its own session"
-    );
+    assert_eq!(session_of(pid), Some(pid), "containerd leads its own session");
 
     let status = runtime.status().await.expect("status");
     assert!(status.running, "{status:?}");
     assert_eq!(status.pid, Some(pid));
-    assert!(
-        status
-            .version
-            .as_deref()
-            .is_some_and(|v| v.starts_with("containerd ")),
-        "{status:?}"
-    );
+    assert!(status.version.as_deref().is_some_and(|v| v.starts_with("containerd ")), "{status:?}");
 
     let began = Instant::now();
-    let again = runtime
-        .ensure_running()
-        .await
-        .expect("ensure_running again");
+    let again = runtime.ensure_running().await.expect("ensure_running again");
     eprintln!("warm ensure_running: {:?}", began.elapsed());
     assert_eq!(again.pid, pid);
     assert!(!again.started && again.imported.is_empty(), "{again:?}");
 
     // What sandbox and container creation rely on: CRI itself sees the images.
-    let cri = podwright_runtime::cri::connect(&runtime.endpoint())
-        .await
-        .expect("connect over CRI");
+    let cri = podwright_runtime::cri::connect(&runtime.endpoint()).await.expect("connect over CRI");
     for image in ["localhost/busybox:1.36", SANDBOX_IMAGE] {
         let found = cri.image_status(image).await.expect("ImageStatus");
         assert!(found.is_some(), "CRI does not see {image}");
@@ -153,8 +112,5 @@ async fn embedded_containerd_starts_once_is_reused_and_stops() {
     );
     let status = runtime.status().await.expect("status after stop");
     assert!(!status.running && status.pid.is_none(), "{status:?}");
-    assert!(
-        !runtime.stop().await.expect("second stop"),
-        "nothing left to stop"
-    );
+    assert!(!runtime.stop().await.expect("second stop"), "nothing left to stop");
 }

@@ -229,6 +229,13 @@ impl Running {
         assert_eq!(rc, 0, "kill({}, {sig}) failed: {}", self.child.id(), std::io::Error::last_os_error());
     }
 
+    /// Like [`Running::wait`], but kills podwright (and fails) if it has not exited within
+    /// `limit` from now.
+    pub fn wait_within(mut self, limit: Duration) -> Outcome {
+        self.kill_after = self.started.elapsed() + limit;
+        self.wait()
+    }
+
     /// Waits for podwright to exit (killing it when it overstays its `--timeout` by a minute),
     /// then for its output pipes to close.
     pub fn wait(mut self) -> Outcome {
@@ -240,7 +247,7 @@ impl Running {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
                 panic!(
-                    "podwright {:?} still ran {:?} after start, past its own --timeout; killed it.\nstderr:\n{}",
+                    "podwright {:?} still ran {:?} after start, longer than it should have; killed it.\nstderr:\n{}",
                     self.args,
                     self.started.elapsed(),
                     self.stderr.text()
@@ -264,7 +271,34 @@ impl Running {
         let code = status.code().unwrap_or_else(|| {
             panic!("podwright {:?} was killed by a signal ({status}).\nstderr:\n{}", self.args, self.stderr.text())
         });
-        Outcome { args: self.args, code, stdout: self.stdout.text(), stderr: self.stderr.text(), elapsed }
+        Outcome {
+            args: std::mem::take(&mut self.args),
+            code,
+            stdout: self.stdout.text(),
+            stderr: self.stderr.text(),
+            elapsed,
+        }
+    }
+}
+
+impl Drop for Running {
+    /// A podwright not waited for (a test failed first) must not outlive the test: ask it to
+    /// stop the way Ctrl-C does, so it removes its pods, and kill it if it does not within 15 s.
+    fn drop(&mut self) {
+        if !matches!(self.child.try_wait(), Ok(None)) {
+            return;
+        }
+        // SAFETY: kill(2) on our own child, which has not been reaped (try_wait said running).
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -353,13 +387,7 @@ impl Outcome {
     }
 
     fn items_of_kind(&self, kind: &str) -> Vec<Value> {
-        self.list()["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|i| i["kind"] == kind)
-            .cloned()
-            .collect()
+        self.list()["items"].as_array().unwrap().iter().filter(|i| i["kind"] == kind).cloned().collect()
     }
 
     /// The final pods, in the List's order.
@@ -465,7 +493,10 @@ pub fn container_status<'a>(pod: &'a Value, name: &str) -> &'a Value {
         .flatten()
         .find(|s| s["name"] == name)
         .unwrap_or_else(|| {
-            panic!("pod has no status for container {name:?}: {}", serde_json::to_string_pretty(&pod["status"]).unwrap())
+            panic!(
+                "pod has no status for container {name:?}: {}",
+                serde_json::to_string_pretty(&pod["status"]).unwrap()
+            )
         })
 }
 
@@ -479,12 +510,9 @@ pub fn init_status_names(pod: &Value) -> Vec<String> {
 
 /// The pod condition of this type.
 pub fn condition<'a>(pod: &'a Value, type_: &str) -> &'a Value {
-    pod["status"]["conditions"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["type"] == type_))
-        .unwrap_or_else(|| {
-            panic!("pod has no {type_} condition: {}", serde_json::to_string_pretty(&pod["status"]["conditions"]).unwrap())
-        })
+    pod["status"]["conditions"].as_array().and_then(|c| c.iter().find(|c| c["type"] == type_)).unwrap_or_else(|| {
+        panic!("pod has no {type_} condition: {}", serde_json::to_string_pretty(&pod["status"]["conditions"]).unwrap())
+    })
 }
 
 /// `state.terminated.<field>` of a container status as RFC 3339 seconds since the epoch.
@@ -498,7 +526,13 @@ pub fn terminated_time(status: &Value, field: &str) -> i64 {
 pub fn rfc3339(s: &str) -> i64 {
     let bad = || -> ! { panic!("not an RFC 3339 timestamp: {s:?}") };
     let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' || b[16] != b':' {
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !matches!(b[10], b'T' | b't' | b' ')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
         bad();
     }
     let num = |r: std::ops::Range<usize>| -> i64 { s.get(r).and_then(|x| x.parse().ok()).unwrap_or_else(|| bad()) };
@@ -566,7 +600,8 @@ pub fn containers_with_label(key: &str, value: &str) -> Vec<String> {
     String::from_utf8_lossy(&out.stdout).lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect()
 }
 
-/// Panics unless containerd holds no container or sandbox of this pod (by uid and by name).
+/// Panics unless containerd holds no container or sandbox of this pod (by uid and by name)
+/// and its directory under the root is gone.
 pub fn assert_nothing_left(pod: &Value) {
     let uid = uid(pod);
     let name = name(pod);
@@ -574,6 +609,9 @@ pub fn assert_nothing_left(pod: &Value) {
     assert!(by_uid.is_empty(), "containers/sandboxes of pod {name} (uid {uid}) are left in containerd: {by_uid:?}");
     let by_name = containers_with_label("io.kubernetes.pod.name", &name);
     assert!(by_name.is_empty(), "containers/sandboxes of pod {name} are left in containerd: {by_name:?}");
+    // The pod's directory (volumes, logs, checkpoint) goes too, as the kubelet removes it.
+    let dir = test_root().join("pods").join(&uid);
+    assert!(!dir.exists(), "pod {name}'s directory {} is left behind", dir.display());
 }
 
 #[cfg(test)]

@@ -1,0 +1,361 @@
+//! `real`: one pod (2 init + 1 app, `sh -c 'exit 0'`) against a real containerd, run by the bare
+//! CRI calls in sequence (the floor) and by a real pod worker (podwright), interleaved. Every run
+//! also records the timeline of its runtime calls and of the containers' exits, to show where
+//! podwright's extra time goes.
+
+use crate::counted::{Counted, Span};
+use crate::measure::Summary;
+use crate::pod;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use podwright_node::dispatch::Dispatcher;
+use podwright_node::embedded::EmbeddedRuntime;
+use podwright_node::events::EventLog;
+use podwright_node::{Engine, PodUpdate, PodWorker, cri_config, volumes};
+use podwright_planner::pod::all_containers;
+use podwright_runtime::cri_api::ContainerState;
+use podwright_runtime::{Clock, Runtime, RuntimeEventKind, RuntimeService};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+pub const TARGET_RATIO: f64 = 1.10;
+const DEFAULT_ROOT: &str = "/var/lib/podwright-bench";
+/// How often the floor asks whether a container has exited.
+const POLL: Duration = Duration::from_millis(1);
+/// A pod that takes longer than this is a failure, not a sample.
+const RUN_LIMIT: Duration = Duration::from_secs(60);
+const CONTAINERS: [&str; 3] = ["init1", "init2", "app"];
+
+#[derive(clap::Args)]
+pub struct RealArgs {
+    /// Measured runs of each kind (floor and podwright, interleaved).
+    #[arg(long, default_value_t = 10)]
+    pub runs: usize,
+    /// Unmeasured runs of each kind first (caches, first CNI setup).
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// CRI endpoint; without it the embedded containerd under --root-dir is started or reused.
+    #[arg(long)]
+    pub endpoint: Option<String>,
+    /// podwright's root: pod directories, and the embedded containerd.
+    #[arg(long, default_value = DEFAULT_ROOT)]
+    pub root_dir: PathBuf,
+    /// Print every run's timeline of runtime calls.
+    #[arg(long)]
+    pub trace: bool,
+}
+
+/// One run: its total and the moments that matter, in ms from its start.
+struct Trace {
+    total: f64,
+    spans: Vec<(&'static str, f64, f64)>,
+    /// When each container (init1, init2, app) exited, per the runtime's finishedAt.
+    exits: [Option<f64>; 3],
+    /// When the Exited event of each container reached subscribers (podwright runs).
+    events: [Option<f64>; 3],
+    reads: u64,
+}
+
+/// Exited events with the moment they were delivered, from our own subscription.
+type EventTimes = Arc<Mutex<Vec<(Instant, String)>>>;
+
+struct Bench {
+    counted: Arc<Counted>,
+    engine: Engine,
+    events: EventTimes,
+    template: Pod,
+    root: PathBuf,
+}
+
+pub struct RealReport {
+    pub runtime: String,
+    pub floor: Vec<Duration>,
+    pub podwright: Vec<Duration>,
+    phases: Vec<(String, Summary, Summary)>,
+    /// Median read calls per run.
+    floor_reads: f64,
+    podwright_reads: f64,
+}
+
+pub async fn run(args: &RealArgs) -> Result<RealReport, String> {
+    let endpoint = match &args.endpoint {
+        Some(e) => e.clone(),
+        None => {
+            let embedded = EmbeddedRuntime::new(&args.root_dir);
+            embedded.ensure_running().await.map_err(|e| {
+                format!("could not start the embedded containerd under {}: {e}\nRun scripts/setup first.", args.root_dir.display())
+            })?;
+            embedded.endpoint()
+        }
+    };
+    let cri = podwright_runtime::connect(&endpoint).await.map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
+    let version = cri.version().await.map_err(|e| format!("{endpoint} does not answer Version: {e}"))?;
+    let counted = Arc::new(Counted::new(Arc::new(cri), true));
+    let runtime: Arc<dyn Runtime> = counted.clone();
+
+    let events: EventTimes = Arc::default();
+    let mut rx = runtime.subscribe();
+    let sink = events.clone();
+    tokio::spawn(async move {
+        while let Ok(ev) = rx.recv().await {
+            if ev.kind == RuntimeEventKind::Exited {
+                sink.lock().unwrap_or_else(|e| e.into_inner()).push((Instant::now(), ev.container_id));
+            }
+        }
+    });
+    let engine = Engine {
+        dispatcher: Dispatcher::start(runtime.subscribe()),
+        runtime,
+        clock: Clock::new(),
+        root: args.root_dir.clone(),
+        events: Arc::new(EventLog::default()),
+        log_sink: None,
+    };
+    let bench = Bench { counted, engine, events, template: pod::template()?, root: args.root_dir.clone() };
+
+    for i in 0..args.warmup {
+        bench.floor(&format!("warm-floor-{i}")).await?;
+        bench.podwright(&format!("warm-pw-{i}")).await?;
+    }
+    let (mut floor, mut podwright) = (vec![], vec![]);
+    for i in 0..args.runs {
+        let f = bench.floor(&format!("floor-{i}")).await?;
+        let p = bench.podwright(&format!("podwright-{i}")).await?;
+        if args.trace {
+            print_trace(&format!("floor run {i}"), &f);
+            print_trace(&format!("podwright run {i}"), &p);
+        }
+        floor.push(f);
+        podwright.push(p);
+    }
+    Ok(RealReport::new(version, &floor, &podwright))
+}
+
+impl Bench {
+    /// Moves the timeline to ms since `t0` and drops what came before it.
+    fn spans_since(&self, t0: Instant) -> Vec<(&'static str, f64, f64)> {
+        let ms = |i: Instant| i.saturating_duration_since(t0).as_secs_f64() * 1e3;
+        let spans: Vec<Span> = self.counted.take_timeline();
+        spans.into_iter().filter(|s| s.start >= t0).map(|s| (s.op, ms(s.start), ms(s.end))).collect()
+    }
+
+    /// The floor: the CRI calls podwright needs, issued in sequence by hand.
+    async fn floor(&self, name: &str) -> Result<Trace, String> {
+        let rt: &dyn Runtime = self.counted.as_ref();
+        let pod = pod::instance(&self.template, name);
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let log_dir = cri_config::log_directory(&self.root, &uid);
+        std::fs::create_dir_all(&log_dir).map_err(|e| format!("cannot create {}: {e}", log_dir.display()))?;
+        let sandbox_config = cri_config::sandbox_config(&pod, &self.root, 0);
+        self.counted.take_timeline();
+        let reads0 = self.counted.reads();
+        let (wall0, t0) = (Timestamp::now(), Instant::now());
+
+        let sandbox = rt.run_pod_sandbox(&sandbox_config, "").await.map_err(|e| format!("floor: RunPodSandbox: {e}"))?;
+        let mut ids = vec![];
+        let mut result = Ok(());
+        for sc in all_containers(&pod) {
+            let config = cri_config::container_config(&pod, &sc, 0, &sandbox, "", &self.root);
+            let step = async {
+                let id = rt.create_container(&sandbox, &config, &sandbox_config).await?;
+                ids.push(id.clone());
+                rt.start_container(&id).await?;
+                loop {
+                    let s = rt.container_status(&id).await?;
+                    if s.state == ContainerState::ContainerExited as i32 {
+                        return Ok::<i32, podwright_runtime::RuntimeError>(s.exit_code);
+                    }
+                    tokio::time::sleep(POLL).await;
+                }
+            };
+            match tokio::time::timeout(RUN_LIMIT, step).await {
+                Ok(Ok(0)) => {}
+                Ok(Ok(code)) => result = Err(format!("floor: {} exited with {code}", sc.name())),
+                Ok(Err(e)) => result = Err(format!("floor: {}: {e}", sc.name())),
+                Err(_) => result = Err(format!("floor: {} did not exit within {RUN_LIMIT:?}", sc.name())),
+            }
+            if result.is_err() {
+                break;
+            }
+        }
+        let total = t0.elapsed().as_secs_f64() * 1e3;
+        let reads = self.counted.reads() - reads0;
+        let spans = self.spans_since(t0);
+
+        let mut exits = [None; 3];
+        for (i, id) in ids.iter().enumerate() {
+            if let Ok(s) = rt.container_status(id).await {
+                exits[i] = since(wall0, s.finished_at);
+            }
+        }
+        for id in &ids {
+            let _ = rt.remove_container(id).await;
+        }
+        let _ = rt.stop_pod_sandbox(&sandbox).await;
+        let _ = rt.remove_pod_sandbox(&sandbox).await;
+        let _ = volumes::cleanup(&self.root, &uid);
+        result?;
+        Ok(Trace { total, spans, exits, events: [None; 3], reads })
+    }
+
+    /// podwright: a pod worker from its start until it publishes phase Succeeded.
+    async fn podwright(&self, name: &str) -> Result<Trace, String> {
+        let pod = pod::instance(&self.template, name);
+        let (tx, mut rx) = watch::channel(PodUpdate { pod: pod.clone(), finished: false });
+        let (delete, delete_rx) = watch::channel(false);
+        self.counted.take_timeline();
+        self.events.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        let reads0 = self.counted.reads();
+        let (wall0, t0) = (Timestamp::now(), Instant::now());
+
+        let worker = tokio::spawn(PodWorker::new(self.engine.clone(), pod.clone(), true).run(tx, delete_rx));
+        let outcome = tokio::time::timeout(RUN_LIMIT, async {
+            loop {
+                if rx.changed().await.is_err() {
+                    return Err("the worker ended before the pod succeeded".to_string());
+                }
+                let upd = rx.borrow_and_update();
+                match pod::phase(&upd.pod) {
+                    Some("Succeeded") => return Ok(t0.elapsed()),
+                    Some("Failed") => return Err(format!("the pod failed: {:?}", upd.pod.status)),
+                    _ => {}
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| Err(format!("the pod did not succeed within {RUN_LIMIT:?}")));
+        let reads = self.counted.reads() - reads0;
+        let spans = self.spans_since(t0);
+        let delivered: Vec<(Instant, String)> = self.events.lock().unwrap_or_else(|e| e.into_inner()).clone();
+
+        // Not timed: let the worker stop the sandbox and finish, then remove everything.
+        if outcome.is_err() {
+            let _ = delete.send(true);
+        }
+        let _ = tokio::time::timeout(RUN_LIMIT, worker).await;
+        let rt: &dyn Runtime = self.counted.as_ref();
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let listed = rt.list_containers(&cri_config::pod_selector(&uid)).await.unwrap_or_default();
+        let (mut exits, mut events) = ([None; 3], [None; 3]);
+        for c in &listed {
+            let name = c.metadata.as_ref().map_or("", |m| m.name.as_str());
+            if let Some(i) = CONTAINERS.iter().position(|n| *n == name) {
+                exits[i] = since(wall0, c.finished_at);
+                events[i] = delivered
+                    .iter()
+                    .find(|(_, id)| *id == c.id)
+                    .map(|(at, _)| at.saturating_duration_since(t0).as_secs_f64() * 1e3);
+            }
+        }
+        let last = rx.borrow().pod.clone();
+        self.engine.remove_pod(&last).await;
+        self.counted.take_timeline();
+        drop(delete);
+        let total = outcome?.as_secs_f64() * 1e3;
+        Ok(Trace { total, spans, exits, events, reads })
+    }
+}
+
+/// ms from `wall0` to a CRI timestamp in ns (None when unset).
+fn since(wall0: Timestamp, nanos: i64) -> Option<f64> {
+    (nanos > 0).then(|| (nanos as i128 - wall0.as_nanosecond()) as f64 / 1e6)
+}
+
+/// The critical path of one run cut into named phases, in ms.
+fn phases(t: &Trace) -> Vec<(String, f64)> {
+    let nth = |op: &str, n: usize| t.spans.iter().filter(|s| s.0 == op).nth(n).map(|s| (s.1, s.2));
+    let mut out = vec![];
+    let mut cursor = 0.0;
+    let mut push = |name: String, upto: Option<f64>, out: &mut Vec<(String, f64)>| {
+        if let Some(upto) = upto {
+            out.push((name, upto - cursor));
+            cursor = upto;
+        }
+    };
+    push("RunPodSandbox".into(), nth("RunPodSandbox", 0).map(|s| s.1), &mut out);
+    for (i, c) in CONTAINERS.iter().enumerate() {
+        let create = nth("CreateContainer", i);
+        let start = nth("StartContainer", i);
+        let before = if i == 0 { "sandbox ready" } else { CONTAINERS[i - 1] };
+        let gap_name = if i == 0 { format!("{before} -> create {c}") } else { format!("{before} exit -> create {c}") };
+        push(gap_name, create.map(|s| s.0), &mut out);
+        push(format!("CreateContainer {c}"), create.map(|s| s.1), &mut out);
+        push(format!("created -> StartContainer {c} returns"), start.map(|s| s.1), &mut out);
+        push(format!("{c} start returns -> exit"), t.exits[i], &mut out);
+        if let Some(ev) = t.events[i] {
+            out.push((format!("  ({c} exit -> Exited event delivered)"), ev - t.exits[i].unwrap_or(ev)));
+        }
+    }
+    push("app exit -> seen (floor poll / Succeeded published)".into(), Some(t.total), &mut out);
+    out.push(("reads (status/list calls) during the run".into(), t.reads as f64));
+    out
+}
+
+fn print_trace(title: &str, t: &Trace) {
+    println!("{title}: {:.2} ms", t.total);
+    for (op, s, e) in &t.spans {
+        println!("  {s:9.3} .. {e:9.3}  {op}");
+    }
+    for (i, c) in CONTAINERS.iter().enumerate() {
+        let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+        println!("  {c}: exited at {}, event delivered at {}", show(t.exits[i]), show(t.events[i]));
+    }
+}
+
+impl RealReport {
+    fn new(runtime: String, floor: &[Trace], podwright: &[Trace]) -> RealReport {
+        let dur = |v: &[Trace]| v.iter().map(|t| Duration::from_secs_f64(t.total / 1e3)).collect::<Vec<_>>();
+        // Median of each phase over the runs that have it, floor and podwright side by side.
+        let collect = |v: &[Trace]| {
+            let mut m: BTreeMap<String, Vec<Duration>> = BTreeMap::new();
+            for t in v {
+                for (name, ms) in phases(t) {
+                    m.entry(name).or_default().push(Duration::from_secs_f64(ms.max(0.0) / 1e3));
+                }
+            }
+            m
+        };
+        let (f, p) = (collect(floor), collect(podwright));
+        let mut order: Vec<String> = podwright.first().map(|t| phases(t).into_iter().map(|(n, _)| n).collect()).unwrap_or_default();
+        for (n, _) in floor.first().map(phases).unwrap_or_default() {
+            if !order.contains(&n) {
+                order.push(n);
+            }
+        }
+        let empty = Summary { median: f64::NAN, min: f64::NAN, max: f64::NAN };
+        let sum = |m: &BTreeMap<String, Vec<Duration>>, n: &str| m.get(n).map_or(empty, |v| Summary::of(v));
+        let phases = order.into_iter().filter(|n| !n.starts_with("reads")).map(|n| (n.clone(), sum(&f, &n), sum(&p, &n))).collect();
+        // Summary works in ms: feed it counts as ms to get their median.
+        let reads = |v: &[Trace]| Summary::of(&v.iter().map(|t| Duration::from_millis(t.reads)).collect::<Vec<_>>()).median;
+        RealReport { runtime, floor: dur(floor), podwright: dur(podwright), phases, floor_reads: reads(floor), podwright_reads: reads(podwright) }
+    }
+
+    pub fn print(&self) {
+        let (f, p) = (Summary::of(&self.floor), Summary::of(&self.podwright));
+        let ratio = p.median / f.median;
+        println!("real runtime ({}), one pod of 2 init + 1 app (sh -c 'exit 0'), {} runs each, interleaved", self.runtime, self.floor.len());
+        println!("  {:<24} {:>10} {:>10} {:>10}", "start -> Succeeded (ms)", "median", "min", "max");
+        println!("  {:<24} {:>10.2} {:>10.2} {:>10.2}", "floor (bare CRI calls)", f.median, f.min, f.max);
+        println!("  {:<24} {:>10.2} {:>10.2} {:>10.2}", "podwright (pod worker)", p.median, p.min, p.max);
+        let verdict = if ratio <= TARGET_RATIO { "ok" } else { "MISSED" };
+        println!("  ratio podwright/floor: {ratio:.3}   target <= {TARGET_RATIO:.2}  {verdict}");
+        println!("  where the time goes (median ms per phase; a phase is measured from the end of the one before):");
+        println!("  {:<54} {:>9} {:>9} {:>9}", "phase", "floor", "podwright", "extra");
+        for (name, f, p) in &self.phases {
+            let show = |v: f64| if v.is_nan() { "-".to_string() } else { format!("{v:.2}") };
+            let extra = if f.median.is_nan() { f64::NAN } else { p.median - f.median };
+            println!("  {name:<54} {:>9} {:>9} {:>9}", show(f.median), show(p.median), show(extra));
+        }
+        println!("  {:<54} {:>9.0} {:>9.0}", "runtime reads (status/list calls), median", self.floor_reads, self.podwright_reads);
+        println!("floor_ms: {:.2}", f.median);
+        println!("floor_min_ms: {:.2}", f.min);
+        println!("floor_max_ms: {:.2}", f.max);
+        println!("podwright_ms: {:.2}", p.median);
+        println!("podwright_min_ms: {:.2}", p.min);
+        println!("podwright_max_ms: {:.2}", p.max);
+        println!("ratio: {ratio:.3}");
+    }
+}
