@@ -31,6 +31,10 @@ pub struct RunArgs {
     /// Do not stream the containers' output.
     #[arg(long)]
     pub quiet: bool,
+    /// Seconds the pods get to stop when interrupted or timed out, instead of their
+    /// terminationGracePeriodSeconds; 0 stops them at once.
+    #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
+    pub grace_period: Option<i64>,
 }
 
 /// Connects to the given endpoint, or starts/reuses the embedded containerd.
@@ -86,7 +90,7 @@ pub async fn run(args: RunArgs) -> u8 {
     for pod in &pods {
         let (tx, rx) = watch::channel(PodUpdate { pod: pod.clone(), finished: false });
         let (del_tx, del_rx) = watch::channel(false);
-        let w = PodWorker::new(engine.clone(), pod.clone(), true);
+        let w = PodWorker::new(engine.clone(), pod.clone(), true).with_grace_override(args.grace_period);
         tokio::spawn(w.run(tx, del_rx));
         workers.push((rx, del_tx));
     }

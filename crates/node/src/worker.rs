@@ -29,6 +29,7 @@ pub struct PodWorker {
     start_time: Timestamp,
     sandbox_failure: Option<Timestamp>,
     events_streamed: bool,
+    grace_override: Option<i64>,
 }
 
 /// What the worker publishes on every status change.
@@ -50,7 +51,14 @@ impl PodWorker {
             start_time,
             sandbox_failure: None,
             events_streamed,
+            grace_override: None,
         }
+    }
+
+    /// Stop with this grace period (seconds, 0 = at once) when deleted, instead of the pod's.
+    pub fn with_grace_override(mut self, secs: Option<i64>) -> Self {
+        self.grace_override = secs;
+        self
     }
 
     fn checkpoint(&self) {
@@ -97,6 +105,7 @@ impl PodWorker {
                 now,
                 start_time: Some(self.start_time),
                 deleting,
+                grace_override: self.grace_override,
             };
             let status = pod_status(&ctx, previous.as_ref());
             let p = plan(&ctx);

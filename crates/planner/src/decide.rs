@@ -24,6 +24,9 @@ pub struct PodContext<'a> {
     pub start_time: Option<Timestamp>,
     /// Deletion requested (Ctrl-C in `run`): stop everything, start nothing.
     pub deleting: bool,
+    /// The grace period the deleter asked for (`--grace-period`), instead of the pod's
+    /// `terminationGracePeriodSeconds`; 0 means at once.
+    pub grace_override: Option<i64>,
 }
 
 /// What should happen to one container of the spec now.

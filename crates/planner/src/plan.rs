@@ -56,7 +56,7 @@ fn anything_live(ctx: &PodContext) -> bool {
 
 pub fn plan(ctx: &PodContext) -> Plan {
     let mut p = Plan { actions: vec![], wake_at: None, backoff: ctx.backoff.clone(), events: vec![] };
-    let grace = Duration::from_secs(pod::grace_period_secs(ctx.pod) as u64);
+    let grace = kill_grace(ctx);
 
     // Terminal: deletion, the deadline, a failed init under Never, or every app container
     // done for good. Kill what lives, start nothing.
@@ -106,6 +106,13 @@ pub fn plan(ctx: &PodContext) -> Plan {
         }
     }
     p
+}
+
+/// The grace period for stopping the pod: the deleter's override when deleting, else the
+/// pod's `terminationGracePeriodSeconds`.
+pub fn kill_grace(ctx: &PodContext) -> Duration {
+    let secs = ctx.grace_override.filter(|_| ctx.deleting).unwrap_or_else(|| pod::grace_period_secs(ctx.pod));
+    Duration::from_secs(secs.max(0) as u64)
 }
 
 /// Acts on one container's decision.

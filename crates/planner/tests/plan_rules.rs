@@ -215,3 +215,18 @@ fn image_pull_failure_waits_out_its_back_off() {
     let w = World { now: t(10), ..w };
     assert_eq!(starts(&w.plan()), vec![(App, 0, 0)]);
 }
+
+#[test]
+fn deletion_uses_the_callers_grace_period_else_the_pods() {
+    use std::time::Duration;
+    let p = pod(&[], &["app"], "Always");
+    let mut w = World::new(p.clone()).with_sandbox().with(running(&p, "app", 0, 1));
+    w.deleting = true;
+    assert_eq!(w.plan().actions, vec![Action::KillPod { grace: Duration::from_secs(30) }]);
+    w.grace_override = Some(0);
+    assert_eq!(w.plan().actions, vec![Action::KillPod { grace: Duration::ZERO }]);
+    // An override only applies to deletion, not to a pod that finishes by itself.
+    let mut w = World::new(pod(&[], &["app"], "Never")).with_sandbox().with(exited(&p, "app", 0, 0, 1, 2));
+    w.grace_override = Some(0);
+    assert!(matches!(w.plan().actions[..], [Action::KillPod { grace }] if grace == Duration::from_secs(30)));
+}

@@ -80,11 +80,12 @@ pub struct World {
     pub backoff: Backoff,
     pub now: Timestamp,
     pub deleting: bool,
+    pub grace_override: Option<i64>,
 }
 
 impl World {
     pub fn new(pod: Pod) -> Self {
-        World { pod, observed: Observed::default(), backoff: Backoff::default(), now: t(0), deleting: false }
+        World { pod, observed: Observed::default(), backoff: Backoff::default(), now: t(0), deleting: false, grace_override: None }
     }
     pub fn with_sandbox(mut self) -> Self {
         self.observed.sandbox = Some(sandbox());
@@ -106,6 +107,7 @@ impl World {
             now: self.now,
             start_time: Some(t(0)),
             deleting: self.deleting,
+            grace_override: self.grace_override,
         }
     }
     pub fn plan(&self) -> Plan {
