@@ -16,7 +16,7 @@ use tokio::sync::watch;
 /// How long to wait before creating a sandbox again after it failed.
 const SANDBOX_RETRY: SignedDuration = SignedDuration::from_secs(10);
 /// The safety-net relist when the runtime streams events, and when it does not.
-const RELIST_WITH_EVENTS: SignedDuration = SignedDuration::from_secs(10);
+const RELIST_WITH_EVENTS: SignedDuration = SignedDuration::from_secs(5);
 const RELIST_WITHOUT_EVENTS: SignedDuration = SignedDuration::from_secs(1);
 /// How long to wait before trying again when the runtime could not be read.
 const OBSERVE_RETRY: Duration = Duration::from_secs(1);

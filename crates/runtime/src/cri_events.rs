@@ -32,8 +32,10 @@ const TOPIC_EXIT: &str = "/tasks/exit";
 const TOPIC_START: &str = "/tasks/start";
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
-/// How long an exit may take to show in CRI before it is broadcast anyway.
-const SETTLE_LIMIT: Duration = Duration::from_secs(2);
+/// How long an exit may take to show in CRI before it is broadcast anyway. A loaded machine
+/// was seen to take over 2 s; an event broadcast too early wakes a worker that still sees the
+/// container running and then sleeps until its relist.
+const SETTLE_LIMIT: Duration = Duration::from_secs(30);
 
 /// Where the event subscription stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,7 +216,8 @@ async fn settle_exit(mut client: RuntimeServiceClient<Channel>, id: &str) {
             return;
         }
         tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_millis(10));
+        let cap = if started.elapsed() < Duration::from_millis(500) { 10 } else { 50 };
+        pause = (pause * 2).min(Duration::from_millis(cap));
     }
 }
 
