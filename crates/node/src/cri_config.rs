@@ -218,7 +218,17 @@ pub fn container_config(
                 ..Default::default()
             })
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let mut mounts = mounts;
+    let message_path = c.termination_message_path.clone().unwrap_or_else(|| "/dev/termination-log".into());
+    if !message_path.is_empty() {
+        let host = crate::termination_message::host_path(root, uid, &c.name, restart_count);
+        mounts.push(Mount {
+            container_path: message_path,
+            host_path: host.to_string_lossy().into_owned(),
+            ..Default::default()
+        });
+    }
 
     ContainerConfig {
         metadata: Some(ContainerMetadata { name: c.name.clone(), attempt: restart_count.max(0) as u32 }),

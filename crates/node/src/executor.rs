@@ -161,6 +161,13 @@ impl Engine {
             return (name, Err(f));
         }
         let ip = sandbox.ip.clone().unwrap_or_default();
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let message_file = crate::termination_message::host_path(&self.root, uid, &name, restart_count);
+        if let Err(e) = crate::termination_message::prepare(&message_file) {
+            let msg = format!("cannot create the termination message file {}: {e}", message_file.display());
+            self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {msg}"));
+            return (name, Err(fail("CreateContainerConfigError", msg)));
+        }
         let config = cri_config::container_config(pod, &sc, restart_count, &sandbox.id, &ip, &self.root);
         let id = match self.runtime.create_container(&sandbox.id, &config, &sandbox_config).await {
             Ok(id) => id,
@@ -172,7 +179,6 @@ impl Engine {
         self.dispatcher.register(&id, bell);
         self.event(pod, Some(&sc), EventType::Normal, "Created", format!("Created container {name}"));
         if let Some(sink) = &self.log_sink {
-            let uid = pod.metadata.uid.as_deref().unwrap_or_default();
             let path = cri_config::log_directory(&self.root, uid).join(&config.log_path);
             let _ = sink.send(crate::logs::LogTarget { container: name.clone(), path });
         }

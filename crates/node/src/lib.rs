@@ -10,6 +10,7 @@ pub mod executor;
 pub mod labels;
 pub mod logs;
 pub mod observe;
+pub mod termination_message;
 pub mod volumes;
 pub mod worker;
 

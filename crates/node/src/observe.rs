@@ -2,6 +2,8 @@
 
 use crate::cri_config::pod_selector;
 use crate::labels;
+use crate::termination_message;
+use std::path::Path;
 use jiff::Timestamp;
 use podwright_planner::{ContainerKind, ObservedContainer, ObservedSandbox, RunState};
 use podwright_runtime::cri_api::{ContainerState, ContainerStatus, PodSandboxState, PodSandboxStatus};
@@ -23,8 +25,9 @@ pub fn sandbox(s: &PodSandboxStatus) -> ObservedSandbox {
 }
 
 /// A CRI container status as the planner sees it; `None` for containers podwright did not
-/// label (not ours to manage).
-pub fn container(s: &ContainerStatus) -> Option<ObservedContainer> {
+/// label (not ours to manage). An exited container's message is its termination message when
+/// it left one (the kubelet 1.29-1.31 replaces the runtime's message with it).
+pub fn container(s: &ContainerStatus, root: &Path) -> Option<ObservedContainer> {
     let kind = ContainerKind::from_label(s.labels.get(labels::CONTAINER_KIND)?)?;
     let name = s.labels.get(labels::CONTAINER_NAME).cloned().or_else(|| s.metadata.as_ref().map(|m| m.name.clone()))?;
     let restart_count = s
@@ -38,6 +41,14 @@ pub fn container(s: &ContainerStatus) -> Option<ObservedContainer> {
         Ok(ContainerState::ContainerExited) => RunState::Exited,
         _ => RunState::Unknown,
     };
+    let mut message = s.message.clone();
+    if state == RunState::Exited {
+        let uid = s.labels.get(labels::POD_UID).map(String::as_str).unwrap_or_default();
+        let policy = s.annotations.get(labels::TERMINATION_MESSAGE_POLICY).map(String::as_str).unwrap_or("File");
+        if let Some(m) = termination_message::read(root, uid, &name, restart_count, policy, s.exit_code) {
+            message = m;
+        }
+    }
     Some(ObservedContainer {
         id: s.id.clone(),
         name,
@@ -46,7 +57,7 @@ pub fn container(s: &ContainerStatus) -> Option<ObservedContainer> {
         state,
         exit_code: s.exit_code,
         reason: s.reason.clone(),
-        message: s.message.clone(),
+        message,
         created_at: ts(s.created_at).unwrap_or(Timestamp::UNIX_EPOCH),
         started_at: ts(s.started_at),
         finished_at: ts(s.finished_at),
@@ -61,11 +72,12 @@ pub fn container(s: &ContainerStatus) -> Option<ObservedContainer> {
 pub async fn observe(
     rt: &dyn RuntimeService,
     uid: &str,
+    root: &Path,
 ) -> RuntimeResult<(Vec<ObservedSandbox>, Vec<ObservedContainer>)> {
     let sel = pod_selector(uid);
     let (sandboxes, containers) = tokio::join!(rt.list_pod_sandboxes(&sel), rt.list_containers(&sel));
     let mut sandboxes: Vec<ObservedSandbox> = sandboxes?.iter().map(sandbox).collect();
     sandboxes.sort_by_key(|s| (s.attempt, s.created_at));
-    let containers = containers?.iter().filter_map(container).collect();
+    let containers = containers?.iter().filter_map(|c| container(c, root)).collect();
     Ok((sandboxes, containers))
 }

@@ -77,7 +77,7 @@ impl PodWorker {
         let mut previous: Option<PodStatus> = None;
         loop {
             let deleting = *delete.borrow();
-            let (sandboxes, containers) = match observe::observe(self.engine.runtime.as_ref(), &uid).await {
+            let (sandboxes, containers) = match observe::observe(self.engine.runtime.as_ref(), &uid, &self.engine.root).await {
                 Ok(o) => o,
                 Err(e) => {
                     tracing::warn!(%e, "could not read the pod's state from the runtime");

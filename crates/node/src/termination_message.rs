@@ -1,0 +1,80 @@
+//! Termination messages: each container instance gets its own host file mounted at
+//! `terminationMessagePath`; after the container exits, the file (or, with
+//! `FallbackToLogsOnError`, the end of its log) becomes the terminated state's `message`.
+
+use crate::cri_config::log_directory;
+use crate::volumes::pod_dir;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+/// The kubelet's limits: the file is read up to 4096 bytes; the log fallback takes the last
+/// 80 lines, at most 2048 bytes.
+const MAX_FILE_BYTES: u64 = 4096;
+const MAX_LOG_LINES: usize = 80;
+const MAX_LOG_BYTES: usize = 2048;
+
+pub fn host_path(root: &Path, uid: &str, container: &str, restart_count: i32) -> PathBuf {
+    pod_dir(root, uid).join("containers").join(container).join(format!("{restart_count}-termination-log"))
+}
+
+/// Creates the empty, world-writable file a new instance writes its message to.
+pub fn prepare(path: &Path) -> io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::File::create(path)?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))
+}
+
+fn read_file(path: &Path) -> Option<String> {
+    let mut buf = Vec::new();
+    std::fs::File::open(path).ok()?.take(MAX_FILE_BYTES).read_to_end(&mut buf).ok()?;
+    (!buf.is_empty()).then(|| String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// The last lines of a CRI log file, their messages only.
+fn log_tail(path: &Path) -> Option<String> {
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    // Each CRI line carries a ~40 byte prefix; read enough to find 80 messages of 2 KiB.
+    let start = len.saturating_sub(64 * 1024);
+    f.seek(SeekFrom::Start(start)).ok()?;
+    let mut text = String::new();
+    f.read_to_string(&mut text).ok()?;
+    let lines: Vec<&str> = text.lines().skip(usize::from(start > 0)).map(crate::logs::message).collect();
+    let tail = lines[lines.len().saturating_sub(MAX_LOG_LINES)..].join("\n");
+    let cut = tail.len().saturating_sub(MAX_LOG_BYTES);
+    let tail = tail[tail.char_indices().map(|(i, _)| i).find(|i| *i >= cut).unwrap_or(tail.len())..].to_string();
+    (!tail.is_empty()).then_some(tail)
+}
+
+/// The message of an exited instance, if it left one.
+pub fn read(root: &Path, uid: &str, container: &str, restart_count: i32, policy: &str, exit_code: i32) -> Option<String> {
+    read_file(&host_path(root, uid, container, restart_count)).or_else(|| {
+        (policy == "FallbackToLogsOnError" && exit_code != 0).then(|| {
+            log_tail(&log_directory(root, uid).join(container).join(format!("{restart_count}.log")))
+        })?
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_first_then_log_fallback_on_error_only() {
+        let root = std::env::temp_dir().join(format!("pw-tm-{}", std::process::id()));
+        let file = host_path(&root, "u", "c", 0);
+        prepare(&file).unwrap();
+        let log = log_directory(&root, "u").join("c/0.log");
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        std::fs::write(&log, "2024-01-01T00:00:00Z stdout F one\n2024-01-01T00:00:00Z stderr F two\n").unwrap();
+        assert_eq!(read(&root, "u", "c", 0, "File", 1), None);
+        assert_eq!(read(&root, "u", "c", 0, "FallbackToLogsOnError", 1).as_deref(), Some("one\ntwo"));
+        assert_eq!(read(&root, "u", "c", 0, "FallbackToLogsOnError", 0), None);
+        std::fs::write(&file, "bye").unwrap();
+        assert_eq!(read(&root, "u", "c", 0, "FallbackToLogsOnError", 1).as_deref(), Some("bye"));
+        std::fs::remove_dir_all(root).unwrap();
+    }
+}
