@@ -131,7 +131,16 @@ pub async fn run(args: &RealArgs) -> Result<RealReport, String> {
         floor.push(f);
         podwright.push(p);
     }
-    Ok(RealReport::new(version, &floor, &podwright))
+    let report = RealReport::new(version, &floor, &podwright);
+    // A run far off the median is a stall worth seeing call by call.
+    for (kind, traces, median) in [("floor", &floor, report.floor_median()), ("podwright", &podwright, report.podwright_median())] {
+        for (i, t) in traces.iter().enumerate() {
+            if !args.trace && t.total > 2.0 * median {
+                print_trace(&format!("outlier: {kind} run {i} (median {median:.2} ms)"), t);
+            }
+        }
+    }
+    Ok(report)
 }
 
 impl Bench {
@@ -331,6 +340,14 @@ impl RealReport {
         // Summary works in ms: feed it counts as ms to get their median.
         let reads = |v: &[Trace]| Summary::of(&v.iter().map(|t| Duration::from_millis(t.reads)).collect::<Vec<_>>()).median;
         RealReport { runtime, floor: dur(floor), podwright: dur(podwright), phases, floor_reads: reads(floor), podwright_reads: reads(podwright) }
+    }
+
+    fn floor_median(&self) -> f64 {
+        Summary::of(&self.floor).median
+    }
+
+    fn podwright_median(&self) -> f64 {
+        Summary::of(&self.podwright).median
     }
 
     pub fn print(&self) {

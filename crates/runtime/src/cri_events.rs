@@ -177,7 +177,7 @@ async fn stream_once(
     Ok(received)
 }
 
-/// Waits until CRI no longer reports `id` running (a container) or ready (a sandbox: a pause
+/// Waits until CRI reports `id` exited (a container) or not ready (a sandbox: a pause
 /// container's exit), or `SETTLE_LIMIT` passes.
 async fn settle_exit(mut client: RuntimeServiceClient<Channel>, id: &str) {
     let started = tokio::time::Instant::now();
@@ -193,7 +193,9 @@ async fn settle_exit(mut client: RuntimeServiceClient<Channel>, id: &str) {
             Ok(resp) => resp
                 .into_inner()
                 .status
-                .is_some_and(|s| s.state == ContainerState::ContainerRunning as i32),
+                // A container whose task exits while StartContainer is still under way is
+                // CREATED until CRI records the exit: only EXITED means the exit is visible.
+                .is_some_and(|s| s.state != ContainerState::ContainerExited as i32),
             Err(status) if status.code() == Code::NotFound => client
                 .pod_sandbox_status(PodSandboxStatusRequest {
                     pod_sandbox_id: id.to_string(),
