@@ -5,17 +5,20 @@ use crate::alloc;
 use crate::counted::Counted;
 use crate::measure::{self, cpu_time};
 use crate::pod;
+use k8s_openapi::api::core::v1::Pod;
 use podwright_node::dispatch::Dispatcher;
 use podwright_node::events::EventLog;
-use podwright_node::{Engine, PodUpdate, PodWorker};
-use podwright_runtime::{Behaviour, Clock, FakeRuntime, Runtime};
-use std::path::PathBuf;
+use podwright_node::{Engine, PodUpdate, PodWorker, cri_config};
+use podwright_planner::pod::all_containers;
+use podwright_runtime::{Behaviour, Clock, FakeRuntime, Runtime, RuntimeService};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 pub const TARGET_LIFECYCLES_PER_S: f64 = 2000.0;
 pub const TARGET_KIB_PER_POD: f64 = 50.0;
+const CONTAINERS: [&str; 3] = ["init1", "init2", "app"];
 
 #[derive(clap::Args)]
 pub struct FakeArgs {
@@ -23,23 +26,28 @@ pub struct FakeArgs {
     #[arg(long, default_value_t = 1000)]
     pub pods: usize,
     /// Directory for the workers' checkpoints (created, then removed); default a fresh one under
-    /// /dev/shm (tmpfs), else the temporary directory.
+    /// /dev/shm (tmpfs) when there is one, else under the temporary directory.
     #[arg(long)]
     pub root: Option<PathBuf>,
-    /// Also count live heap bytes (a counting allocator: adds a little CPU).
+    /// Also count live heap bytes (a counting allocator, a little more CPU), and what the fake
+    /// runtime alone holds for the same pods.
     #[arg(long)]
     pub heap: bool,
 }
 
-/// Live heap, when counted: peak, and what was left once every pod had finished and once every
-/// pod was removed, in bytes since the run began.
+/// Live heap in bytes, when counted (`--heap`).
 pub struct Heap {
+    /// The highest since the run began.
     pub peak: isize,
+    /// Held once every pod had finished (before removal).
     pub finished: isize,
+    /// Held after removal: of it, the final pods (kept like the CLI keeps them) and the engine
+    /// (its event log, mostly).
     pub removed: isize,
-    /// Of `removed`: the final pods, and the engine (its event log, mostly).
     pub final_pods: isize,
     pub engine: isize,
+    /// What the fake runtime alone holds for the same pods, all finished, driven without podwright.
+    pub fake_alone: isize,
 }
 
 pub struct FakeReport {
@@ -63,47 +71,52 @@ impl FakeReport {
     pub fn lifecycles_per_s(&self) -> f64 {
         self.pods as f64 / (self.run + self.remove).as_secs_f64()
     }
+
     pub fn us_per_action(&self) -> f64 {
         self.cpu.as_secs_f64() * 1e6 / self.actions.max(1) as f64
     }
+
     pub fn kib_per_pod(&self) -> f64 {
         self.rss_peak_kib.saturating_sub(self.rss_before_kib) as f64 / self.pods.max(1) as f64
     }
 
     pub fn print(&self) {
         let ok = |good: bool| if good { "ok" } else { "MISSED" };
-        let lps = self.lifecycles_per_s();
-        let kib = self.kib_per_pod();
-        println!("fake runtime, {} pods (2 init + 1 app, exit 0 at once), {} succeeded", self.pods, self.succeeded);
-        println!("  {:<34} {:>12}", "figure", "value");
-        println!("  {:<34} {:>12.1}", "run until all finished (ms)", self.run.as_secs_f64() * 1e3);
-        println!("  {:<34} {:>12.1}", "remove all (ms)", self.remove.as_secs_f64() * 1e3);
-        println!("  {:<34} {:>12.0}   target >= {TARGET_LIFECYCLES_PER_S:.0}  {}", "pod lifecycles per second", lps, ok(lps >= TARGET_LIFECYCLES_PER_S));
-        println!("  {:<34} {:>12.1}", "process CPU (ms)", self.cpu.as_secs_f64() * 1e3);
-        println!("  {:<34} {:>12}", "runtime actions", self.actions);
-        println!("  {:<34} {:>12}", "runtime reads", self.reads);
-        println!("  {:<34} {:>12.2}", "CPU per action (us)", self.us_per_action());
-        println!("  {:<34} {:>12.1}   target <= {TARGET_KIB_PER_POD:.0}  {}", "peak RSS per pod (KiB)", kib, ok(kib <= TARGET_KIB_PER_POD));
-        println!("  {:<34} {:>12}", "events recorded", self.events);
+        let (lps, kib) = (self.lifecycles_per_s(), self.kib_per_pod());
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let per_pod = |bytes: isize| bytes as f64 / 1024.0 / self.pods.max(1) as f64;
+        println!("fake runtime, {} pods at once (2 init + 1 app, exit 0 at once), {} succeeded", self.pods, self.succeeded);
+        println!("  {:<36} {:>10}", "figure", "value");
+        println!("  {:<36} {:>10.1}", "run until all finished (ms)", ms(self.run));
+        println!("  {:<36} {:>10.1}", "remove all (ms)", ms(self.remove));
+        let target = format!("target >= {TARGET_LIFECYCLES_PER_S:.0}");
+        println!("  {:<36} {:>10.0}   {target}  {}", "pod lifecycles per second", lps, ok(lps >= TARGET_LIFECYCLES_PER_S));
+        println!("  {:<36} {:>10.1}", "process CPU (ms)", ms(self.cpu));
+        println!("  {:<36} {:>10}", "runtime actions (state changes)", self.actions);
+        println!("  {:<36} {:>10}", "runtime reads (status, list)", self.reads);
+        println!("  {:<36} {:>10.2}", "CPU per action (us)", self.us_per_action());
+        let target = format!("target <= {TARGET_KIB_PER_POD:.0}");
+        println!("  {:<36} {:>10.1}   {target}  {}", "peak RSS per pod (KiB)", kib, ok(kib <= TARGET_KIB_PER_POD));
         if let Some(h) = &self.heap {
-            println!("  {:<34} {:>12.1}", "peak live heap per pod (KiB)", per_pod(h.peak));
-            println!("  {:<34} {:>12.1}", "heap held per finished pod (KiB)", per_pod(h.finished));
-            println!("  {:<34} {:>12.1}", "heap held per removed pod (KiB)", per_pod(h.removed));
-            println!("  {:<34} {:>12.1}", "  of which the final pod (KiB)", per_pod(h.final_pods));
-            println!("  {:<34} {:>12.1}", "  of which the engine/events (KiB)", per_pod(h.engine));
+            println!("  {:<36} {:>10.1}", "peak live heap per pod (KiB)", per_pod(h.peak));
+            println!("  {:<36} {:>10.1}", "  held when all finished", per_pod(h.finished));
+            println!("  {:<36} {:>10.1}", "  of that, the fake runtime's", per_pod(h.fake_alone));
+            println!("  {:<36} {:>10.1}", "  held after removal", per_pod(h.removed));
+            println!("  {:<36} {:>10.1}", "    of that, the final pods", per_pod(h.final_pods));
+            println!("  {:<36} {:>10.1}", "    of that, the engine (events)", per_pod(h.engine));
         }
+        println!("  {:<36} {:>10}", "events recorded", self.events);
         if !self.peak_reset {
             println!("  (could not reset VmHWM: the peak may predate the run)");
         }
         println!("pods: {}", self.pods);
         println!("succeeded: {}", self.succeeded);
-        println!("run_ms: {:.1}", self.run.as_secs_f64() * 1e3);
-        println!("remove_ms: {:.1}", self.remove.as_secs_f64() * 1e3);
+        println!("run_ms: {:.1}", ms(self.run));
+        println!("remove_ms: {:.1}", ms(self.remove));
         println!("lifecycles_per_s: {lps:.0}");
         println!("actions: {}", self.actions);
         println!("reads: {}", self.reads);
-        println!("cpu_ms: {:.1}", self.cpu.as_secs_f64() * 1e3);
+        println!("cpu_ms: {:.1}", ms(self.cpu));
         println!("us_per_action: {:.2}", self.us_per_action());
         println!("rss_before_kib: {}", self.rss_before_kib);
         println!("rss_peak_kib: {}", self.rss_peak_kib);
@@ -111,7 +124,10 @@ impl FakeReport {
         if let Some(h) = &self.heap {
             println!("heap_peak_kib_per_pod: {:.1}", per_pod(h.peak));
             println!("heap_finished_kib_per_pod: {:.1}", per_pod(h.finished));
+            println!("heap_fake_alone_kib_per_pod: {:.1}", per_pod(h.fake_alone));
             println!("heap_removed_kib_per_pod: {:.1}", per_pod(h.removed));
+            println!("heap_final_pods_kib_per_pod: {:.1}", per_pod(h.final_pods));
+            println!("heap_engine_kib_per_pod: {:.1}", per_pod(h.engine));
         }
     }
 }
@@ -124,9 +140,20 @@ impl Drop for TempRoot {
         if let Err(e) = std::fs::remove_dir_all(&self.0)
             && e.kind() != std::io::ErrorKind::NotFound
         {
-            eprintln!("bench: could not remove {}: {e}", self.0.display());
+            eprintln!("podwright-bench: could not remove {}: {e}", self.0.display());
         }
     }
+}
+
+/// The fake with the benchmark's image and scripts, call log off.
+fn new_fake() -> Arc<FakeRuntime> {
+    let fake = FakeRuntime::new(Clock::new());
+    fake.set_call_log(false);
+    fake.add_image(pod::IMAGE);
+    for name in CONTAINERS {
+        fake.script(name, vec![Behaviour::Exit { code: 0, after: Duration::ZERO }]);
+    }
+    fake
 }
 
 pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
@@ -138,20 +165,14 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
     std::fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
     let _root_guard = TempRoot(root.clone());
 
-    let clock = Clock::new();
-    let fake = FakeRuntime::new(clock);
-    fake.set_call_log(false);
-    fake.add_image(pod::IMAGE);
-    for name in ["init1", "init2", "app"] {
-        fake.script(name, vec![Behaviour::Exit { code: 0, after: Duration::ZERO }]);
-    }
+    let fake = new_fake();
     let counted = Arc::new(Counted::new(fake.clone(), false));
     let runtime: Arc<dyn Runtime> = counted.clone();
     let engine = Engine {
         dispatcher: Dispatcher::start(runtime.subscribe()),
         runtime,
-        clock,
-        root,
+        clock: fake.clock(),
+        root: root.clone(),
         events: Arc::new(EventLog::default()),
         log_sink: None,
     };
@@ -171,11 +192,10 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
         let engine = engine.clone();
         workers.push(tokio::spawn(async move {
             let (tx, rx) = watch::channel(PodUpdate { pod: pod.clone(), finished: false });
-            // Kept alive until the worker returns: a dropped sender would read as "changed".
+            // Kept until the worker returns: a dropped sender would read as "changed".
             let (_delete, delete_rx) = watch::channel(false);
             PodWorker::new(engine, pod, true).run(tx, delete_rx).await;
-            let last = rx.borrow().clone();
-            last.pod
+            rx.borrow().pod.clone()
         }));
     }
     let mut finished = Vec::with_capacity(args.pods);
@@ -189,8 +209,7 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
     let removals: Vec<_> = finished
         .iter()
         .map(|p| {
-            let engine = engine.clone();
-            let p = p.clone();
+            let (engine, p) = (engine.clone(), p.clone());
             tokio::spawn(async move { engine.remove_pod(&p).await })
         })
         .collect();
@@ -200,25 +219,29 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
     let remove = t1.elapsed();
     let cpu = cpu_time().saturating_sub(cpu0);
     let rss_peak_kib = measure::status_kib("VmHWM")?;
+
     let left = fake.stats();
     if left.sandboxes + left.containers > 0 {
         return Err(format!("the fake still holds {} sandboxes and {} containers after removal", left.sandboxes, left.containers));
     }
     let succeeded = finished.iter().filter(|p| pod::phase(p) == Some("Succeeded")).count();
     let events = engine.events.snapshot().len();
-    // What is still held after removal: the final pods (ours, as the CLI keeps them) and the
-    // engine with its event log.
     let removed = alloc::live();
     drop(finished);
     let after_pods = alloc::live();
     drop(engine);
-    let heap = args.heap.then(|| Heap {
-        peak: alloc::peak(),
-        finished: heap_finished,
-        removed,
-        final_pods: removed - after_pods,
-        engine: after_pods - alloc::live(),
-    });
+    let after_engine = alloc::live();
+    let heap = match args.heap {
+        true => Some(Heap {
+            peak: alloc::peak(),
+            finished: heap_finished,
+            removed,
+            final_pods: removed - after_pods,
+            engine: after_pods - after_engine,
+            fake_alone: fake_alone(&template, args.pods, &root).await?,
+        }),
+        false => None,
+    };
     Ok(FakeReport {
         pods: args.pods,
         succeeded,
@@ -233,4 +256,28 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
         events,
         heap,
     })
+}
+
+/// The heap a fresh fake holds for `pods` finished pods when driven directly with the same
+/// configs (sandbox, then each container created and started), without podwright.
+async fn fake_alone(template: &Pod, pods: usize, root: &Path) -> Result<isize, String> {
+    let fake = new_fake();
+    let pods: Vec<Pod> = (0..pods).map(|i| pod::instance(template, &format!("alone-{i}"))).collect();
+    let before = alloc::live();
+    let mut sandboxes = Vec::with_capacity(pods.len());
+    for pod in &pods {
+        let sandbox_config = cri_config::sandbox_config(pod, root, 0);
+        let id = fake.run_pod_sandbox(&sandbox_config, "").await.map_err(|e| format!("fake alone: {e}"))?;
+        for sc in all_containers(pod) {
+            let config = cri_config::container_config(pod, &sc, 0, &id, "", root);
+            let c = fake.create_container(&id, &config, &sandbox_config).await.map_err(|e| format!("fake alone: {e}"))?;
+            fake.start_container(&c).await.map_err(|e| format!("fake alone: {e}"))?;
+        }
+        sandboxes.push(id);
+    }
+    let held = alloc::live() - before;
+    for id in sandboxes {
+        let _ = fake.remove_pod_sandbox(&id).await;
+    }
+    Ok(held)
 }
