@@ -94,21 +94,13 @@ pub fn pod_containers(pod: &Pod) -> impl Iterator<Item = PodContainer<'_>> {
         .unwrap_or_default()
         .iter()
         .enumerate()
-        .map(|(index, container)| PodContainer {
-            kind: ContainerKind::Init,
-            index,
-            container,
-        });
+        .map(|(index, container)| PodContainer { kind: ContainerKind::Init, index, container });
     let regular = spec
         .map(|s| s.containers.as_slice())
         .unwrap_or_default()
         .iter()
         .enumerate()
-        .map(|(index, container)| PodContainer {
-            kind: ContainerKind::Regular,
-            index,
-            container,
-        });
+        .map(|(index, container)| PodContainer { kind: ContainerKind::Regular, index, container });
     init.chain(regular)
 }
 
@@ -123,27 +115,14 @@ mod tests {
     use k8s_openapi::api::core::v1::PodSpec;
 
     fn container(name: &str, restart: Option<&str>) -> Container {
-        Container {
-            name: name.into(),
-            restart_policy: restart.map(str::to_string),
-            ..Default::default()
-        }
+        Container { name: name.into(), restart_policy: restart.map(str::to_string), ..Default::default() }
     }
 
     #[test]
     fn paths() {
-        assert_eq!(
-            field_path(ContainerKind::Init, "init-mydb"),
-            "spec.initContainers{init-mydb}"
-        );
-        assert_eq!(
-            field_path(ContainerKind::Regular, "myapp"),
-            "spec.containers{myapp}"
-        );
-        assert_eq!(
-            field_path(ContainerKind::Ephemeral, "debug"),
-            "spec.ephemeralContainers{debug}"
-        );
+        assert_eq!(field_path(ContainerKind::Init, "init-mydb"), "spec.initContainers{init-mydb}");
+        assert_eq!(field_path(ContainerKind::Regular, "myapp"), "spec.containers{myapp}");
+        assert_eq!(field_path(ContainerKind::Ephemeral, "debug"), "spec.ephemeralContainers{debug}");
         assert_eq!(index_path(ContainerKind::Init, 1), "spec.initContainers[1]");
     }
 
@@ -151,18 +130,14 @@ mod tests {
     fn sidecars_and_iteration() {
         let pod = Pod {
             spec: Some(PodSpec {
-                init_containers: Some(vec![
-                    container("init", None),
-                    container("side", Some("Always")),
-                ]),
+                init_containers: Some(vec![container("init", None), container("side", Some("Always"))]),
                 containers: vec![container("app", None), container("odd", Some("Always"))],
                 ..Default::default()
             }),
             ..Default::default()
         };
-        let all: Vec<(ContainerKind, usize, &str, bool)> = pod_containers(&pod)
-            .map(|c| (c.kind, c.index, c.container.name.as_str(), c.is_sidecar()))
-            .collect();
+        let all: Vec<(ContainerKind, usize, &str, bool)> =
+            pod_containers(&pod).map(|c| (c.kind, c.index, c.container.name.as_str(), c.is_sidecar())).collect();
         assert_eq!(
             all,
             vec![

@@ -3,8 +3,8 @@
 //! the create path fills in (namespace, uid).
 
 use k8s_openapi::api::core::v1::{
-    Container, EnvVar, HTTPGetAction, Lifecycle, LifecycleHandler, ObjectFieldSelector, Pod,
-    PodSecurityContext, PodSpec, Probe, ResourceRequirements, Volume,
+    Container, EnvVar, HTTPGetAction, Lifecycle, LifecycleHandler, ObjectFieldSelector, Pod, PodSecurityContext,
+    PodSpec, Probe, ResourceRequirements, Volume,
 };
 
 use crate::image_ref::default_image_pull_policy;
@@ -47,10 +47,7 @@ macro_rules! default_container_fields {
             let image = c.image.as_deref().unwrap_or_default();
             c.image_pull_policy = Some(default_image_pull_policy(image).to_string());
         }
-        set_if_empty(
-            &mut c.termination_message_path,
-            TERMINATION_MESSAGE_PATH_DEFAULT,
-        );
+        set_if_empty(&mut c.termination_message_path, TERMINATION_MESSAGE_PATH_DEFAULT);
         set_if_empty(&mut c.termination_message_policy, "File");
         for p in c.ports.iter_mut().flatten() {
             set_if_empty(&mut p.protocol, "TCP");
@@ -58,13 +55,8 @@ macro_rules! default_container_fields {
         for e in c.env.iter_mut().flatten() {
             default_env_var(e);
         }
-        for probe in [
-            c.liveness_probe.as_mut(),
-            c.readiness_probe.as_mut(),
-            c.startup_probe.as_mut(),
-        ]
-        .into_iter()
-        .flatten()
+        for probe in
+            [c.liveness_probe.as_mut(), c.readiness_probe.as_mut(), c.startup_probe.as_mut()].into_iter().flatten()
         {
             default_probe(probe);
         }
@@ -185,10 +177,7 @@ fn default_http_get(h: &mut HTTPGetAction) {
 }
 
 fn default_lifecycle(l: &mut Lifecycle) {
-    for h in [l.post_start.as_mut(), l.pre_stop.as_mut()]
-        .into_iter()
-        .flatten()
-    {
+    for h in [l.post_start.as_mut(), l.pre_stop.as_mut()].into_iter().flatten() {
         default_lifecycle_handler(h);
     }
 }
@@ -222,8 +211,7 @@ pub fn default_volume(v: &mut Volume) {
         s.default_mode.get_or_insert(VOLUME_SOURCE_DEFAULT_MODE);
         for src in s.sources.iter_mut().flatten() {
             if let Some(t) = src.service_account_token.as_mut() {
-                t.expiration_seconds
-                    .get_or_insert(SERVICE_ACCOUNT_TOKEN_DEFAULT_EXPIRATION);
+                t.expiration_seconds.get_or_insert(SERVICE_ACCOUNT_TOKEN_DEFAULT_EXPIRATION);
             }
             if let Some(d) = src.downward_api.as_mut() {
                 for item in d.items.iter_mut().flatten() {
@@ -253,9 +241,7 @@ mod tests {
     }
 
     fn minimal(containers: &str) -> String {
-        format!(
-            "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n{containers}"
-        )
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers:\n{containers}")
     }
 
     #[test]
@@ -264,10 +250,7 @@ mod tests {
         apply_defaults(&mut p);
         assert_eq!(p.metadata.namespace.as_deref(), Some("default"));
         let uid = p.metadata.uid.clone().expect("uid");
-        assert_eq!(
-            uuid::Uuid::parse_str(&uid).map(|u| u.get_version_num()),
-            Ok(4)
-        );
+        assert_eq!(uuid::Uuid::parse_str(&uid).map(|u| u.get_version_num()), Ok(4));
         let s = p.spec.as_ref().expect("spec");
         assert_eq!(s.restart_policy.as_deref(), Some("Always"));
         assert_eq!(s.termination_grace_period_seconds, Some(30));
@@ -308,11 +291,7 @@ mod tests {
         ];
         for (image, want) in cases {
             for init in [false, true] {
-                let mut c = Container {
-                    name: "c".into(),
-                    image: Some(image.clone()),
-                    ..Default::default()
-                };
+                let mut c = Container { name: "c".into(), image: Some(image.clone()), ..Default::default() };
                 let mut spec = PodSpec::default();
                 if init {
                     spec.init_containers = Some(vec![c.clone()]);
@@ -320,24 +299,13 @@ mod tests {
                     spec.containers = vec![c.clone()];
                 }
                 default_pod_spec(&mut spec);
-                c = if init {
-                    spec.init_containers.expect("init")[0].clone()
-                } else {
-                    spec.containers[0].clone()
-                };
-                assert_eq!(
-                    c.image_pull_policy.as_deref(),
-                    Some(want),
-                    "image {image} init {init}"
-                );
+                c = if init { spec.init_containers.expect("init")[0].clone() } else { spec.containers[0].clone() };
+                assert_eq!(c.image_pull_policy.as_deref(), Some(want), "image {image} init {init}");
             }
         }
         // an explicit policy is kept
-        let mut c = Container {
-            image: Some("busybox".into()),
-            image_pull_policy: Some("Never".into()),
-            ..Default::default()
-        };
+        let mut c =
+            Container { image: Some("busybox".into()), image_pull_policy: Some("Never".into()), ..Default::default() };
         default_container(&mut c);
         assert_eq!(c.image_pull_policy.as_deref(), Some("Never"));
     }
@@ -368,21 +336,14 @@ mod tests {
         ));
         apply_defaults(&mut p);
         let c = &p.spec.as_ref().expect("spec").containers[0];
-        assert_eq!(
-            c.termination_message_path.as_deref(),
-            Some("/dev/termination-log")
-        );
+        assert_eq!(c.termination_message_path.as_deref(), Some("/dev/termination-log"));
         assert_eq!(c.termination_message_policy.as_deref(), Some("File"));
         let ports = c.ports.as_ref().expect("ports");
         assert_eq!(ports[0].protocol.as_deref(), Some("TCP"));
         assert_eq!(ports[1].protocol.as_deref(), Some("UDP"));
         assert_eq!(ports[0].host_port, None);
         let env = &c.env.as_ref().expect("env")[0];
-        let fr = env
-            .value_from
-            .as_ref()
-            .and_then(|v| v.field_ref.as_ref())
-            .expect("fieldRef");
+        let fr = env.value_from.as_ref().and_then(|v| v.field_ref.as_ref()).expect("fieldRef");
         assert_eq!(fr.api_version.as_deref(), Some("v1"));
 
         let lp = c.liveness_probe.as_ref().expect("liveness");
@@ -401,14 +362,8 @@ mod tests {
         assert_eq!(hg.scheme.as_deref(), Some("HTTP"));
         let rp = c.readiness_probe.as_ref().expect("readiness");
         assert_eq!(rp.period_seconds, Some(3));
-        assert_eq!(
-            rp.grpc.as_ref().and_then(|g| g.service.as_deref()),
-            Some("")
-        );
-        assert_eq!(
-            c.startup_probe.as_ref().and_then(|p| p.failure_threshold),
-            Some(3)
-        );
+        assert_eq!(rp.grpc.as_ref().and_then(|g| g.service.as_deref()), Some(""));
+        assert_eq!(c.startup_probe.as_ref().and_then(|p| p.failure_threshold), Some(3));
         let stop = c
             .lifecycle
             .as_ref()
@@ -426,8 +381,7 @@ mod tests {
 
     #[test]
     fn host_network_ports_and_volumes() {
-        let mut p = pod(
-            "\
+        let mut p = pod("\
 apiVersion: v1
 kind: Pod
 metadata: {name: p}
@@ -447,46 +401,30 @@ spec:
     projected: {sources: [{serviceAccountToken: {path: t}}]}
   - name: h
     hostPath: {path: /tmp}
-",
-        );
+");
         apply_defaults(&mut p);
         let s = p.spec.as_ref().expect("spec");
         let ports = s.containers[0].ports.as_ref().expect("ports");
         assert_eq!(ports[0].host_port, Some(80));
         assert_eq!(ports[1].host_port, Some(8081));
-        let iports = s.init_containers.as_ref().expect("init")[0]
-            .ports
-            .as_ref()
-            .expect("ports");
+        let iports = s.init_containers.as_ref().expect("init")[0].ports.as_ref().expect("ports");
         assert_eq!(iports[0].host_port, Some(9000));
 
         let v = s.volumes.as_ref().expect("volumes");
         assert!(v[0].empty_dir.is_some());
         assert_eq!(v[1].secret.as_ref().and_then(|x| x.default_mode), Some(420));
-        assert_eq!(
-            v[2].config_map.as_ref().and_then(|x| x.default_mode),
-            Some(0o400)
-        );
+        assert_eq!(v[2].config_map.as_ref().and_then(|x| x.default_mode), Some(0o400));
         let d = v[3].downward_api.as_ref().expect("downwardAPI");
         assert_eq!(d.default_mode, Some(420));
         assert_eq!(
-            d.items.as_ref().expect("items")[0]
-                .field_ref
-                .as_ref()
-                .and_then(|f| f.api_version.as_deref()),
+            d.items.as_ref().expect("items")[0].field_ref.as_ref().and_then(|f| f.api_version.as_deref()),
             Some("v1")
         );
         let pr = v[4].projected.as_ref().expect("projected");
         assert_eq!(
-            pr.sources.as_ref().expect("sources")[0]
-                .service_account_token
-                .as_ref()
-                .and_then(|t| t.expiration_seconds),
+            pr.sources.as_ref().expect("sources")[0].service_account_token.as_ref().and_then(|t| t.expiration_seconds),
             Some(3600)
         );
-        assert_eq!(
-            v[5].host_path.as_ref().and_then(|h| h.type_.as_deref()),
-            Some("")
-        );
+        assert_eq!(v[5].host_path.as_ref().and_then(|h| h.type_.as_deref()), Some(""));
     }
 }

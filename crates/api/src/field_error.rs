@@ -89,18 +89,8 @@ pub struct FieldError {
 }
 
 impl FieldError {
-    pub fn new(
-        path: impl Into<String>,
-        kind: ErrorKind,
-        value: Option<String>,
-        detail: impl Into<String>,
-    ) -> Self {
-        FieldError {
-            path: path.into(),
-            kind,
-            value,
-            detail: detail.into(),
-        }
+    pub fn new(path: impl Into<String>, kind: ErrorKind, value: Option<String>, detail: impl Into<String>) -> Self {
+        FieldError { path: path.into(), kind, value, detail: detail.into() }
     }
 
     /// `field.Required(path, detail)`.
@@ -114,11 +104,7 @@ impl FieldError {
     }
 
     /// `field.Invalid(path, value, detail)`.
-    pub fn invalid(
-        path: impl Into<String>,
-        value: impl BadValue,
-        detail: impl Into<String>,
-    ) -> Self {
+    pub fn invalid(path: impl Into<String>, value: impl BadValue, detail: impl Into<String>) -> Self {
         Self::new(path, ErrorKind::Invalid, Some(value.render()), detail)
     }
 
@@ -134,11 +120,7 @@ impl FieldError {
 
     /// `field.NotSupported(path, value, supported)`: the detail lists every
     /// supported value quoted, in the order given.
-    pub fn not_supported(
-        path: impl Into<String>,
-        value: impl BadValue,
-        supported: &[&str],
-    ) -> Self {
+    pub fn not_supported(path: impl Into<String>, value: impl BadValue, supported: &[&str]) -> Self {
         let detail = if supported.is_empty() {
             String::new()
         } else {
@@ -150,12 +132,7 @@ impl FieldError {
 
     /// `field.TooLong(path, value, max)`.
     pub fn too_long(path: impl Into<String>, max_length: usize) -> Self {
-        Self::new(
-            path,
-            ErrorKind::TooLong,
-            None,
-            format!("must have at most {max_length} bytes"),
-        )
+        Self::new(path, ErrorKind::TooLong, None, format!("must have at most {max_length} bytes"))
     }
 
     /// `field.InternalError(path, err)`.
@@ -167,10 +144,8 @@ impl FieldError {
     /// is also what appears as `message` in API status causes.
     pub fn body(&self) -> String {
         let mut s = String::from(self.kind.as_str());
-        let prints_value = !matches!(
-            self.kind,
-            ErrorKind::Required | ErrorKind::Forbidden | ErrorKind::TooLong | ErrorKind::Internal
-        );
+        let prints_value =
+            !matches!(self.kind, ErrorKind::Required | ErrorKind::Forbidden | ErrorKind::TooLong | ErrorKind::Internal);
         if prints_value && let Some(v) = &self.value {
             s.push_str(": ");
             s.push_str(v);
@@ -288,11 +263,7 @@ impl FieldPath {
     }
 
     pub fn child(&self, name: &str) -> Self {
-        if self.0.is_empty() {
-            FieldPath(name.to_string())
-        } else {
-            FieldPath(format!("{}.{}", self.0, name))
-        }
+        if self.0.is_empty() { FieldPath(name.to_string()) } else { FieldPath(format!("{}.{}", self.0, name)) }
     }
 
     pub fn index(&self, i: usize) -> Self {
@@ -330,10 +301,7 @@ impl From<&FieldPath> for String {
 /// (apimachinery `ErrorList.ToAggregate`).
 pub fn dedup_errors(errors: Vec<FieldError>) -> Vec<FieldError> {
     let mut seen = std::collections::HashSet::new();
-    errors
-        .into_iter()
-        .filter(|e| seen.insert(e.to_string()))
-        .collect()
+    errors.into_iter().filter(|e| seen.insert(e.to_string())).collect()
 }
 
 /// A pod rejected by validation, displayed as kubectl prints it:
@@ -348,10 +316,7 @@ pub struct InvalidPod {
 
 impl InvalidPod {
     pub fn new(name: impl Into<String>, errors: Vec<FieldError>) -> Self {
-        InvalidPod {
-            name: name.into(),
-            errors: dedup_errors(errors),
-        }
+        InvalidPod { name: name.into(), errors: dedup_errors(errors) }
     }
 
     /// The API server's own one-line message (`Pod "x" is invalid: [e1, e2]`),
@@ -361,11 +326,7 @@ impl InvalidPod {
         match msgs.len() {
             0 => format!("Pod {} is invalid", go_quote(&self.name)),
             1 => format!("Pod {} is invalid: {}", go_quote(&self.name), msgs[0]),
-            _ => format!(
-                "Pod {} is invalid: [{}]",
-                go_quote(&self.name),
-                msgs.join(", ")
-            ),
+            _ => format!("Pod {} is invalid: [{}]", go_quote(&self.name), msgs.join(", ")),
         }
     }
 }
@@ -394,10 +355,7 @@ mod tests {
     #[test]
     fn renders_like_apimachinery() {
         let cases: Vec<(FieldError, &str)> = vec![
-            (
-                FieldError::required("spec.containers", ""),
-                "spec.containers: Required value",
-            ),
+            (FieldError::required("spec.containers", ""), "spec.containers: Required value"),
             (
                 FieldError::required("metadata.name", "name or generateName is required"),
                 "metadata.name: Required value: name or generateName is required",
@@ -409,54 +367,28 @@ mod tests {
                 ),
                 "spec.initContainers[0].readinessProbe: Forbidden: may not be set for init containers without restartPolicy=Always",
             ),
+            (FieldError::duplicate("spec.containers[1].name", "x"), "spec.containers[1].name: Duplicate value: \"x\""),
             (
-                FieldError::duplicate("spec.containers[1].name", "x"),
-                "spec.containers[1].name: Duplicate value: \"x\"",
-            ),
-            (
-                FieldError::not_supported(
-                    "spec.restartPolicy",
-                    "Sometimes",
-                    &["Always", "OnFailure", "Never"],
-                ),
+                FieldError::not_supported("spec.restartPolicy", "Sometimes", &["Always", "OnFailure", "Never"]),
                 "spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\"",
             ),
             (
-                FieldError::invalid(
-                    "spec.activeDeadlineSeconds",
-                    0i64,
-                    "must be between 1 and 2147483647, inclusive",
-                ),
+                FieldError::invalid("spec.activeDeadlineSeconds", 0i64, "must be between 1 and 2147483647, inclusive"),
                 "spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, inclusive",
             ),
-            (
-                FieldError::invalid("spec.x", "", ""),
-                "spec.x: Invalid value: \"\"",
-            ),
-            (
-                FieldError::invalid("spec.hostNetwork", true, "nope"),
-                "spec.hostNetwork: Invalid value: true: nope",
-            ),
+            (FieldError::invalid("spec.x", "", ""), "spec.x: Invalid value: \"\""),
+            (FieldError::invalid("spec.hostNetwork", true, "nope"), "spec.hostNetwork: Invalid value: true: nope"),
             (
                 FieldError::not_found("spec.containers[0].volumeMounts[0].name", "data"),
                 "spec.containers[0].volumeMounts[0].name: Not found: \"data\"",
             ),
-            (
-                FieldError::new("a", ErrorKind::Invalid, None, "detail only"),
-                "a: Invalid value: detail only",
-            ),
-            (
-                FieldError::new("a", ErrorKind::Forbidden, Some("\"v\"".into()), "x"),
-                "a: Forbidden: x",
-            ),
+            (FieldError::new("a", ErrorKind::Invalid, None, "detail only"), "a: Invalid value: detail only"),
+            (FieldError::new("a", ErrorKind::Forbidden, Some("\"v\"".into()), "x"), "a: Forbidden: x"),
             (
                 FieldError::too_long("metadata.annotations", 262144),
                 "metadata.annotations: Too long: must have at most 262144 bytes",
             ),
-            (
-                FieldError::internal("spec", "boom"),
-                "spec: Internal error: boom",
-            ),
+            (FieldError::internal("spec", "boom"), "spec: Internal error: boom"),
         ];
         for (err, want) in cases {
             assert_eq!(err.to_string(), want);
@@ -484,35 +416,18 @@ mod tests {
 
     #[test]
     fn field_path_builder() {
-        let p = FieldPath::new("spec")
-            .child("initContainers")
-            .index(0)
-            .child("name");
+        let p = FieldPath::new("spec").child("initContainers").index(0).child("name");
         assert_eq!(p.as_str(), "spec.initContainers[0].name");
-        let a = FieldPath::new("metadata")
-            .child("annotations")
-            .key("pod.beta.kubernetes.io/init-containers");
-        assert_eq!(
-            a.to_string(),
-            "metadata.annotations[pod.beta.kubernetes.io/init-containers]"
-        );
+        let a = FieldPath::new("metadata").child("annotations").key("pod.beta.kubernetes.io/init-containers");
+        assert_eq!(a.to_string(), "metadata.annotations[pod.beta.kubernetes.io/init-containers]");
         assert_eq!(FieldPath::default().child("x").as_str(), "x");
     }
 
     #[test]
     fn invalid_pod_display_single_and_multi() {
-        let one = InvalidPod::new(
-            "myapp-pod",
-            vec![FieldError::required("spec.containers", "")],
-        );
-        assert_eq!(
-            one.to_string(),
-            "The Pod \"myapp-pod\" is invalid: spec.containers: Required value"
-        );
-        assert_eq!(
-            one.api_message(),
-            "Pod \"myapp-pod\" is invalid: spec.containers: Required value"
-        );
+        let one = InvalidPod::new("myapp-pod", vec![FieldError::required("spec.containers", "")]);
+        assert_eq!(one.to_string(), "The Pod \"myapp-pod\" is invalid: spec.containers: Required value");
+        assert_eq!(one.api_message(), "Pod \"myapp-pod\" is invalid: spec.containers: Required value");
 
         let many = InvalidPod::new(
             "x",

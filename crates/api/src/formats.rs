@@ -10,18 +10,16 @@ pub const DNS1123_SUBDOMAIN_MAX_LENGTH: usize = 253;
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_ERR_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str =
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_ERR_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const ENV_VAR_NAME_FMT: &str = "[-._a-zA-Z][-._a-zA-Z0-9]*";
 const ENV_VAR_NAME_ERR_MSG: &str = "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit";
-const RELAXED_ENV_VAR_NAME_ERR_MSG: &str = "a valid environment variable name must consist only of printable ASCII characters other than '='";
+const RELAXED_ENV_VAR_NAME_ERR_MSG: &str =
+    "a valid environment variable name must consist only of printable ASCII characters other than '='";
 const HTTP_HEADER_NAME_FMT: &str = "[-A-Za-z0-9]+";
-const HTTP_HEADER_NAME_ERR_MSG: &str =
-    "a valid HTTP header must consist of alphanumeric characters or '-'";
+const HTTP_HEADER_NAME_ERR_MSG: &str = "a valid HTTP header must consist of alphanumeric characters or '-'";
 const CONFIG_MAP_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
-const CONFIG_MAP_KEY_ERR_MSG: &str =
-    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
+const CONFIG_MAP_KEY_ERR_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
 
 /// `MaxLenError`.
 pub fn max_len_error(length: usize) -> String {
@@ -68,9 +66,7 @@ fn matches_dns1123_label(value: &str) -> bool {
     let (Some(first), Some(last)) = (value.chars().next(), value.chars().last()) else {
         return false;
     };
-    is_lower_alnum(first)
-        && is_lower_alnum(last)
-        && value.chars().all(|c| is_lower_alnum(c) || c == '-')
+    is_lower_alnum(first) && is_lower_alnum(last) && value.chars().all(|c| is_lower_alnum(c) || c == '-')
 }
 
 fn matches_dns1123_subdomain(value: &str) -> bool {
@@ -87,11 +83,7 @@ pub fn is_dns1123_label(value: &str) -> Vec<String> {
         if matches_dns1123_subdomain(value) {
             errs.push("must not contain dots".to_string());
         } else {
-            errs.push(regex_error(
-                DNS1123_LABEL_ERR_MSG,
-                DNS1123_LABEL_FMT,
-                &["my-name", "123-abc"],
-            ));
+            errs.push(regex_error(DNS1123_LABEL_ERR_MSG, DNS1123_LABEL_FMT, &["my-name", "123-abc"]));
         }
     }
     errs
@@ -104,11 +96,7 @@ pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
         errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
     }
     if !matches_dns1123_subdomain(value) {
-        errs.push(regex_error(
-            DNS1123_SUBDOMAIN_ERR_MSG,
-            DNS1123_SUBDOMAIN_FMT,
-            &["example.com"],
-        ));
+        errs.push(regex_error(DNS1123_SUBDOMAIN_ERR_MSG, DNS1123_SUBDOMAIN_FMT, &["example.com"]));
     }
     errs
 }
@@ -117,20 +105,12 @@ pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
 /// names). With `prefix` a trailing dash is tolerated, exactly as
 /// apimachinery's `maskTrailingDash` does it.
 pub fn name_is_dns_subdomain(name: &str, prefix: bool) -> Vec<String> {
-    if prefix {
-        is_dns1123_subdomain(&mask_trailing_dash(name))
-    } else {
-        is_dns1123_subdomain(name)
-    }
+    if prefix { is_dns1123_subdomain(&mask_trailing_dash(name)) } else { is_dns1123_subdomain(name) }
 }
 
 /// `NameIsDNSLabel(name, prefix)` (namespace names).
 pub fn name_is_dns_label(name: &str, prefix: bool) -> Vec<String> {
-    if prefix {
-        is_dns1123_label(&mask_trailing_dash(name))
-    } else {
-        is_dns1123_label(name)
-    }
+    if prefix { is_dns1123_label(&mask_trailing_dash(name)) } else { is_dns1123_label(name) }
 }
 
 fn mask_trailing_dash(name: &str) -> String {
@@ -146,11 +126,7 @@ fn mask_trailing_dash(name: &str) -> String {
 
 /// `IsValidPortNum`: 1..=65535.
 pub fn is_valid_port_num(port: i64) -> Vec<String> {
-    if (1..=65535).contains(&port) {
-        Vec::new()
-    } else {
-        vec![inclusive_range_error(1, 65535)]
-    }
+    if (1..=65535).contains(&port) { Vec::new() } else { vec![inclusive_range_error(1, 65535)] }
 }
 
 /// `IsValidPortName`: at most 15 characters of `[-a-z0-9]`, at least one
@@ -193,18 +169,12 @@ pub fn is_env_var_name(value: &str) -> Vec<String> {
     let valid = match value.chars().next() {
         Some(first) => {
             (first.is_ascii_alphabetic() || matches!(first, '-' | '.' | '_'))
-                && value
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+                && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
         }
         None => false,
     };
     if !valid {
-        errs.push(regex_error(
-            ENV_VAR_NAME_ERR_MSG,
-            ENV_VAR_NAME_FMT,
-            &["my.env-name", "MY_ENV.NAME", "MyEnvName1"],
-        ));
+        errs.push(regex_error(ENV_VAR_NAME_ERR_MSG, ENV_VAR_NAME_FMT, &["my.env-name", "MY_ENV.NAME", "MyEnvName1"]));
     }
     errs.extend(has_chdir_prefix(value));
     errs
@@ -217,10 +187,7 @@ pub fn is_relaxed_env_var_name(value: &str) -> Vec<String> {
     if value.is_empty() {
         errs.push(format!("environment variable name {}", empty_error()));
     }
-    if value
-        .chars()
-        .any(|c| !c.is_ascii() || c.is_ascii_control() || c == '=')
-    {
+    if value.chars().any(|c| !c.is_ascii() || c.is_ascii_control() || c == '=') {
         errs.push(RELAXED_ENV_VAR_NAME_ERR_MSG.to_string());
     }
     errs
@@ -231,11 +198,7 @@ pub fn is_http_header_name(value: &str) -> Vec<String> {
     if !value.is_empty() && value.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
         Vec::new()
     } else {
-        vec![regex_error(
-            HTTP_HEADER_NAME_ERR_MSG,
-            HTTP_HEADER_NAME_FMT,
-            &["X-Header-Name"],
-        )]
+        vec![regex_error(HTTP_HEADER_NAME_ERR_MSG, HTTP_HEADER_NAME_FMT, &["X-Header-Name"])]
     }
 }
 
@@ -245,16 +208,8 @@ pub fn is_config_map_key(value: &str) -> Vec<String> {
     if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
         errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
     }
-    if value.is_empty()
-        || !value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
-    {
-        errs.push(regex_error(
-            CONFIG_MAP_KEY_ERR_MSG,
-            CONFIG_MAP_KEY_FMT,
-            &["key.name", "KEY_NAME", "key-name"],
-        ));
+    if value.is_empty() || !value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_')) {
+        errs.push(regex_error(CONFIG_MAP_KEY_ERR_MSG, CONFIG_MAP_KEY_FMT, &["key.name", "KEY_NAME", "key-name"]));
     }
     errs.extend(has_chdir_prefix(value));
     errs
@@ -304,10 +259,7 @@ mod tests {
             assert_eq!(is_dns1123_subdomain(v), want, "value {v:?}");
         }
         let long = format!("{}.{}", "a".repeat(63), "b".repeat(200));
-        assert_eq!(
-            is_dns1123_subdomain(&long),
-            vec!["must be no more than 253 characters"]
-        );
+        assert_eq!(is_dns1123_subdomain(&long), vec!["must be no more than 253 characters"]);
         // prefix form tolerates a trailing dash
         assert!(name_is_dns_subdomain("my-prefix-", true).is_empty());
         assert!(!name_is_dns_subdomain("my-prefix-", false).is_empty());
@@ -317,14 +269,8 @@ mod tests {
     fn port_numbers_and_names() {
         assert!(is_valid_port_num(1).is_empty());
         assert!(is_valid_port_num(65535).is_empty());
-        assert_eq!(
-            is_valid_port_num(0),
-            vec!["must be between 1 and 65535, inclusive"]
-        );
-        assert_eq!(
-            is_valid_port_num(65536),
-            vec!["must be between 1 and 65535, inclusive"]
-        );
+        assert_eq!(is_valid_port_num(0), vec!["must be between 1 and 65535, inclusive"]);
+        assert_eq!(is_valid_port_num(65536), vec!["must be between 1 and 65535, inclusive"]);
         let cases: Vec<(&str, Vec<&str>)> = vec![
             ("http", vec![]),
             ("http-alt2", vec![]),
@@ -338,10 +284,7 @@ mod tests {
             ),
             ("a--b", vec!["must not contain consecutive hyphens"]),
             ("-ab", vec!["must not begin or end with a hyphen"]),
-            (
-                "abcdefghijklmnop",
-                vec!["must be no more than 15 characters"],
-            ),
+            ("abcdefghijklmnop", vec!["must be no more than 15 characters"]),
         ];
         for (v, want) in cases {
             assert_eq!(is_valid_port_name(v), want, "value {v:?}");
@@ -362,20 +305,13 @@ mod tests {
         assert!(is_relaxed_env_var_name("1 weird:name!").is_empty());
         assert_eq!(
             is_relaxed_env_var_name("A=B"),
-            vec![
-                "a valid environment variable name must consist only of printable ASCII characters other than '='"
-            ]
+            vec!["a valid environment variable name must consist only of printable ASCII characters other than '='"]
         );
         assert_eq!(
             is_relaxed_env_var_name("tab\there"),
-            vec![
-                "a valid environment variable name must consist only of printable ASCII characters other than '='"
-            ]
+            vec!["a valid environment variable name must consist only of printable ASCII characters other than '='"]
         );
-        assert_eq!(
-            is_relaxed_env_var_name(""),
-            vec!["environment variable name must be non-empty"]
-        );
+        assert_eq!(is_relaxed_env_var_name(""), vec!["environment variable name must be non-empty"]);
     }
 
     #[test]

@@ -86,8 +86,7 @@ fn split_docker_domain(name: &str) -> (String, String) {
     let (mut domain, mut remainder) = match name.find('/') {
         Some(i) => {
             let first = &name[..i];
-            if !first.contains(['.', ':']) && first != "localhost" && first.to_lowercase() == first
-            {
+            if !first.contains(['.', ':']) && first != "localhost" && first.to_lowercase() == first {
                 (DEFAULT_DOMAIN.to_string(), name.to_string())
             } else {
                 (first.to_string(), name[i + 1..].to_string())
@@ -163,11 +162,7 @@ fn is_domain(s: &str) -> bool {
             return false;
         };
         let ip = &rest[..end];
-        if ip.is_empty()
-            || !ip
-                .chars()
-                .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.')
-        {
+        if ip.is_empty() || !ip.chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.') {
             return false;
         }
         let after = &rest[end + 1..];
@@ -213,8 +208,7 @@ fn validate_digest(d: &str) -> Result<(), ImageRefError> {
     let alg_ok = !alg.is_empty()
         && alg.split(['+', '.', '-', '_']).all(|c| {
             let mut cs = c.chars();
-            matches!(cs.next(), Some(f) if f.is_ascii_alphabetic())
-                && cs.all(|x| x.is_ascii_alphanumeric())
+            matches!(cs.next(), Some(f) if f.is_ascii_alphabetic()) && cs.all(|x| x.is_ascii_alphanumeric())
         });
     if !alg_ok || hex.len() < 32 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
         return Err(ImageRefError::InvalidFormat);
@@ -271,21 +265,14 @@ pub fn parse_image_ref(image: &str) -> Result<ImageRef, ImageRefError> {
     if let Some(d) = digest {
         validate_digest(d)?;
     }
-    Ok(ImageRef {
-        domain,
-        path: path.to_string(),
-        tag: tag.map(str::to_string),
-        digest: digest.map(str::to_string),
-    })
+    Ok(ImageRef { domain, path: path.to_string(), tag: tag.map(str::to_string), digest: digest.map(str::to_string) })
 }
 
 /// The tag `ParseImageName` reports: the explicit tag, `latest` when the
 /// reference has neither tag nor digest, and None for digest-only or
 /// unparsable references.
 pub fn image_tag_default(image: &str) -> Option<String> {
-    parse_image_ref(image)
-        .ok()
-        .and_then(|r| r.effective_tag().map(str::to_string))
+    parse_image_ref(image).ok().and_then(|r| r.effective_tag().map(str::to_string))
 }
 
 /// `SetDefaults_Container`'s imagePullPolicy: `Always` when the (possibly
@@ -360,18 +347,12 @@ mod tests {
         let cases: Vec<(&str, ImageRefError)> = vec![
             ("", ImageRefError::NameEmpty),
             (&hex, ImageRefError::HexIdentifier(hex.clone())),
-            (
-                "Busybox",
-                ImageRefError::Uppercase("library/Busybox".into()),
-            ),
+            ("Busybox", ImageRefError::Uppercase("library/Busybox".into())),
             ("busybox:", ImageRefError::InvalidFormat),
             ("busybox:-x", ImageRefError::InvalidFormat),
             ("a..b", ImageRefError::InvalidFormat),
             ("busybox@sha256:abc", ImageRefError::InvalidFormat),
-            (
-                "busybox@md5:0123456789abcdef0123456789abcdef",
-                ImageRefError::UnsupportedDigest,
-            ),
+            ("busybox@md5:0123456789abcdef0123456789abcdef", ImageRefError::UnsupportedDigest),
         ];
         for (image, want) in cases {
             assert_eq!(parse_image_ref(image), Err(want), "image {image:?}");

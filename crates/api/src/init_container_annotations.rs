@@ -26,18 +26,12 @@ pub const INIT_CONTAINERS_ALPHA_ANNOTATION: &str = "pod.alpha.kubernetes.io/init
 
 /// Field path of an annotation: `metadata.annotations[<key>]`.
 pub fn annotation_path(key: &str) -> String {
-    FieldPath::new("metadata")
-        .child("annotations")
-        .key(key)
-        .into()
+    FieldPath::new("metadata").child("annotations").key(key).into()
 }
 
 /// The deprecation warning for a legacy init-container annotation.
 pub fn deprecation_warning(key: &str) -> String {
-    format!(
-        "{}: deprecated since v1.6; use the \"spec.initContainers\" field instead",
-        annotation_path(key)
-    )
+    format!("{}: deprecated since v1.6; use the \"spec.initContainers\" field instead", annotation_path(key))
 }
 
 fn invalid(key: &str, detail: String) -> FieldError {
@@ -46,17 +40,10 @@ fn invalid(key: &str, detail: String) -> FieldError {
 
 /// Decode an annotation value as strictly as a manifest.
 fn decode(key: &str, text: &str) -> Result<Vec<Container>, Vec<FieldError>> {
-    let json: JsonValue = serde_json::from_str(text).map_err(|e| {
-        vec![invalid(
-            key,
-            format!("must be a JSON array of containers: {e}"),
-        )]
-    })?;
+    let json: JsonValue = serde_json::from_str(text)
+        .map_err(|e| vec![invalid(key, format!("must be a JSON array of containers: {e}"))])?;
     if !json.is_array() {
-        return Err(vec![invalid(
-            key,
-            "must be a JSON array of containers".to_string(),
-        )]);
+        return Err(vec![invalid(key, "must be a JSON array of containers".to_string())]);
     }
     let containers: Vec<Container> = serde_path_to_error::deserialize(&json).map_err(|e| {
         let path: Vec<PathSegment> = e
@@ -74,10 +61,7 @@ fn decode(key: &str, text: &str) -> Result<Vec<Container>, Vec<FieldError>> {
         .map_err(|e| vec![FieldError::internal(annotation_path(key), e.to_string())])?;
     let unknown = unknown_fields(&json, &back);
     if !unknown.is_empty() {
-        return Err(unknown
-            .into_iter()
-            .map(|p| invalid(key, format!("unknown field \"{p}\"")))
-            .collect());
+        return Err(unknown.into_iter().map(|p| invalid(key, format!("unknown field \"{p}\""))).collect());
     }
     Ok(containers)
 }
@@ -98,10 +82,7 @@ pub fn convert_init_container_annotations(pod: &mut Pod) -> Result<Vec<String>, 
     let mut warnings = Vec::new();
     let mut errors = Vec::new();
     let mut decoded: Vec<(&str, Vec<Container>)> = Vec::new();
-    for (key, value) in [
-        (INIT_CONTAINERS_BETA_ANNOTATION, beta),
-        (INIT_CONTAINERS_ALPHA_ANNOTATION, alpha),
-    ] {
+    for (key, value) in [(INIT_CONTAINERS_BETA_ANNOTATION, beta), (INIT_CONTAINERS_ALPHA_ANNOTATION, alpha)] {
         let Some(text) = value else { continue };
         warnings.push(deprecation_warning(key));
         match decode(key, &text) {
@@ -121,9 +102,7 @@ pub fn convert_init_container_annotations(pod: &mut Pod) -> Result<Vec<String>, 
         return Err(vec![FieldError::invalid(
             annotation_path(other_key),
             crate::field_error::Raw("<containers>".into()),
-            format!(
-                "must hold the same containers as metadata.annotations[{key}] when both are set"
-            ),
+            format!("must hold the same containers as metadata.annotations[{key}] when both are set"),
         )]);
     }
 
@@ -176,21 +155,14 @@ spec:
 "#;
 
     fn pod(yaml: &str) -> Pod {
-        parse_manifests("t.yaml", yaml)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .remove(0)
+        parse_manifests("t.yaml", yaml).unwrap_or_else(|e| panic!("{e}")).remove(0)
     }
 
     fn with_annotations(annotations: &[(&str, &str)], init: &str) -> Pod {
         let mut p = pod(&format!(
             "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  containers: [{{name: app, image: busybox}}]\n{init}"
         ));
-        p.metadata.annotations = Some(
-            annotations
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        );
+        p.metadata.annotations = Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
         p
     }
 
@@ -222,17 +194,8 @@ spec:
         assert_eq!(init_names(&p), ["init-myservice", "init-mydb"]);
         // the annotation is gone, other metadata kept
         assert_eq!(p.metadata.annotations, None);
-        assert_eq!(
-            p.metadata.labels.as_ref().map(|l| l["app"].as_str()),
-            Some("myapp")
-        );
-        let first = &p
-            .spec
-            .as_ref()
-            .expect("spec")
-            .init_containers
-            .as_ref()
-            .expect("init")[0];
+        assert_eq!(p.metadata.labels.as_ref().map(|l| l["app"].as_str()), Some("myapp"));
+        let first = &p.spec.as_ref().expect("spec").init_containers.as_ref().expect("init")[0];
         assert_eq!(first.image.as_deref(), Some("busybox"));
         assert_eq!(first.command.as_ref().map(Vec::len), Some(3));
     }
@@ -240,13 +203,7 @@ spec:
     #[test]
     fn alpha_annotation() {
         let mut p = with_annotations(
-            &[
-                (
-                    INIT_CONTAINERS_ALPHA_ANNOTATION,
-                    r#"[{"name":"a","image":"busybox"}]"#,
-                ),
-                ("keep", "me"),
-            ],
+            &[(INIT_CONTAINERS_ALPHA_ANNOTATION, r#"[{"name":"a","image":"busybox"}]"#), ("keep", "me")],
             "",
         );
         let warnings = convert_init_container_annotations(&mut p).expect("converts");
@@ -257,23 +214,14 @@ spec:
             ]
         );
         assert_eq!(init_names(&p), ["a"]);
-        assert_eq!(
-            p.metadata.annotations.as_ref().map(|a| a.len()),
-            Some(1),
-            "unrelated annotations are kept"
-        );
+        assert_eq!(p.metadata.annotations.as_ref().map(|a| a.len()), Some(1), "unrelated annotations are kept");
     }
 
     #[test]
     fn beta_and_alpha_together() {
         let same = r#"[{"name":"a","image":"busybox"}]"#;
-        let mut p = with_annotations(
-            &[
-                (INIT_CONTAINERS_BETA_ANNOTATION, same),
-                (INIT_CONTAINERS_ALPHA_ANNOTATION, same),
-            ],
-            "",
-        );
+        let mut p =
+            with_annotations(&[(INIT_CONTAINERS_BETA_ANNOTATION, same), (INIT_CONTAINERS_ALPHA_ANNOTATION, same)], "");
         let warnings = convert_init_container_annotations(&mut p).expect("identical is fine");
         assert_eq!(warnings.len(), 2);
         assert_eq!(init_names(&p), ["a"]);
@@ -281,10 +229,7 @@ spec:
         let mut p = with_annotations(
             &[
                 (INIT_CONTAINERS_BETA_ANNOTATION, same),
-                (
-                    INIT_CONTAINERS_ALPHA_ANNOTATION,
-                    r#"[{"name":"b","image":"busybox"}]"#,
-                ),
+                (INIT_CONTAINERS_ALPHA_ANNOTATION, r#"[{"name":"b","image":"busybox"}]"#),
             ],
             "",
         );
@@ -299,10 +244,7 @@ spec:
     #[test]
     fn annotation_and_spec_field_together() {
         let mut p = with_annotations(
-            &[(
-                INIT_CONTAINERS_BETA_ANNOTATION,
-                r#"[{"name":"x","image":"busybox"}]"#,
-            )],
+            &[(INIT_CONTAINERS_BETA_ANNOTATION, r#"[{"name":"x","image":"busybox"}]"#)],
             "  initContainers: [{name: yy, image: busybox}]\n",
         );
         assert_eq!(
@@ -312,10 +254,7 @@ spec:
             ]
         );
         let mut p = with_annotations(
-            &[(
-                INIT_CONTAINERS_ALPHA_ANNOTATION,
-                r#"[{"name":"x","image":"busybox"}]"#,
-            )],
+            &[(INIT_CONTAINERS_ALPHA_ANNOTATION, r#"[{"name":"x","image":"busybox"}]"#)],
             "  initContainers: [{name: yy, image: busybox}]\n",
         );
         assert_eq!(
@@ -327,24 +266,15 @@ spec:
 
         // The mirror written by 1.6/1.7 API servers (identical content) is accepted.
         let mut p = with_annotations(
-            &[(
-                INIT_CONTAINERS_BETA_ANNOTATION,
-                r#"[{"name":"yy","image":"busybox"}]"#,
-            )],
+            &[(INIT_CONTAINERS_BETA_ANNOTATION, r#"[{"name":"yy","image":"busybox"}]"#)],
             "  initContainers: [{name: yy, image: busybox}]\n",
         );
-        assert_eq!(
-            convert_init_container_annotations(&mut p).map(|w| w.len()),
-            Ok(1)
-        );
+        assert_eq!(convert_init_container_annotations(&mut p).map(|w| w.len()), Ok(1));
         assert_eq!(init_names(&p), ["yy"]);
 
         // An empty spec list does not count as "set".
         let mut p = with_annotations(
-            &[(
-                INIT_CONTAINERS_BETA_ANNOTATION,
-                r#"[{"name":"x","image":"busybox"}]"#,
-            )],
+            &[(INIT_CONTAINERS_BETA_ANNOTATION, r#"[{"name":"x","image":"busybox"}]"#)],
             "  initContainers: []\n",
         );
         assert!(convert_init_container_annotations(&mut p).is_ok());
@@ -388,11 +318,7 @@ spec:
         ];
         for (json, want) in cases {
             let mut p = with_annotations(&[(INIT_CONTAINERS_BETA_ANNOTATION, json)], "");
-            assert_eq!(
-                errors(convert_init_container_annotations(&mut p)),
-                want,
-                "json {json:?}"
-            );
+            assert_eq!(errors(convert_init_container_annotations(&mut p)), want, "json {json:?}");
         }
     }
 

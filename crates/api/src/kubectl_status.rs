@@ -97,24 +97,16 @@ fn later(current: &mut Option<Timestamp>, candidate: Option<&Time>) {
 }
 
 fn last_termination(cs: &ContainerStatus) -> Option<&Time> {
-    cs.last_state
-        .as_ref()
-        .and_then(|s| s.terminated.as_ref())
-        .and_then(|t| t.finished_at.as_ref())
+    cs.last_state.as_ref().and_then(|s| s.terminated.as_ref()).and_then(|t| t.finished_at.as_ref())
 }
 
 fn condition_true(conditions: &[PodCondition], type_: &str, first_only: bool) -> bool {
     if first_only {
         // isPodInitializedConditionTrue: the first condition of the type decides.
-        conditions
-            .iter()
-            .find(|c| c.type_ == type_)
-            .is_some_and(|c| c.status == "True")
+        conditions.iter().find(|c| c.type_ == type_).is_some_and(|c| c.status == "True")
     } else {
         // hasPodReadyCondition: any condition of the type that is True.
-        conditions
-            .iter()
-            .any(|c| c.type_ == type_ && c.status == "True")
+        conditions.iter().any(|c| c.type_ == type_ && c.status == "True")
     }
 }
 
@@ -129,26 +121,17 @@ pub fn summarize(pod: &Pod, now: Timestamp) -> PodSummary {
     let conditions = status.conditions.as_deref().unwrap_or_default();
     let spec = pod.spec.as_ref();
     let containers: &[Container] = spec.map(|s| s.containers.as_slice()).unwrap_or_default();
-    let init_containers: &[Container] = spec
-        .and_then(|s| s.init_containers.as_deref())
-        .unwrap_or_default();
+    let init_containers: &[Container] = spec.and_then(|s| s.init_containers.as_deref()).unwrap_or_default();
 
     let phase = status.phase.as_deref().unwrap_or_default();
     let mut reason = non_empty(&status.reason).unwrap_or(phase).to_string();
-    if conditions
-        .iter()
-        .any(|c| c.type_ == "PodScheduled" && c.reason.as_deref() == Some("SchedulingGated"))
-    {
+    if conditions.iter().any(|c| c.type_ == "PodScheduled" && c.reason.as_deref() == Some("SchedulingGated")) {
         reason = "SchedulingGated".to_string();
     }
 
     let mut total = containers.len();
     total += init_containers.iter().filter(|c| is_sidecar(c)).count();
-    let sidecar_named = |name: &str| {
-        init_containers
-            .iter()
-            .any(|c| c.name == name && is_sidecar(c))
-    };
+    let sidecar_named = |name: &str| init_containers.iter().any(|c| c.name == name && is_sidecar(c));
 
     let mut ready = 0usize;
     let mut restarts: i32 = 0;
@@ -157,13 +140,7 @@ pub fn summarize(pod: &Pod, now: Timestamp) -> PodSummary {
     let mut last_sidecar_restart: Option<Timestamp> = None;
 
     let mut initializing = false;
-    for (i, cs) in status
-        .init_container_statuses
-        .as_deref()
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-    {
+    for (i, cs) in status.init_container_statuses.as_deref().unwrap_or_default().iter().enumerate() {
         restarts = restarts.saturating_add(cs.restart_count);
         later(&mut last_restart, last_termination(cs));
         let sidecar = sidecar_named(&cs.name);
@@ -192,10 +169,7 @@ pub fn summarize(pod: &Pod, now: Timestamp) -> PodSummary {
                     None => format!("Init:ExitCode:{}", t.exit_code),
                 },
             };
-        } else if let Some(r) = waiting
-            .and_then(|w| non_empty(&w.reason))
-            .filter(|r| *r != "PodInitializing")
-        {
+        } else if let Some(r) = waiting.and_then(|w| non_empty(&w.reason)).filter(|r| *r != "PodInitializing") {
             reason = format!("Init:{r}");
         } else {
             reason = format!("Init:{}/{}", i, init_containers.len());
@@ -208,20 +182,12 @@ pub fn summarize(pod: &Pod, now: Timestamp) -> PodSummary {
         restarts = sidecar_restarts;
         last_restart = last_sidecar_restart;
         let mut has_running = false;
-        for cs in status
-            .container_statuses
-            .as_deref()
-            .unwrap_or_default()
-            .iter()
-            .rev()
-        {
+        for cs in status.container_statuses.as_deref().unwrap_or_default().iter().rev() {
             restarts = restarts.saturating_add(cs.restart_count);
             later(&mut last_restart, last_termination(cs));
             let state = cs.state.as_ref();
             let terminated = state.and_then(|s| s.terminated.as_ref());
-            let waiting_reason = state
-                .and_then(|s| s.waiting.as_ref())
-                .and_then(|w| non_empty(&w.reason));
+            let waiting_reason = state.and_then(|s| s.waiting.as_ref()).and_then(|w| non_empty(&w.reason));
             if let Some(r) = waiting_reason {
                 reason = r.to_string();
             } else if let Some(t) = terminated {
@@ -239,11 +205,8 @@ pub fn summarize(pod: &Pod, now: Timestamp) -> PodSummary {
         }
         // back to "Running" if a container still runs
         if reason == "Completed" && has_running {
-            reason = if condition_true(conditions, "Ready", false) {
-                "Running".to_string()
-            } else {
-                "NotReady".to_string()
-            };
+            reason =
+                if condition_true(conditions, "Ready", false) { "Running".to_string() } else { "NotReady".to_string() };
         }
     }
 

@@ -33,10 +33,7 @@ pub fn admit_pod(pod: &mut Pod) -> Result<Vec<String>, InvalidPod> {
     if errors.is_empty() {
         Ok(warnings)
     } else {
-        Err(InvalidPod::new(
-            pod.metadata.name.clone().unwrap_or_default(),
-            errors,
-        ))
+        Err(InvalidPod::new(pod.metadata.name.clone().unwrap_or_default(), errors))
     }
 }
 
@@ -49,11 +46,7 @@ fn admit_all(pods: Vec<Pod>) -> Result<Vec<(Pod, Vec<String>)>, LoadError> {
             Err(e) => invalid.push(e),
         }
     }
-    if invalid.is_empty() {
-        Ok(admitted)
-    } else {
-        Err(LoadError::Invalid(invalid))
-    }
+    if invalid.is_empty() { Ok(admitted) } else { Err(LoadError::Invalid(invalid)) }
 }
 
 /// Load every pod of a manifest file (`-` = stdin): parsed, converted,
@@ -105,10 +98,7 @@ spec:
         assert_eq!(inits.len(), 2);
         // converted containers are defaulted like any other
         assert_eq!(inits[1].image_pull_policy.as_deref(), Some("Always"));
-        assert_eq!(
-            inits[1].termination_message_path.as_deref(),
-            Some("/dev/termination-log")
-        );
+        assert_eq!(inits[1].termination_message_path.as_deref(), Some("/dev/termination-log"));
         assert_eq!(pod.metadata.namespace.as_deref(), Some("default"));
     }
 
@@ -151,20 +141,11 @@ spec: {containers: []}
 
     #[test]
     fn manifest_errors_pass_through() {
-        let err = load_str(
-            "pod.yaml",
-            "apiVersion: v1\nkind: Pod\nmetadata: {name: a, nmae: b}\n",
-        )
-        .expect_err("unknown field");
+        let err = load_str("pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: a, nmae: b}\n")
+            .expect_err("unknown field");
         assert!(matches!(err, LoadError::Manifest(_)));
-        assert_eq!(
-            err.to_string(),
-            "pod.yaml:3:21: document 1: metadata.nmae: unknown field"
-        );
-        assert!(matches!(
-            load("/nonexistent/podwright.yaml"),
-            Err(LoadError::Manifest(ManifestError::Read { .. }))
-        ));
+        assert_eq!(err.to_string(), "pod.yaml:3:21: document 1: metadata.nmae: unknown field");
+        assert!(matches!(load("/nonexistent/podwright.yaml"), Err(LoadError::Manifest(ManifestError::Read { .. }))));
     }
 
     #[test]

@@ -9,9 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
 use serde_json::Value as JsonValue;
 
-use crate::yaml_positions::{
-    DocPath, PathSegment, Position, PositionIndex, Yaml11Scalar, index_positions,
-};
+use crate::yaml_positions::{DocPath, PathSegment, Position, PositionIndex, Yaml11Scalar, index_positions};
 
 /// What is wrong with a manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,11 +90,7 @@ impl ManifestError {
 }
 
 fn join_lines<T: fmt::Display>(items: &[T]) -> String {
-    items
-        .iter()
-        .map(|p| p.to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
+    items.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")
 }
 
 /// Read manifests from a file, or from standard input when `path` is `-`.
@@ -105,16 +99,11 @@ pub fn read_manifests(path: &str) -> Result<Vec<Pod>, ManifestError> {
         let mut text = String::new();
         std::io::stdin()
             .read_to_string(&mut text)
-            .map_err(|error| ManifestError::Read {
-                source_name: "<stdin>".to_string(),
-                error,
-            })?;
+            .map_err(|error| ManifestError::Read { source_name: "<stdin>".to_string(), error })?;
         ("<stdin>".to_string(), text)
     } else {
-        let text = std::fs::read_to_string(path).map_err(|error| ManifestError::Read {
-            source_name: path.to_string(),
-            error,
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| ManifestError::Read { source_name: path.to_string(), error })?;
         (path.to_string(), text)
     };
     parse_manifests(&source_name, &text)
@@ -128,11 +117,7 @@ pub fn read_manifests(path: &str) -> Result<Vec<Pod>, ManifestError> {
 /// reported together, except that a syntax error stops reading.
 pub fn parse_manifests(source_name: &str, text: &str) -> Result<Vec<Pod>, ManifestError> {
     let positions = index_positions(text);
-    let mut ctx = Ctx {
-        source_name,
-        positions: positions.as_ref(),
-        problems: Vec::new(),
-    };
+    let mut ctx = Ctx { source_name, positions: positions.as_ref(), problems: Vec::new() };
     let mut pods = Vec::new();
     let mut documents = 0;
     for (i, de) in serde_yaml::Deserializer::from_str(text).enumerate() {
@@ -151,10 +136,7 @@ pub fn parse_manifests(source_name: &str, text: &str) -> Result<Vec<Pod>, Manife
     }
     // If the position index saw a different number of documents, its
     // positions cannot be trusted; drop them.
-    if positions
-        .as_ref()
-        .is_some_and(|p| p.documents() < documents)
-    {
+    if positions.as_ref().is_some_and(|p| p.documents() < documents) {
         for p in &mut ctx.problems {
             if p.kind != ProblemKind::Syntax {
                 p.line = None;
@@ -162,11 +144,7 @@ pub fn parse_manifests(source_name: &str, text: &str) -> Result<Vec<Pod>, Manife
             }
         }
     }
-    if ctx.problems.is_empty() {
-        Ok(pods)
-    } else {
-        Err(ManifestError::Invalid(ctx.problems))
-    }
+    if ctx.problems.is_empty() { Ok(pods) } else { Err(ManifestError::Invalid(ctx.problems)) }
 }
 
 fn syntax_problem(source_name: &str, e: &serde_yaml::Error) -> ManifestProblem {
@@ -263,12 +241,7 @@ impl Ctx<'_> {
             Ok(p) => p,
             Err(e) => {
                 let path = DocPath(convert_path(e.path()));
-                self.problem(
-                    doc,
-                    Some(&path),
-                    ProblemKind::InvalidValue,
-                    e.inner().to_string(),
-                );
+                self.problem(doc, Some(&path), ProblemKind::InvalidValue, e.inner().to_string());
                 return None;
             }
         };
@@ -285,18 +258,10 @@ impl Ctx<'_> {
         // Report in source order (JSON objects iterate in key order).
         let mut unknown = unknown;
         if let Some(idx) = self.positions {
-            unknown.sort_by_key(|p| {
-                idx.get(doc, p)
-                    .map_or((usize::MAX, usize::MAX), |pos| (pos.line, pos.column))
-            });
+            unknown.sort_by_key(|p| idx.get(doc, p).map_or((usize::MAX, usize::MAX), |pos| (pos.line, pos.column)));
         }
         for path in unknown {
-            self.problem(
-                doc,
-                Some(&path),
-                ProblemKind::UnknownField,
-                "unknown field".into(),
-            );
+            self.problem(doc, Some(&path), ProblemKind::UnknownField, "unknown field".into());
         }
         None
     }
@@ -308,12 +273,7 @@ impl Ctx<'_> {
         let kind = obj.get("kind");
         match kind {
             None | Some(JsonValue::Null) => {
-                self.problem(
-                    doc,
-                    None,
-                    ProblemKind::MissingTypeMeta,
-                    format!("missing \"kind\" ({WANT})"),
-                );
+                self.problem(doc, None, ProblemKind::MissingTypeMeta, format!("missing \"kind\" ({WANT})"));
                 return false;
             }
             Some(JsonValue::String(k)) if k == "Pod" => {}
@@ -343,12 +303,7 @@ impl Ctx<'_> {
         }
         match api_version {
             None | Some(JsonValue::Null) => {
-                self.problem(
-                    doc,
-                    None,
-                    ProblemKind::MissingTypeMeta,
-                    format!("missing \"apiVersion\" ({WANT})"),
-                );
+                self.problem(doc, None, ProblemKind::MissingTypeMeta, format!("missing \"apiVersion\" ({WANT})"));
                 false
             }
             Some(JsonValue::String(a)) if a == "v1" => true,
@@ -415,9 +370,7 @@ fn convert_path(path: &serde_path_to_error::Path) -> Vec<PathSegment> {
         .filter_map(|seg| match seg {
             serde_path_to_error::Segment::Seq { index } => Some(PathSegment::Index(*index)),
             serde_path_to_error::Segment::Map { key } => Some(PathSegment::Key(key.clone())),
-            serde_path_to_error::Segment::Enum { .. } | serde_path_to_error::Segment::Unknown => {
-                None
-            }
+            serde_path_to_error::Segment::Enum { .. } | serde_path_to_error::Segment::Unknown => None,
         })
         .collect()
 }
@@ -425,10 +378,7 @@ fn convert_path(path: &serde_path_to_error::Path) -> Vec<PathSegment> {
 /// Convert a YAML value to JSON the way Kubernetes' YAML decoder does:
 /// non-string scalar keys become strings; tags and non-finite numbers are
 /// rejected. On failure returns the path of the bad node and a message.
-fn yaml_to_json(
-    v: &serde_yaml::Value,
-    path: &mut Vec<PathSegment>,
-) -> Result<JsonValue, (Vec<PathSegment>, String)> {
+fn yaml_to_json(v: &serde_yaml::Value, path: &mut Vec<PathSegment>) -> Result<JsonValue, (Vec<PathSegment>, String)> {
     use serde_yaml::Value as Y;
     Ok(match v {
         Y::Null => JsonValue::Null,
@@ -492,12 +442,7 @@ pub fn unknown_fields(input: &JsonValue, output: &JsonValue) -> Vec<DocPath> {
     found
 }
 
-fn walk_unknown(
-    input: &JsonValue,
-    output: &JsonValue,
-    path: &mut Vec<PathSegment>,
-    found: &mut Vec<DocPath>,
-) {
+fn walk_unknown(input: &JsonValue, output: &JsonValue, path: &mut Vec<PathSegment>, found: &mut Vec<DocPath>) {
     match (input, output) {
         (JsonValue::Object(i), JsonValue::Object(o)) => {
             for (k, v) in i {
@@ -673,17 +618,10 @@ spec: {containers: [{name: a, image: busybox}]}
 ...
 ";
         let pods = parse_manifests("pods.yaml", text).unwrap_or_else(|e| panic!("{e}"));
-        let names: Vec<_> = pods
-            .iter()
-            .map(|p| p.metadata.name.clone().unwrap_or_default())
-            .collect();
+        let names: Vec<_> = pods.iter().map(|p| p.metadata.name.clone().unwrap_or_default()).collect();
         assert_eq!(names, ["one", "two"]);
         assert!(parse_manifests("e.yaml", "").expect("empty ok").is_empty());
-        assert!(
-            parse_manifests("e.yaml", "---\n---\n")
-                .expect("empty ok")
-                .is_empty()
-        );
+        assert!(parse_manifests("e.yaml", "---\n---\n").expect("empty ok").is_empty());
     }
 
     #[test]
@@ -697,10 +635,7 @@ spec: {containers: [{name: a, image: busybox}]}
                 "apiVersion: v1\nkind: Pod\nmetadata:\n  name: [x\n",
                 "pod.yaml:5:1: did not find expected ',' or ']', while parsing a flow sequence at line 4 column 9",
             ),
-            (
-                "kind: Pod\nkind: Pod\n",
-                "pod.yaml:1:1: duplicate entry with key \"kind\"",
-            ),
+            ("kind: Pod\nkind: Pod\n", "pod.yaml:1:1: duplicate entry with key \"kind\""),
         ];
         for (text, want) in cases {
             assert_eq!(problems(text), vec![want.to_string()], "text {text:?}");
@@ -734,14 +669,8 @@ spec: {containers: [{name: a, image: busybox}]}
                 "kind: Pod\nmetadata: {name: x}\n",
                 "pod.yaml:1:1: document 1: missing \"apiVersion\" (only apiVersion \"v1\", kind \"Pod\" is supported)",
             ),
-            (
-                "- a\n- b\n",
-                "pod.yaml:1:1: document 1: expected a Pod object (a mapping), found a list",
-            ),
-            (
-                "---\nhello\n",
-                "pod.yaml:2:1: document 1: expected a Pod object (a mapping), found a string",
-            ),
+            ("- a\n- b\n", "pod.yaml:1:1: document 1: expected a Pod object (a mapping), found a list"),
+            ("---\nhello\n", "pod.yaml:2:1: document 1: expected a Pod object (a mapping), found a string"),
         ];
         for (text, want) in cases {
             assert_eq!(problems(text), vec![want.to_string()], "text {text:?}");
@@ -796,15 +725,9 @@ spec2: {}
     #[test]
     fn unknown_field_in_second_document_and_json() {
         let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: a, image: b}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec:\n  containers:\n  - {name: a, image: b, bogus: 1}\n";
-        assert_eq!(
-            problems(text),
-            vec!["pod.yaml:11:25: document 2: spec.containers[0].bogus: unknown field"]
-        );
+        assert_eq!(problems(text), vec!["pod.yaml:11:25: document 2: spec.containers[0].bogus: unknown field"]);
         let json = "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"Pod\",\n  \"metadata\": {\"name\": \"j\"},\n  \"spec\": {\"containers\": [{\"name\": \"a\", \"image\": \"b\", \"imagee\": \"c\"}]}\n}\n";
-        assert_eq!(
-            problems(json),
-            vec!["pod.yaml:5:55: document 1: spec.containers[0].imagee: unknown field"]
-        );
+        assert_eq!(problems(json), vec!["pod.yaml:5:55: document 1: spec.containers[0].imagee: unknown field"]);
     }
 
     #[test]
@@ -869,10 +792,7 @@ spec:
         let spec = pods[0].spec.as_ref().expect("spec");
         assert_eq!(spec.containers[1].name, "b");
         assert_eq!(spec.containers[1].image.as_deref(), Some("busybox"));
-        assert_eq!(
-            pods[0].metadata.annotations.as_ref().expect("annotations")["1"],
-            "one"
-        );
+        assert_eq!(pods[0].metadata.annotations.as_ref().expect("annotations")["1"], "one");
     }
 
     #[test]
@@ -898,14 +818,8 @@ spec:
         let c = &spec.containers[0];
         assert_eq!((c.stdin, c.tty), (Some(true), Some(false)));
         assert_eq!(c.ports.as_ref().expect("ports")[0].container_port, 8080);
-        assert_eq!(
-            c.volume_mounts.as_ref().expect("mounts")[0].read_only,
-            Some(true)
-        );
-        let cm = spec.volumes.as_ref().expect("volumes")[0]
-            .config_map
-            .as_ref()
-            .expect("configMap");
+        assert_eq!(c.volume_mounts.as_ref().expect("mounts")[0].read_only, Some(true));
+        let cm = spec.volumes.as_ref().expect("volumes")[0].config_map.as_ref().expect("configMap");
         assert_eq!(cm.default_mode, Some(0o644));
         assert_eq!(cm.items.as_ref().expect("items")[0].mode, Some(0o400));
 
@@ -932,11 +846,7 @@ spec:
     #[test]
     fn read_errors_name_the_file() {
         let err = read_manifests("/nonexistent/podwright/pod.yaml").expect_err("missing file");
-        assert!(
-            err.to_string()
-                .starts_with("/nonexistent/podwright/pod.yaml: "),
-            "{err}"
-        );
+        assert!(err.to_string().starts_with("/nonexistent/podwright/pod.yaml: "), "{err}");
         let dir = std::env::temp_dir().join(format!("podwright-api-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("tmp dir");
         let file = dir.join("pod.yaml");

@@ -15,18 +15,16 @@
 use std::collections::{BTreeMap, HashSet};
 
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EnvFromSource, EnvVar, EnvVarSource, ExecAction, GRPCAction,
-    HTTPGetAction, KeyToPath, Lifecycle, LifecycleHandler, Pod, PodSpec, Probe, SleepAction,
-    TCPSocketAction, Volume, VolumeDevice, VolumeMount,
+    Container, ContainerPort, EnvFromSource, EnvVar, EnvVarSource, ExecAction, GRPCAction, HTTPGetAction, KeyToPath,
+    Lifecycle, LifecycleHandler, Pod, PodSpec, Probe, SleepAction, TCPSocketAction, Volume, VolumeDevice, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 pub use crate::field_error::{ErrorKind, FieldError, FieldPath, InvalidPod};
 use crate::formats::{
-    inclusive_range_error, is_config_map_key, is_dns1123_label, is_http_header_name,
-    is_relaxed_env_var_name, is_valid_port_name, is_valid_port_num, name_is_dns_label,
-    name_is_dns_subdomain,
+    inclusive_range_error, is_config_map_key, is_dns1123_label, is_http_header_name, is_relaxed_env_var_name,
+    is_valid_port_name, is_valid_port_num, name_is_dns_label, name_is_dns_subdomain,
 };
 use crate::volume_sources::volume_sources;
 
@@ -50,10 +48,7 @@ pub fn validate_pod(pod: &Pod) -> Vec<FieldError> {
     // validateContainersOnlyForPod
     for (list, field) in [
         (spec.containers.as_slice(), "containers"),
-        (
-            spec.init_containers.as_deref().unwrap_or_default(),
-            "initContainers",
-        ),
+        (spec.init_containers.as_deref().unwrap_or_default(), "initContainers"),
     ] {
         for (i, c) in list.iter().enumerate() {
             let image = c.image.as_deref().unwrap_or_default();
@@ -68,21 +63,11 @@ pub fn validate_pod(pod: &Pod) -> Vec<FieldError> {
     }
 
     // ValidatePodCreate
-    if spec
-        .ephemeral_containers
-        .as_ref()
-        .is_some_and(|e| !e.is_empty())
-    {
-        errs.push(FieldError::forbidden(
-            spec_path.child("ephemeralContainers"),
-            "cannot be set on create",
-        ));
+    if spec.ephemeral_containers.as_ref().is_some_and(|e| !e.is_empty()) {
+        errs.push(FieldError::forbidden(spec_path.child("ephemeralContainers"), "cannot be set on create"));
     }
     if spec.node_name.as_deref().is_some_and(|n| !n.is_empty())
-        && spec
-            .scheduling_gates
-            .as_ref()
-            .is_some_and(|g| !g.is_empty())
+        && spec.scheduling_gates.as_ref().is_some_and(|g| !g.is_empty())
     {
         errs.push(FieldError::forbidden(
             spec_path.child("nodeName"),
@@ -95,14 +80,7 @@ pub fn validate_pod(pod: &Pod) -> Vec<FieldError> {
 /// Validate, and wrap any errors in an [`InvalidPod`] (kubectl's message).
 pub fn check_pod(pod: &Pod) -> Result<(), InvalidPod> {
     let errs = validate_pod(pod);
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(InvalidPod::new(
-            pod.metadata.name.clone().unwrap_or_default(),
-            errs,
-        ))
-    }
+    if errs.is_empty() { Ok(()) } else { Err(InvalidPod::new(pod.metadata.name.clone().unwrap_or_default(), errs)) }
 }
 
 fn str_or_empty(s: &Option<String>) -> &str {
@@ -113,19 +91,12 @@ fn validate_object_meta(meta: &ObjectMeta, path: &FieldPath, errs: &mut Errors) 
     let generate_name = str_or_empty(&meta.generate_name);
     if !generate_name.is_empty() {
         for msg in name_is_dns_subdomain(generate_name, true) {
-            errs.push(FieldError::invalid(
-                path.child("generateName"),
-                generate_name,
-                msg,
-            ));
+            errs.push(FieldError::invalid(path.child("generateName"), generate_name, msg));
         }
     }
     let name = str_or_empty(&meta.name);
     if name.is_empty() {
-        errs.push(FieldError::required(
-            path.child("name"),
-            "name or generateName is required",
-        ));
+        errs.push(FieldError::required(path.child("name"), "name or generateName is required"));
     } else {
         for msg in name_is_dns_subdomain(name, false) {
             errs.push(FieldError::invalid(path.child("name"), name, msg));
@@ -144,31 +115,14 @@ fn validate_object_meta(meta: &ObjectMeta, path: &FieldPath, errs: &mut Errors) 
 fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
     let grace = spec.termination_grace_period_seconds;
     match grace {
-        None => errs.push(FieldError::required(
-            path.child("terminationGracePeriodSeconds"),
-            "",
-        )),
+        None => errs.push(FieldError::required(path.child("terminationGracePeriodSeconds"), "")),
         // Upstream coerces negative values at admission; this agent rejects them.
-        Some(g) if g < 0 => errs.push(FieldError::invalid(
-            path.child("terminationGracePeriodSeconds"),
-            g,
-            IS_NEGATIVE,
-        )),
+        Some(g) if g < 0 => errs.push(FieldError::invalid(path.child("terminationGracePeriodSeconds"), g, IS_NEGATIVE)),
         Some(_) => {}
     }
 
-    let volumes = validate_volumes(
-        spec.volumes.as_deref().unwrap_or_default(),
-        &path.child("volumes"),
-        errs,
-    );
-    validate_containers(
-        &spec.containers,
-        &volumes,
-        grace,
-        &path.child("containers"),
-        errs,
-    );
+    let volumes = validate_volumes(spec.volumes.as_deref().unwrap_or_default(), &path.child("volumes"), errs);
+    validate_containers(&spec.containers, &volumes, grace, &path.child("containers"), errs);
     validate_init_containers(
         spec.init_containers.as_deref().unwrap_or_default(),
         &spec.containers,
@@ -183,11 +137,9 @@ fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
     match restart {
         "Always" | "OnFailure" | "Never" => {}
         "" => errs.push(FieldError::required(path.child("restartPolicy"), "")),
-        other => errs.push(FieldError::not_supported(
-            path.child("restartPolicy"),
-            other,
-            &["Always", "OnFailure", "Never"],
-        )),
+        other => {
+            errs.push(FieldError::not_supported(path.child("restartPolicy"), other, &["Always", "OnFailure", "Never"]))
+        }
     }
 
     // dnsPolicy and dnsConfig
@@ -207,20 +159,15 @@ fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
                 path.child("dnsConfig"),
                 "must provide `dnsConfig` when `dnsPolicy` is None",
             )),
-            Some(c) if c.nameservers.as_ref().is_none_or(|n| n.is_empty()) => {
-                errs.push(FieldError::required(
-                    path.child("dnsConfig").child("nameservers"),
-                    "must provide at least one DNS nameserver when `dnsPolicy` is None",
-                ))
-            }
+            Some(c) if c.nameservers.as_ref().is_none_or(|n| n.is_empty()) => errs.push(FieldError::required(
+                path.child("dnsConfig").child("nameservers"),
+                "must provide at least one DNS nameserver when `dnsPolicy` is None",
+            )),
             Some(_) => {}
         }
     }
 
-    for (field, value) in [
-        ("serviceAccountName", &spec.service_account_name),
-        ("nodeName", &spec.node_name),
-    ] {
+    for (field, value) in [("serviceAccountName", &spec.service_account_name), ("nodeName", &spec.node_name)] {
         let v = str_or_empty(value);
         if !v.is_empty() {
             for msg in name_is_dns_subdomain(v, false) {
@@ -251,11 +198,7 @@ fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
 
 // ---------------------------------------------------------------- volumes
 
-fn validate_volumes<'a>(
-    volumes: &'a [Volume],
-    path: &FieldPath,
-    errs: &mut Errors,
-) -> BTreeMap<&'a str, &'a Volume> {
+fn validate_volumes<'a>(volumes: &'a [Volume], path: &FieldPath, errs: &mut Errors) -> BTreeMap<&'a str, &'a Volume> {
     let mut valid = BTreeMap::new();
     for (i, vol) in volumes.iter().enumerate() {
         let idx = path.index(i);
@@ -284,17 +227,11 @@ fn validate_volumes<'a>(
 fn validate_volume_source(vol: &Volume, path: &FieldPath, errs: &mut Errors) {
     let sources = volume_sources(vol);
     let Some(first) = sources.first() else {
-        errs.push(FieldError::required(
-            path.clone(),
-            "must specify a volume type",
-        ));
+        errs.push(FieldError::required(path.clone(), "must specify a volume type"));
         return;
     };
     for extra in &sources[1..] {
-        errs.push(FieldError::forbidden(
-            path.child(extra.validation_field),
-            "may not specify more than 1 volume type",
-        ));
+        errs.push(FieldError::forbidden(path.child(extra.validation_field), "may not specify more than 1 volume type"));
     }
     // Only the first source is validated further, as upstream does.
     match first.field {
@@ -342,11 +279,7 @@ fn validate_volume_source(vol: &Volume, path: &FieldPath, errs: &mut Errors) {
                     errs.push(FieldError::required(p.child("secretName"), ""));
                 }
                 validate_file_mode(s.default_mode, &p.child("defaultMode"), errs);
-                validate_items(
-                    s.items.as_deref().unwrap_or_default(),
-                    &p.child("items"),
-                    errs,
-                );
+                validate_items(s.items.as_deref().unwrap_or_default(), &p.child("items"), errs);
             }
         }
         "configMap" => {
@@ -356,21 +289,14 @@ fn validate_volume_source(vol: &Volume, path: &FieldPath, errs: &mut Errors) {
                     errs.push(FieldError::required(p.child("name"), ""));
                 }
                 validate_file_mode(c.default_mode, &p.child("defaultMode"), errs);
-                validate_items(
-                    c.items.as_deref().unwrap_or_default(),
-                    &p.child("items"),
-                    errs,
-                );
+                validate_items(c.items.as_deref().unwrap_or_default(), &p.child("items"), errs);
             }
         }
         "persistentVolumeClaim" => {
             if let Some(c) = &vol.persistent_volume_claim
                 && c.claim_name.is_empty()
             {
-                errs.push(FieldError::required(
-                    path.child("persistentVolumeClaim").child("claimName"),
-                    "",
-                ));
+                errs.push(FieldError::required(path.child("persistentVolumeClaim").child("claimName"), ""));
             }
         }
         "nfs" => {
@@ -383,11 +309,7 @@ fn validate_volume_source(vol: &Volume, path: &FieldPath, errs: &mut Errors) {
                     errs.push(FieldError::required(p.child("path"), ""));
                 }
                 if !n.path.starts_with('/') {
-                    errs.push(FieldError::invalid(
-                        p.child("path"),
-                        &n.path,
-                        "must be an absolute path",
-                    ));
+                    errs.push(FieldError::invalid(p.child("path"), &n.path, "must be an absolute path"));
                 }
             }
         }
@@ -407,10 +329,7 @@ fn validate_volume_source(vol: &Volume, path: &FieldPath, errs: &mut Errors) {
                             "fieldRef and resourceFieldRef can not be specified simultaneously",
                         ));
                     } else if item.field_ref.is_none() && item.resource_field_ref.is_none() {
-                        errs.push(FieldError::required(
-                            p.clone(),
-                            "one of fieldRef and resourceFieldRef is required",
-                        ));
+                        errs.push(FieldError::required(p.clone(), "one of fieldRef and resourceFieldRef is required"));
                     }
                     validate_file_mode(item.mode, &p.child("mode"), errs);
                 }
@@ -444,21 +363,13 @@ fn validate_items(items: &[KeyToPath], path: &FieldPath, errs: &mut Errors) {
 
 fn validate_path_no_backsteps(target: &str, path: &FieldPath, errs: &mut Errors) {
     if target.split('/').any(|part| part == "..") {
-        errs.push(FieldError::invalid(
-            path.clone(),
-            target,
-            "must not contain '..'",
-        ));
+        errs.push(FieldError::invalid(path.clone(), target, "must not contain '..'"));
     }
 }
 
 fn validate_local_descending_path(target: &str, path: &FieldPath, errs: &mut Errors) {
     if target.starts_with('/') {
-        errs.push(FieldError::invalid(
-            path.clone(),
-            target,
-            "must be a relative path",
-        ));
+        errs.push(FieldError::invalid(path.clone(), target, "must be a relative path"));
     }
     validate_path_no_backsteps(target, path, errs);
 }
@@ -466,11 +377,7 @@ fn validate_local_descending_path(target: &str, path: &FieldPath, errs: &mut Err
 fn validate_local_non_reserved_path(target: &str, path: &FieldPath, errs: &mut Errors) {
     validate_local_descending_path(target, path, errs);
     if target.starts_with("..") && !target.starts_with("../") {
-        errs.push(FieldError::invalid(
-            path.clone(),
-            target,
-            "must not start with '..'",
-        ));
+        errs.push(FieldError::invalid(path.clone(), target, "must not start with '..'"));
     }
 }
 
@@ -498,10 +405,7 @@ fn validate_containers(
         }
         validate_lifecycle_and_probes(c, grace, &p, errs);
         if c.restart_policy.is_some() {
-            errs.push(FieldError::forbidden(
-                p.child("restartPolicy"),
-                "may not be set for non-init containers",
-            ));
+            errs.push(FieldError::forbidden(p.child("restartPolicy"), "may not be set for non-init containers"));
         }
     }
     check_host_port_conflicts(containers, path, errs);
@@ -533,11 +437,7 @@ fn validate_init_containers(
         let mut restart_always = false;
         if let Some(policy) = &c.restart_policy {
             if policy != "Always" {
-                errs.push(FieldError::not_supported(
-                    p.child("restartPolicy"),
-                    policy,
-                    &["Always"],
-                ));
+                errs.push(FieldError::not_supported(p.child("restartPolicy"), policy, &["Always"]));
             }
             restart_always = policy == "Always";
         }
@@ -569,12 +469,7 @@ fn validate_init_containers(
     }
 }
 
-fn validate_container_common(
-    c: &Container,
-    volumes: &VolumeMap<'_>,
-    path: &FieldPath,
-    errs: &mut Errors,
-) {
+fn validate_container_common(c: &Container, volumes: &VolumeMap<'_>, path: &FieldPath, errs: &mut Errors) {
     let name_path = path.child("name");
     if c.name.is_empty() {
         errs.push(FieldError::required(name_path, ""));
@@ -590,10 +485,7 @@ fn validate_container_common(
 
     match str_or_empty(&c.termination_message_policy) {
         "File" | "FallbackToLogsOnError" => {}
-        "" => errs.push(FieldError::required(
-            path.child("terminationMessagePolicy"),
-            "",
-        )),
+        "" => errs.push(FieldError::required(path.child("terminationMessagePolicy"), "")),
         other => errs.push(FieldError::not_supported(
             path.child("terminationMessagePolicy"),
             other,
@@ -603,21 +495,9 @@ fn validate_container_common(
 
     let mounts = c.volume_mounts.as_deref().unwrap_or_default();
     let devices = c.volume_devices.as_deref().unwrap_or_default();
-    validate_container_ports(
-        c.ports.as_deref().unwrap_or_default(),
-        &path.child("ports"),
-        errs,
-    );
-    validate_env(
-        c.env.as_deref().unwrap_or_default(),
-        &path.child("env"),
-        errs,
-    );
-    validate_env_from(
-        c.env_from.as_deref().unwrap_or_default(),
-        &path.child("envFrom"),
-        errs,
-    );
+    validate_container_ports(c.ports.as_deref().unwrap_or_default(), &path.child("ports"), errs);
+    validate_env(c.env.as_deref().unwrap_or_default(), &path.child("env"), errs);
+    validate_env_from(c.env_from.as_deref().unwrap_or_default(), &path.child("envFrom"), errs);
     validate_volume_mounts(mounts, devices, volumes, &path.child("volumeMounts"), errs);
     validate_volume_devices(devices, mounts, volumes, &path.child("volumeDevices"), errs);
 
@@ -651,11 +531,7 @@ fn validate_container_ports(ports: &[ContainerPort], path: &FieldPath, errs: &mu
             errs.push(FieldError::required(p.child("containerPort"), ""));
         } else {
             for msg in is_valid_port_num(i64::from(port.container_port)) {
-                errs.push(FieldError::invalid(
-                    p.child("containerPort"),
-                    port.container_port,
-                    msg,
-                ));
+                errs.push(FieldError::invalid(p.child("containerPort"), port.container_port, msg));
             }
         }
         if let Some(h) = port.host_port.filter(|h| *h != 0) {
@@ -666,11 +542,7 @@ fn validate_container_ports(ports: &[ContainerPort], path: &FieldPath, errs: &mu
         match str_or_empty(&port.protocol) {
             "TCP" | "UDP" | "SCTP" => {}
             "" => errs.push(FieldError::required(p.child("protocol"), "")),
-            other => errs.push(FieldError::not_supported(
-                p.child("protocol"),
-                other,
-                &["SCTP", "TCP", "UDP"],
-            )),
+            other => errs.push(FieldError::not_supported(p.child("protocol"), other, &["SCTP", "TCP", "UDP"])),
         }
     }
 }
@@ -683,17 +555,9 @@ fn check_host_port_conflicts(containers: &[Container], path: &FieldPath, errs: &
             if host_port == 0 {
                 continue;
             }
-            let key = format!(
-                "{}/{}/{}",
-                str_or_empty(&port.protocol),
-                str_or_empty(&port.host_ip),
-                host_port
-            );
+            let key = format!("{}/{}/{}", str_or_empty(&port.protocol), str_or_empty(&port.host_ip), host_port);
             if seen.contains(&key) {
-                errs.push(FieldError::duplicate(
-                    path.index(ci).child("ports").index(pi).child("hostPort"),
-                    &key,
-                ));
+                errs.push(FieldError::duplicate(path.index(ci).child("ports").index(pi).child("hostPort"), &key));
             } else {
                 seen.insert(key);
             }
@@ -765,12 +629,7 @@ fn split_subscripted(field_path: &str) -> Option<(&str, &str)> {
     (!path.is_empty()).then_some((path, sub))
 }
 
-fn validate_env_var_value_from(
-    ev: &EnvVar,
-    from: &EnvVarSource,
-    path: &FieldPath,
-    errs: &mut Errors,
-) {
+fn validate_env_var_value_from(ev: &EnvVar, from: &EnvVarSource, path: &FieldPath, errs: &mut Errors) {
     let mut sources = 0;
     if let Some(fr) = &from.field_ref {
         sources += 1;
@@ -791,33 +650,19 @@ fn validate_env_var_value_from(
                 errs.push(FieldError::invalid(
                     p.child("fieldPath"),
                     &fr.field_path,
-                    format!(
-                        "error converting fieldPath: field label does not support subscript: {}",
-                        fr.field_path
-                    ),
+                    format!("error converting fieldPath: field label does not support subscript: {}", fr.field_path),
                 ));
             }
         } else {
-            let label = if fr.field_path == "spec.host" {
-                "spec.nodeName"
-            } else {
-                fr.field_path.as_str()
-            };
+            let label = if fr.field_path == "spec.host" { "spec.nodeName" } else { fr.field_path.as_str() };
             if !CONVERTIBLE_FIELD_LABELS.contains(&label) {
                 errs.push(FieldError::invalid(
                     p.child("fieldPath"),
                     &fr.field_path,
-                    format!(
-                        "error converting fieldPath: field label not supported: {}",
-                        fr.field_path
-                    ),
+                    format!("error converting fieldPath: field label not supported: {}", fr.field_path),
                 ));
             } else if !ENV_FIELD_PATHS.contains(&label) {
-                errs.push(FieldError::not_supported(
-                    p.child("fieldPath"),
-                    label,
-                    &ENV_FIELD_PATHS,
-                ));
+                errs.push(FieldError::not_supported(p.child("fieldPath"), label, &ENV_FIELD_PATHS));
             }
         }
     }
@@ -830,11 +675,7 @@ fn validate_env_var_value_from(
             && !rf.resource.starts_with("requests.hugepages-")
             && !rf.resource.starts_with("limits.hugepages-")
         {
-            errs.push(FieldError::not_supported(
-                p.child("resource"),
-                &rf.resource,
-                &RESOURCE_FIELD_PATHS,
-            ));
+            errs.push(FieldError::not_supported(p.child("resource"), &rf.resource, &RESOURCE_FIELD_PATHS));
         }
     }
     if let Some(s) = &from.config_map_key_ref {
@@ -853,17 +694,9 @@ fn validate_env_var_value_from(
             "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`",
         ));
     } else if !str_or_empty(&ev.value).is_empty() {
-        errs.push(FieldError::invalid(
-            path.clone(),
-            "",
-            "may not be specified when `value` is not empty",
-        ));
+        errs.push(FieldError::invalid(path.clone(), "", "may not be specified when `value` is not empty"));
     } else if sources > 1 {
-        errs.push(FieldError::invalid(
-            path.clone(),
-            "",
-            "may not have more than one field specified at a time",
-        ));
+        errs.push(FieldError::invalid(path.clone(), "", "may not have more than one field specified at a time"));
     }
 }
 
@@ -906,17 +739,9 @@ fn validate_env_from(sources: &[EnvFromSource], path: &FieldPath, errs: &mut Err
             }
         }
         if n == 0 {
-            errs.push(FieldError::invalid(
-                path.clone(),
-                "",
-                "must specify one of: `configMapRef` or `secretRef`",
-            ));
+            errs.push(FieldError::invalid(path.clone(), "", "must specify one of: `configMapRef` or `secretRef`"));
         } else if n > 1 {
-            errs.push(FieldError::invalid(
-                path.clone(),
-                "",
-                "may not have more than one field specified at a time",
-            ));
+            errs.push(FieldError::invalid(path.clone(), "", "may not have more than one field specified at a time"));
         }
     }
 }
@@ -943,18 +768,10 @@ fn validate_volume_mounts(
             errs.push(FieldError::required(p.child("mountPath"), ""));
         }
         if !mount_points.insert(m.mount_path.as_str()) {
-            errs.push(FieldError::invalid(
-                p.child("mountPath"),
-                &m.mount_path,
-                "must be unique",
-            ));
+            errs.push(FieldError::invalid(p.child("mountPath"), &m.mount_path, "must be unique"));
         }
         if devices.iter().any(|d| d.name == m.name) {
-            errs.push(FieldError::invalid(
-                p.child("name"),
-                &m.name,
-                "must not already exist in volumeDevices",
-            ));
+            errs.push(FieldError::invalid(p.child("name"), &m.name, "must not already exist in volumeDevices"));
         }
         if devices.iter().any(|d| d.device_path == m.mount_path) {
             errs.push(FieldError::invalid(
@@ -965,16 +782,9 @@ fn validate_volume_mounts(
         }
         let sub_path = str_or_empty(&m.sub_path);
         let sub_path_expr = str_or_empty(&m.sub_path_expr);
-        if volumes
-            .get(m.name.as_str())
-            .is_some_and(|v| v.image.is_some())
-        {
+        if volumes.get(m.name.as_str()).is_some_and(|v| v.image.is_some()) {
             if !sub_path.is_empty() {
-                errs.push(FieldError::invalid(
-                    p.child("subPath"),
-                    sub_path,
-                    "not allowed in image volume sources",
-                ));
+                errs.push(FieldError::invalid(p.child("subPath"), sub_path, "not allowed in image volume sources"));
             }
             if !sub_path_expr.is_empty() {
                 errs.push(FieldError::invalid(
@@ -1017,11 +827,7 @@ fn validate_volume_devices(
             errs.push(FieldError::required(p.child("name"), ""));
         }
         if device_names.contains(d.name.as_str()) {
-            errs.push(FieldError::invalid(
-                p.child("name"),
-                &d.name,
-                "must be unique",
-            ));
+            errs.push(FieldError::invalid(p.child("name"), &d.name, "must be unique"));
         }
         if let Some(v) = matched {
             if v.persistent_volume_claim.is_none() && v.ephemeral.is_none() {
@@ -1038,27 +844,15 @@ fn validate_volume_devices(
             errs.push(FieldError::required(p.child("devicePath"), ""));
         }
         if device_paths.contains(d.device_path.as_str()) {
-            errs.push(FieldError::invalid(
-                p.child("devicePath"),
-                &d.device_path,
-                "must be unique",
-            ));
+            errs.push(FieldError::invalid(p.child("devicePath"), &d.device_path, "must be unique"));
         }
         if !d.device_path.is_empty() && d.device_path.split('/').any(|s| s == "..") {
-            errs.push(FieldError::invalid(
-                p.child("devicePath"),
-                &d.device_path,
-                "can not contain backsteps ('..')",
-            ));
+            errs.push(FieldError::invalid(p.child("devicePath"), &d.device_path, "can not contain backsteps ('..')"));
         } else {
             device_paths.insert(d.device_path.as_str());
         }
         if mounts.iter().any(|m| m.name == d.name) {
-            errs.push(FieldError::invalid(
-                p.child("name"),
-                &d.name,
-                "must not already exist in volumeMounts",
-            ));
+            errs.push(FieldError::invalid(p.child("name"), &d.name, "must not already exist in volumeMounts"));
         }
         if mounts.iter().any(|m| m.mount_path == d.device_path) {
             errs.push(FieldError::invalid(
@@ -1101,11 +895,7 @@ fn validate_probe_of(
         ProbeKind::Liveness | ProbeKind::Startup => {
             let st = probe.success_threshold.unwrap_or(0);
             if st != 1 {
-                errs.push(FieldError::invalid(
-                    p.child("successThreshold"),
-                    st,
-                    "must be 1",
-                ));
+                errs.push(FieldError::invalid(p.child("successThreshold"), st, "must be 1"));
             }
         }
         ProbeKind::Readiness => {
@@ -1142,21 +932,13 @@ fn validate_probe(probe: &Probe, grace: Option<i64>, path: &FieldPath, errs: &mu
     ] {
         let v = v.unwrap_or(0);
         if v < 0 {
-            errs.push(FieldError::invalid(
-                path.child(field),
-                i64::from(v),
-                IS_NEGATIVE,
-            ));
+            errs.push(FieldError::invalid(path.child(field), i64::from(v), IS_NEGATIVE));
         }
     }
     if let Some(g) = probe.termination_grace_period_seconds
         && g <= 0
     {
-        errs.push(FieldError::invalid(
-            path.child("terminationGracePeriodSeconds"),
-            g,
-            "must be greater than 0",
-        ));
+        errs.push(FieldError::invalid(path.child("terminationGracePeriodSeconds"), g, "must be greater than 0"));
     }
 }
 
@@ -1174,10 +956,7 @@ fn validate_handler(h: Handler<'_>, grace: Option<i64>, path: &FieldPath, errs: 
     if let Some(exec) = h.exec {
         n += 1;
         if exec.command.as_ref().is_none_or(|c| c.is_empty()) {
-            errs.push(FieldError::required(
-                path.child("exec").child("command"),
-                "",
-            ));
+            errs.push(FieldError::required(path.child("exec").child("command"), ""));
         }
     }
     if let Some(http) = h.http_get {
@@ -1192,19 +971,11 @@ fn validate_handler(h: Handler<'_>, grace: Option<i64>, path: &FieldPath, errs: 
             validate_port_num_or_name(&http.port, &p.child("port"), errs);
             let scheme = str_or_empty(&http.scheme);
             if scheme != "HTTP" && scheme != "HTTPS" {
-                errs.push(FieldError::not_supported(
-                    p.child("scheme"),
-                    scheme,
-                    &["HTTP", "HTTPS"],
-                ));
+                errs.push(FieldError::not_supported(p.child("scheme"), scheme, &["HTTP", "HTTPS"]));
             }
             for header in http.http_headers.iter().flatten() {
                 for msg in is_http_header_name(&header.name) {
-                    errs.push(FieldError::invalid(
-                        p.child("httpHeaders"),
-                        &header.name,
-                        msg,
-                    ));
+                    errs.push(FieldError::invalid(p.child("httpHeaders"), &header.name, msg));
                 }
             }
         }
@@ -1242,18 +1013,13 @@ fn validate_handler(h: Handler<'_>, grace: Option<i64>, path: &FieldPath, errs: 
                 errs.push(FieldError::invalid(
                     p,
                     sleep.seconds,
-                    format!(
-                        "must be non-negative and less than terminationGracePeriodSeconds ({g})"
-                    ),
+                    format!("must be non-negative and less than terminationGracePeriodSeconds ({g})"),
                 ));
             }
         }
     }
     if n == 0 {
-        errs.push(FieldError::required(
-            path.clone(),
-            "must specify a handler type",
-        ));
+        errs.push(FieldError::required(path.clone(), "must specify a handler type"));
     }
 }
 
@@ -1280,12 +1046,7 @@ fn validate_lifecycle(l: &Lifecycle, grace: Option<i64>, path: &FieldPath, errs:
     }
 }
 
-fn validate_lifecycle_handler(
-    h: &LifecycleHandler,
-    grace: Option<i64>,
-    path: &FieldPath,
-    errs: &mut Errors,
-) {
+fn validate_lifecycle_handler(h: &LifecycleHandler, grace: Option<i64>, path: &FieldPath, errs: &mut Errors) {
     validate_handler(
         Handler {
             exec: h.exec.as_ref(),

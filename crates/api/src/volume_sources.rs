@@ -13,10 +13,7 @@ pub struct VolumeSourceKind {
 }
 
 const fn kind(field: &'static str, validation_field: &'static str) -> VolumeSourceKind {
-    VolumeSourceKind {
-        field,
-        validation_field,
-    }
+    VolumeSourceKind { field, validation_field }
 }
 
 /// The sources set on `v`, in validation order.
@@ -25,23 +22,14 @@ pub fn volume_sources(v: &Volume) -> Vec<VolumeSourceKind> {
         (v.empty_dir.is_some(), kind("emptyDir", "emptyDir")),
         (v.host_path.is_some(), kind("hostPath", "hostPath")),
         (v.git_repo.is_some(), kind("gitRepo", "gitRepo")),
-        (
-            v.gce_persistent_disk.is_some(),
-            kind("gcePersistentDisk", "gcePersistentDisk"),
-        ),
-        (
-            v.aws_elastic_block_store.is_some(),
-            kind("awsElasticBlockStore", "awsElasticBlockStore"),
-        ),
+        (v.gce_persistent_disk.is_some(), kind("gcePersistentDisk", "gcePersistentDisk")),
+        (v.aws_elastic_block_store.is_some(), kind("awsElasticBlockStore", "awsElasticBlockStore")),
         (v.secret.is_some(), kind("secret", "secret")),
         (v.nfs.is_some(), kind("nfs", "nfs")),
         (v.iscsi.is_some(), kind("iscsi", "iscsi")),
         (v.glusterfs.is_some(), kind("glusterfs", "glusterfs")),
         (v.flocker.is_some(), kind("flocker", "flocker")),
-        (
-            v.persistent_volume_claim.is_some(),
-            kind("persistentVolumeClaim", "persistentVolumeClaim"),
-        ),
+        (v.persistent_volume_claim.is_some(), kind("persistentVolumeClaim", "persistentVolumeClaim")),
         (v.rbd.is_some(), kind("rbd", "rbd")),
         (v.cinder.is_some(), kind("cinder", "cinder")),
         (v.cephfs.is_some(), kind("cephfs", "cephFS")),
@@ -51,18 +39,9 @@ pub fn volume_sources(v: &Volume) -> Vec<VolumeSourceKind> {
         (v.flex_volume.is_some(), kind("flexVolume", "flexVolume")),
         (v.config_map.is_some(), kind("configMap", "configMap")),
         (v.azure_file.is_some(), kind("azureFile", "azureFile")),
-        (
-            v.vsphere_volume.is_some(),
-            kind("vsphereVolume", "vsphereVolume"),
-        ),
-        (
-            v.photon_persistent_disk.is_some(),
-            kind("photonPersistentDisk", "photonPersistentDisk"),
-        ),
-        (
-            v.portworx_volume.is_some(),
-            kind("portworxVolume", "portworxVolume"),
-        ),
+        (v.vsphere_volume.is_some(), kind("vsphereVolume", "vsphereVolume")),
+        (v.photon_persistent_disk.is_some(), kind("photonPersistentDisk", "photonPersistentDisk")),
+        (v.portworx_volume.is_some(), kind("portworxVolume", "portworxVolume")),
         (v.azure_disk.is_some(), kind("azureDisk", "azureDisk")),
         (v.storageos.is_some(), kind("storageos", "storageos")),
         (v.projected.is_some(), kind("projected", "projected")),
@@ -71,10 +50,7 @@ pub fn volume_sources(v: &Volume) -> Vec<VolumeSourceKind> {
         (v.ephemeral.is_some(), kind("ephemeral", "ephemeral")),
         (v.image.is_some(), kind("image", "image")),
     ];
-    set.into_iter()
-        .filter(|(on, _)| *on)
-        .map(|(_, k)| k)
-        .collect()
+    set.into_iter().filter(|(on, _)| *on).map(|(_, k)| k).collect()
 }
 
 /// True if the volume sets no source at all (defaulting then makes it an
@@ -86,9 +62,7 @@ pub fn has_no_source(v: &Volume) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{
-        ConfigMapVolumeSource, DownwardAPIVolumeSource, EmptyDirVolumeSource,
-    };
+    use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, DownwardAPIVolumeSource, EmptyDirVolumeSource};
 
     #[test]
     fn lists_sources_in_validation_order() {

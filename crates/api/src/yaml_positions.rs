@@ -38,9 +38,7 @@ impl DocPath {
 }
 
 fn plain_key(k: &str) -> bool {
-    !k.is_empty()
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 impl fmt::Display for DocPath {
@@ -72,10 +70,7 @@ pub struct Position {
 
 impl Position {
     fn from_span(span: &Span) -> Position {
-        Position {
-            line: span.start.line(),
-            column: span.start.col() + 1,
-        }
+        Position { line: span.start.line(), column: span.start.col() + 1 }
     }
 }
 
@@ -104,8 +99,7 @@ pub fn yaml11_scalar(text: &str) -> Option<Yaml11Scalar> {
         Some(b'+') => (false, &plain[1..]),
         _ => (false, plain.as_str()),
     };
-    let leading_zero =
-        digits.len() > 1 && digits.starts_with('0') && digits.as_bytes()[1].is_ascii_digit();
+    let leading_zero = digits.len() > 1 && digits.starts_with('0') && digits.as_bytes()[1].is_ascii_digit();
     if !text.contains('_') && !leading_zero {
         return None; // serde_yaml already agrees
     }
@@ -119,9 +113,7 @@ pub fn yaml11_scalar(text: &str) -> Option<Yaml11Scalar> {
         // Go's ParseInt(s, 0, 64): a leading 0 means octal; a non-octal digit
         // string such as "08" still resolves, as a float, to its decimal value.
         if leading_zero {
-            i64::from_str_radix(digits, 8)
-                .or_else(|_| digits.parse::<i64>())
-                .ok()?
+            i64::from_str_radix(digits, 8).or_else(|_| digits.parse::<i64>()).ok()?
         } else {
             digits.parse::<i64>().ok()?
         }
@@ -170,20 +162,13 @@ impl PositionIndex {
 
     /// The plain scalar values of document `doc` that go-yaml v2 reads
     /// differently: (path, original text, YAML 1.1 value).
-    pub fn yaml11_values(
-        &self,
-        doc: usize,
-    ) -> impl Iterator<Item = (&DocPath, &str, Yaml11Scalar)> {
-        self.yaml11
-            .iter()
-            .filter(move |(d, ..)| *d == doc)
-            .map(|(_, p, t, v)| (p, t.as_str(), *v))
+    pub fn yaml11_values(&self, doc: usize) -> impl Iterator<Item = (&DocPath, &str, Yaml11Scalar)> {
+        self.yaml11.iter().filter(move |(d, ..)| *d == doc).map(|(_, p, t, v)| (p, t.as_str(), *v))
     }
 
     /// Position of the root node of document `doc` (1-based).
     pub fn doc_root(&self, doc: usize) -> Option<Position> {
-        doc.checked_sub(1)
-            .and_then(|i| self.doc_roots.get(i).copied().flatten())
+        doc.checked_sub(1).and_then(|i| self.doc_roots.get(i).copied().flatten())
     }
 }
 
@@ -244,9 +229,7 @@ impl Builder {
                     // This node is a key.
                     match node {
                         Node::Scalar(s, _) => {
-                            self.index
-                                .entries
-                                .insert((doc, path.with(PathSegment::Key(s.clone()))), pos);
+                            self.index.entries.insert((doc, path.with(PathSegment::Key(s.clone()))), pos);
                             *key = Some(s);
                         }
                         Node::Alias => *key = Some(String::from("\u{0}alias")),
@@ -267,14 +250,8 @@ impl Builder {
             }
         };
         match node {
-            Node::MapStart => self.stack.push(Frame::Map {
-                path: node_path,
-                key: None,
-            }),
-            Node::SeqStart => self.stack.push(Frame::Seq {
-                path: node_path,
-                next: 0,
-            }),
+            Node::MapStart => self.stack.push(Frame::Map { path: node_path, key: None }),
+            Node::SeqStart => self.stack.push(Frame::Seq { path: node_path, next: 0 }),
             Node::Scalar(text, true) => {
                 if let Some(v) = yaml11_scalar(&text) {
                     self.index.yaml11.push((doc, node_path, text, v));
@@ -297,10 +274,7 @@ impl Builder {
 /// Index a YAML stream. Returns None if the text does not parse.
 pub fn index_positions(text: &str) -> Option<PositionIndex> {
     let mut parser = Parser::new_from_str(text);
-    let mut b = Builder {
-        index: PositionIndex::default(),
-        stack: Vec::new(),
-    };
+    let mut b = Builder { index: PositionIndex::default(), stack: Vec::new() };
     while let Some(item) = parser.next_event() {
         let (event, span) = item.ok()?;
         match event {
@@ -363,22 +337,12 @@ spec: {containers: [{name: b}]}
         assert_eq!(at(1, &["spec", "containers", "0"]), Some((7, 5)));
         assert_eq!(at(1, &["spec", "containers", "0", "name"]), Some((7, 5)));
         assert_eq!(at(1, &["spec", "containers", "0", "image"]), Some((8, 5)));
-        assert_eq!(
-            at(
-                1,
-                &["spec", "containers", "0", "ports", "0", "containerPort"]
-            ),
-            Some((10, 7))
-        );
+        assert_eq!(at(1, &["spec", "containers", "0", "ports", "0", "containerPort"]), Some((10, 7)));
         assert_eq!(at(2, &["kind"]), Some((12, 1)));
         assert_eq!(at(2, &["spec", "containers", "0", "name"]), Some((13, 22)));
         assert_eq!(at(1, &[]), Some((1, 1)));
         assert_eq!(idx.doc_root(2).map(|p| p.line), Some(12));
-        assert_eq!(
-            idx.get_nearest(1, &path(&["spec", "containers", "0", "nope", "deeper"]))
-                .map(|p| p.line),
-            Some(7)
-        );
+        assert_eq!(idx.get_nearest(1, &path(&["spec", "containers", "0", "nope", "deeper"])).map(|p| p.line), Some(7));
     }
 
     #[test]
@@ -418,12 +382,9 @@ spec: {containers: [{name: b}]}
         for (text, want) in cases {
             assert_eq!(yaml11_scalar(text), want, "{text}");
         }
-        let idx = index_positions("a: 0644\nb: '0644'\nc: [yes, \"no\", !!str on]\nd: {e: 1_0}\n")
-            .expect("parses");
-        let got: Vec<(String, &str, Yaml11Scalar)> = idx
-            .yaml11_values(1)
-            .map(|(p, t, v)| (p.to_string(), t, v))
-            .collect();
+        let idx = index_positions("a: 0644\nb: '0644'\nc: [yes, \"no\", !!str on]\nd: {e: 1_0}\n").expect("parses");
+        let got: Vec<(String, &str, Yaml11Scalar)> =
+            idx.yaml11_values(1).map(|(p, t, v)| (p.to_string(), t, v)).collect();
         assert_eq!(
             got,
             vec![

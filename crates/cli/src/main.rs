@@ -17,7 +17,11 @@ pub mod exit {
 }
 
 #[derive(Parser)]
-#[command(name = "podwright", version, about = "Run Kubernetes pods on a container runtime with the kubelet's semantics")]
+#[command(
+    name = "podwright",
+    version,
+    about = "Run Kubernetes pods on a container runtime with the kubelet's semantics"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -65,9 +69,7 @@ enum RuntimeAction {
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("PODWRIGHT_LOG").unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("PODWRIGHT_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();

@@ -150,9 +150,7 @@ pub async fn run(args: RunArgs) -> u8 {
         eprintln!("podwright: timed out after {}s", args.timeout.unwrap_or_default());
         return exit::TIMEOUT;
     }
-    let all_ok = final_pods
-        .iter()
-        .all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"));
+    let all_ok = final_pods.iter().all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"));
     if all_ok { exit::SUCCEEDED } else { exit::FAILED }
 }
 

@@ -6,8 +6,8 @@ use crate::volumes;
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
 use podwright_planner::pod::SpecContainer;
 use podwright_runtime::cri_api::{
-    ContainerConfig, ContainerMetadata, ImageSpec, KeyValue, LinuxContainerConfig, LinuxContainerResources,
-    Mount, PodSandboxConfig, PodSandboxMetadata,
+    ContainerConfig, ContainerMetadata, ImageSpec, KeyValue, LinuxContainerConfig, LinuxContainerResources, Mount,
+    PodSandboxConfig, PodSandboxMetadata,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

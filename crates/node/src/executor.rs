@@ -151,11 +151,8 @@ impl Engine {
         bell: &Arc<Notify>,
     ) -> (String, Result<(), StartFailure>) {
         let name = sc.name().to_string();
-        let fail = |reason: &str, message: String| StartFailure {
-            reason: reason.to_string(),
-            message,
-            at: self.clock.now(),
-        };
+        let fail =
+            |reason: &str, message: String| StartFailure { reason: reason.to_string(), message, at: self.clock.now() };
         let sandbox_config = cri_config::sandbox_config(pod, &self.root, sandbox.attempt);
         if let Err(f) = self.ensure_image(pod, &sc, &sandbox_config).await {
             return (name, Err(f));
@@ -198,11 +195,8 @@ impl Engine {
     ) -> Result<(), StartFailure> {
         let image = sc.image();
         let policy = sc.container.image_pull_policy.as_deref().unwrap_or("IfNotPresent");
-        let fail = |reason: &str, message: String| StartFailure {
-            reason: reason.to_string(),
-            message,
-            at: self.clock.now(),
-        };
+        let fail =
+            |reason: &str, message: String| StartFailure { reason: reason.to_string(), message, at: self.clock.now() };
         if policy != "Always" {
             match self.runtime.image_status(image).await {
                 Ok(Some(_)) => {
@@ -223,7 +217,13 @@ impl Engine {
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    self.event(pod, Some(sc), EventType::Warning, "InspectFailed", format!("Failed to inspect image \"{image}\": {e}"));
+                    self.event(
+                        pod,
+                        Some(sc),
+                        EventType::Warning,
+                        "InspectFailed",
+                        format!("Failed to inspect image \"{image}\": {e}"),
+                    );
                     return Err(fail("ImageInspectError", e.to_string()));
                 }
             }
@@ -243,7 +243,13 @@ impl Engine {
                 Ok(())
             }
             Err(e) => {
-                self.event(pod, Some(sc), EventType::Warning, "Failed", format!("Failed to pull image \"{image}\": {e}"));
+                self.event(
+                    pod,
+                    Some(sc),
+                    EventType::Warning,
+                    "Failed",
+                    format!("Failed to pull image \"{image}\": {e}"),
+                );
                 self.event(pod, Some(sc), EventType::Warning, "Failed", "Error: ErrImagePull".into());
                 Err(fail("ErrImagePull", e.to_string()))
             }
@@ -269,7 +275,8 @@ impl Engine {
         let apps: Vec<_> = running.iter().filter(|c| c.kind != ContainerKind::Sidecar).map(|c| stop(c)).collect();
         futures_util::future::join_all(apps).await;
         let order: Vec<&str> = pod::init_containers(st.pod).map(|s| s.container.name.as_str()).collect();
-        let mut sidecars: Vec<&&ObservedContainer> = running.iter().filter(|c| c.kind == ContainerKind::Sidecar).collect();
+        let mut sidecars: Vec<&&ObservedContainer> =
+            running.iter().filter(|c| c.kind == ContainerKind::Sidecar).collect();
         sidecars.sort_by_key(|c| std::cmp::Reverse(order.iter().position(|n| *n == c.name)));
         for c in sidecars {
             stop(c).await;

@@ -3,11 +3,11 @@
 use crate::cri_config::pod_selector;
 use crate::labels;
 use crate::termination_message;
-use std::path::Path;
 use jiff::Timestamp;
 use podwright_planner::{ContainerKind, ObservedContainer, ObservedSandbox, RunState};
 use podwright_runtime::cri_api::{ContainerState, ContainerStatus, PodSandboxState, PodSandboxStatus};
 use podwright_runtime::{RuntimeResult, RuntimeService};
+use std::path::Path;
 
 fn ts(nanos: i64) -> Option<Timestamp> {
     (nanos > 0).then(|| Timestamp::from_nanosecond(nanos as i128).ok()).flatten()

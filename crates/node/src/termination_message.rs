@@ -50,11 +50,17 @@ fn log_tail(path: &Path) -> Option<String> {
 }
 
 /// The message of an exited instance, if it left one.
-pub fn read(root: &Path, uid: &str, container: &str, restart_count: i32, policy: &str, exit_code: i32) -> Option<String> {
+pub fn read(
+    root: &Path,
+    uid: &str,
+    container: &str,
+    restart_count: i32,
+    policy: &str,
+    exit_code: i32,
+) -> Option<String> {
     read_file(&host_path(root, uid, container, restart_count)).or_else(|| {
-        (policy == "FallbackToLogsOnError" && exit_code != 0).then(|| {
-            log_tail(&log_directory(root, uid).join(container).join(format!("{restart_count}.log")))
-        })?
+        (policy == "FallbackToLogsOnError" && exit_code != 0)
+            .then(|| log_tail(&log_directory(root, uid).join(container).join(format!("{restart_count}.log"))))?
     })
 }
 

@@ -77,17 +77,18 @@ impl PodWorker {
         let mut previous: Option<PodStatus> = None;
         loop {
             let deleting = *delete.borrow();
-            let (sandboxes, containers) = match observe::observe(self.engine.runtime.as_ref(), &uid, &self.engine.root).await {
-                Ok(o) => o,
-                Err(e) => {
-                    tracing::warn!(%e, "could not read the pod's state from the runtime");
-                    tokio::select! {
-                        _ = tokio::time::sleep(OBSERVE_RETRY) => {}
-                        _ = delete.changed() => {}
+            let (sandboxes, containers) =
+                match observe::observe(self.engine.runtime.as_ref(), &uid, &self.engine.root).await {
+                    Ok(o) => o,
+                    Err(e) => {
+                        tracing::warn!(%e, "could not read the pod's state from the runtime");
+                        tokio::select! {
+                            _ = tokio::time::sleep(OBSERVE_RETRY) => {}
+                            _ = delete.changed() => {}
+                        }
+                        continue;
                     }
-                    continue;
-                }
-            };
+                };
             for c in &containers {
                 self.engine.dispatcher.register(&c.id, &bell);
             }

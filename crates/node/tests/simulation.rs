@@ -17,7 +17,8 @@ fn epoch() -> Timestamp {
 }
 
 fn pod(inits: &[&str], apps: &[&str], policy: &str) -> Pod {
-    let c = |n: &&str| serde_json::json!({"name": n, "image": "localhost/busybox:1.36", "imagePullPolicy": "IfNotPresent"});
+    let c =
+        |n: &&str| serde_json::json!({"name": n, "image": "localhost/busybox:1.36", "imagePullPolicy": "IfNotPresent"});
     serde_json::from_value(serde_json::json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "sim", "namespace": "default", "uid": format!("uid-{}", inits.len() * 10 + apps.len())},
@@ -51,7 +52,8 @@ impl Sim {
         let clock = Clock::starting_at(epoch());
         let fake = FakeRuntime::new(clock);
         fake.add_image("localhost/busybox:1.36");
-        let root = std::env::temp_dir().join(format!("pw-sim-{}-{:?}", std::process::id(), std::thread::current().id()));
+        let root =
+            std::env::temp_dir().join(format!("pw-sim-{}-{:?}", std::process::id(), std::thread::current().id()));
         let engine = Engine {
             runtime: fake.clone(),
             clock,
@@ -225,7 +227,10 @@ async fn events_name_the_container_field_path_and_count_repeats() {
     let events = sim.engine.events.snapshot();
     let started = events
         .iter()
-        .find(|e| e.reason.as_deref() == Some("Started") && e.involved_object.field_path.as_deref() == Some("spec.initContainers{init-mydb}"))
+        .find(|e| {
+            e.reason.as_deref() == Some("Started")
+                && e.involved_object.field_path.as_deref() == Some("spec.initContainers{init-mydb}")
+        })
         .expect("Started event for the init container");
     assert_eq!(started.message.as_deref(), Some("Started container init-mydb"));
     assert_eq!(started.count, Some(1));

@@ -28,9 +28,7 @@ fn secs(d: SignedDuration) -> f64 {
 
 impl Backoff {
     fn live(&self, key: &str, event_time: Timestamp) -> Option<&Entry> {
-        self.entries
-            .get(key)
-            .filter(|e| secs(event_time.duration_since(e.last_update)) <= RESET_AFTER.as_secs_f64())
+        self.entries.get(key).filter(|e| secs(event_time.duration_since(e.last_update)) <= RESET_AFTER.as_secs_f64())
     }
 
     /// When a restart of a container that finished at `finished` may happen, if it must wait:
@@ -43,10 +41,7 @@ impl Backoff {
 
     /// The window a blocked restart is waiting out, for messages ("back-off 20s ...").
     pub fn window(&self, key: &str) -> Duration {
-        self.entries
-            .get(key)
-            .map(|e| Duration::from_secs(e.backoff_secs))
-            .unwrap_or(INITIAL)
+        self.entries.get(key).map(|e| Duration::from_secs(e.backoff_secs)).unwrap_or(INITIAL)
     }
 
     /// Records a restart decision at `now` for an instance that finished at `event_time`.

@@ -109,7 +109,9 @@ pub fn decide(ctx: &PodContext, sc: &SpecContainer) -> Decision {
     }
     if should_restart(ctx.pod, sc.kind, newest) {
         start_or_wait(ctx, sc)
-    } else if newest.is_some_and(|c| c.state == RunState::Running) || newest.is_some_and(|c| c.succeeded()) && sc.kind == ContainerKind::Init {
+    } else if newest.is_some_and(|c| c.state == RunState::Running)
+        || newest.is_some_and(|c| c.succeeded()) && sc.kind == ContainerKind::Init
+    {
         Decision::Keep
     } else {
         Decision::Done
@@ -139,8 +141,7 @@ fn static_reason(reason: &str) -> &'static str {
 /// Whether a sidecar counts as started: running, and its startup probe (if any) succeeded.
 pub fn sidecar_started(ctx: &PodContext, sc: &SpecContainer, c: &ObservedContainer) -> bool {
     c.state == RunState::Running
-        && (sc.container.startup_probe.is_none()
-            || ctx.observed.probes.startup.get(&c.id).copied().unwrap_or(false))
+        && (sc.container.startup_probe.is_none() || ctx.observed.probes.startup.get(&c.id).copied().unwrap_or(false))
 }
 
 /// Where the init sequence stands.

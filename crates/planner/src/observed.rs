@@ -125,22 +125,16 @@ pub struct Observed {
 impl Observed {
     /// Instances of `name`, newest first.
     pub fn instances<'a>(&'a self, name: &str) -> Vec<&'a ObservedContainer> {
-        let mut v: Vec<&ObservedContainer> =
-            self.containers.iter().filter(|c| c.name == name).collect();
-        v.sort_by(|a, b| {
-            b.restart_count
-                .cmp(&a.restart_count)
-                .then(b.created_at.cmp(&a.created_at))
-        });
+        let mut v: Vec<&ObservedContainer> = self.containers.iter().filter(|c| c.name == name).collect();
+        v.sort_by(|a, b| b.restart_count.cmp(&a.restart_count).then(b.created_at.cmp(&a.created_at)));
         v
     }
 
     pub fn newest(&self, name: &str) -> Option<&ObservedContainer> {
-        self.containers.iter().filter(|c| c.name == name).max_by(|a, b| {
-            a.restart_count
-                .cmp(&b.restart_count)
-                .then(a.created_at.cmp(&b.created_at))
-        })
+        self.containers
+            .iter()
+            .filter(|c| c.name == name)
+            .max_by(|a, b| a.restart_count.cmp(&b.restart_count).then(a.created_at.cmp(&b.created_at)))
     }
 
     /// A start failure that happened after the newest instance was created.

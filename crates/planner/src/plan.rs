@@ -13,12 +13,28 @@ use std::time::Duration;
 pub enum Action {
     /// Stop every running container (app containers first, then sidecars in reverse order)
     /// and the sandbox.
-    KillPod { grace: Duration },
-    CreateSandbox { attempt: u32 },
+    KillPod {
+        grace: Duration,
+    },
+    CreateSandbox {
+        attempt: u32,
+    },
     /// Pull (per policy), create and start a new instance of a spec container.
-    StartContainer { kind: ContainerKind, index: usize, restart_count: i32 },
-    KillContainer { id: String, name: String, message: String, grace: Duration },
-    RemoveContainer { id: String, name: String },
+    StartContainer {
+        kind: ContainerKind,
+        index: usize,
+        restart_count: i32,
+    },
+    KillContainer {
+        id: String,
+        name: String,
+        message: String,
+        grace: Duration,
+    },
+    RemoveContainer {
+        id: String,
+        name: String,
+    },
 }
 
 /// An event the planner's decisions call for (the executor records the ones of its own

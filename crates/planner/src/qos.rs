@@ -17,10 +17,7 @@ pub fn qos_class(p: &Pod) -> &'static str {
     for sc in pod::all_containers(p) {
         let res = sc.container.resources.as_ref();
         fn pick(m: Option<&BTreeMap<String, Quantity>>) -> BTreeMap<&'static str, &Quantity> {
-            RESOURCES
-                .iter()
-                .filter_map(|r| m.and_then(|m| m.get(*r)).filter(|q| nonzero(q)).map(|q| (*r, q)))
-                .collect()
+            RESOURCES.iter().filter_map(|r| m.and_then(|m| m.get(*r)).filter(|q| nonzero(q)).map(|q| (*r, q))).collect()
         }
         let limits = pick(res.and_then(|r| r.limits.as_ref()));
         let mut requests = pick(res.and_then(|r| r.requests.as_ref()));
@@ -29,7 +26,9 @@ pub fn qos_class(p: &Pod) -> &'static str {
             requests.entry(k).or_insert(v);
         }
         any |= !limits.is_empty() || !requests.is_empty();
-        if limits.len() != RESOURCES.len() || requests.iter().any(|(k, v)| limits.get(k).map(|l| l.0 != v.0).unwrap_or(true)) {
+        if limits.len() != RESOURCES.len()
+            || requests.iter().any(|(k, v)| limits.get(k).map(|l| l.0 != v.0).unwrap_or(true))
+        {
             guaranteed = false;
         }
     }

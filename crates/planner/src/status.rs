@@ -6,8 +6,8 @@ use crate::observed::{ContainerKind, ObservedContainer, RunState};
 use crate::pod::{self, SpecContainer};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
-    ContainerStatus, PodCondition, PodIP, PodStatus,
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
+    PodCondition, PodIP, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -159,7 +159,11 @@ fn is_waiting(s: &ContainerStatus) -> bool {
 }
 
 /// The kubelet's `getPhase`, over the statuses this module generates.
-fn phase_of(ctx: &PodContext, inits: &[(SpecContainer, ContainerStatus)], apps: &[(SpecContainer, ContainerStatus)]) -> &'static str {
+fn phase_of(
+    ctx: &PodContext,
+    inits: &[(SpecContainer, ContainerStatus)],
+    apps: &[(SpecContainer, ContainerStatus)],
+) -> &'static str {
     if decide::deadline_exceeded(ctx) {
         return "Failed";
     }

@@ -22,16 +22,10 @@ fn init_containers_start_one_at_a_time_in_spec_order() {
         // i1 done with 0: i2 next.
         (World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2)), vec![(Init, 1, 0)]),
         // i2 running: wait.
-        (
-            World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2)).with(running(&p, "i2", 0, 3)),
-            vec![],
-        ),
+        (World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2)).with(running(&p, "i2", 0, 3)), vec![]),
         // Both done: the app container.
         (
-            World::new(p.clone())
-                .with_sandbox()
-                .with(exited(&p, "i1", 0, 0, 1, 2))
-                .with(exited(&p, "i2", 0, 0, 3, 4)),
+            World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2)).with(exited(&p, "i2", 0, 0, 3, 4)),
             vec![(App, 0, 0)],
         ),
     ];
@@ -72,7 +66,11 @@ fn failed_init_restarts_at_once_the_first_time_then_backs_off() {
         let plan = w.plan();
         assert_eq!(starts(&plan), vec![(Init, 0, 1)], "{policy}");
         // Second failure right after: back-off of 10 s from its finish time.
-        let mut w2 = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 1, 1, 2)).with(exited(&p, "i1", 1, 1, 3, 4)).at(4);
+        let mut w2 = World::new(p.clone())
+            .with_sandbox()
+            .with(exited(&p, "i1", 0, 1, 1, 2))
+            .with(exited(&p, "i1", 1, 1, 3, 4))
+            .at(4);
         w2.backoff = plan.backoff.clone();
         let plan2 = w2.plan();
         assert_eq!(starts(&plan2), vec![], "{policy}");
@@ -129,14 +127,16 @@ fn sidecar_starts_in_its_place_and_the_next_init_waits_for_it_to_be_started() {
 #[test]
 fn sidecar_is_restarted_even_under_never() {
     let p = pod(&["+side"], &["app"], "Never");
-    let w = World::new(p.clone()).with_sandbox().with(exited(&p, "side", 0, 0, 1, 2)).with(running(&p, "app", 0, 2)).at(3);
+    let w =
+        World::new(p.clone()).with_sandbox().with(exited(&p, "side", 0, 0, 1, 2)).with(running(&p, "app", 0, 2)).at(3);
     assert_eq!(starts(&w.plan()), vec![(Sidecar, 0, 1)]);
 }
 
 #[test]
 fn finished_apps_stop_the_sidecars() {
     let p = pod(&["+side"], &["app"], "Never");
-    let w = World::new(p.clone()).with_sandbox().with(running(&p, "side", 0, 1)).with(exited(&p, "app", 0, 0, 2, 3)).at(3);
+    let w =
+        World::new(p.clone()).with_sandbox().with(running(&p, "side", 0, 1)).with(exited(&p, "app", 0, 0, 2, 3)).at(3);
     assert!(matches!(w.plan().actions[..], [Action::KillPod { .. }]));
 }
 
@@ -211,7 +211,10 @@ fn image_pull_failure_waits_out_its_back_off() {
     let plan = w.plan();
     assert!(starts(&plan).is_empty());
     assert_eq!(plan.wake_at, Some(t(10)));
-    assert_eq!(w.status().container_statuses.unwrap()[0].state.as_ref().unwrap().waiting.as_ref().unwrap().reason.as_deref(), Some("ImagePullBackOff"));
+    assert_eq!(
+        w.status().container_statuses.unwrap()[0].state.as_ref().unwrap().waiting.as_ref().unwrap().reason.as_deref(),
+        Some("ImagePullBackOff")
+    );
     let w = World { now: t(10), ..w };
     assert_eq!(starts(&w.plan()), vec![(App, 0, 0)]);
 }

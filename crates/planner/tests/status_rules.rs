@@ -21,8 +21,14 @@ fn during_init_apps_and_later_inits_wait_with_pod_initializing() {
     assert!(inits[0].state.as_ref().unwrap().running.is_some());
     assert_eq!(waiting_reason(&inits[1]), Some("PodInitializing"));
     assert_eq!(waiting_reason(&s.container_statuses.as_ref().unwrap()[0]), Some("PodInitializing"));
-    assert_eq!(cond(&s, "Initialized"), ("False", Some("ContainersNotInitialized"), Some("containers with incomplete status: [i1 i2]")));
-    assert_eq!(cond(&s, "ContainersReady"), ("False", Some("ContainersNotReady"), Some("containers with unready status: [app]")));
+    assert_eq!(
+        cond(&s, "Initialized"),
+        ("False", Some("ContainersNotInitialized"), Some("containers with incomplete status: [i1 i2]"))
+    );
+    assert_eq!(
+        cond(&s, "ContainersReady"),
+        ("False", Some("ContainersNotReady"), Some("containers with unready status: [app]"))
+    );
     assert_eq!(cond(&s, "Ready").0, "False");
     assert_eq!(cond(&s, "PodReadyToStartContainers").0, "True");
     assert_eq!(cond(&s, "PodScheduled").0, "True");
@@ -55,27 +61,60 @@ fn phase_table() {
         ),
         (
             "app running",
-            World::new(p("Always")).with_sandbox().with(exited(&p("Always"), "i1", 0, 0, 1, 2)).with(running(&p("Always"), "app", 0, 3)),
+            World::new(p("Always")).with_sandbox().with(exited(&p("Always"), "i1", 0, 0, 1, 2)).with(running(
+                &p("Always"),
+                "app",
+                0,
+                3,
+            )),
             "Running",
         ),
         (
             "app succeeded, Never",
-            World::new(p("Never")).with_sandbox().with(exited(&p("Never"), "i1", 0, 0, 1, 2)).with(exited(&p("Never"), "app", 0, 0, 3, 4)),
+            World::new(p("Never")).with_sandbox().with(exited(&p("Never"), "i1", 0, 0, 1, 2)).with(exited(
+                &p("Never"),
+                "app",
+                0,
+                0,
+                3,
+                4,
+            )),
             "Succeeded",
         ),
         (
             "app failed, Never",
-            World::new(p("Never")).with_sandbox().with(exited(&p("Never"), "i1", 0, 0, 1, 2)).with(exited(&p("Never"), "app", 0, 2, 3, 4)),
+            World::new(p("Never")).with_sandbox().with(exited(&p("Never"), "i1", 0, 0, 1, 2)).with(exited(
+                &p("Never"),
+                "app",
+                0,
+                2,
+                3,
+                4,
+            )),
             "Failed",
         ),
         (
             "app succeeded, OnFailure",
-            World::new(p("OnFailure")).with_sandbox().with(exited(&p("OnFailure"), "i1", 0, 0, 1, 2)).with(exited(&p("OnFailure"), "app", 0, 0, 3, 4)),
+            World::new(p("OnFailure")).with_sandbox().with(exited(&p("OnFailure"), "i1", 0, 0, 1, 2)).with(exited(
+                &p("OnFailure"),
+                "app",
+                0,
+                0,
+                3,
+                4,
+            )),
             "Succeeded",
         ),
         (
             "app exited 0, Always (will restart)",
-            World::new(p("Always")).with_sandbox().with(exited(&p("Always"), "i1", 0, 0, 1, 2)).with(exited(&p("Always"), "app", 0, 0, 3, 4)),
+            World::new(p("Always")).with_sandbox().with(exited(&p("Always"), "i1", 0, 0, 1, 2)).with(exited(
+                &p("Always"),
+                "app",
+                0,
+                0,
+                3,
+                4,
+            )),
             "Running",
         ),
     ];
@@ -87,7 +126,11 @@ fn phase_table() {
 #[test]
 fn crash_loop_shows_waiting_with_last_state_and_message() {
     let p = pod(&["i1"], &["app"], "Always");
-    let mut w = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 1, 1, 2)).with(exited(&p, "i1", 1, 1, 3, 4)).at(5);
+    let mut w = World::new(p.clone())
+        .with_sandbox()
+        .with(exited(&p, "i1", 0, 1, 1, 2))
+        .with(exited(&p, "i1", 1, 1, 3, 4))
+        .at(5);
     w.backoff.next(&podwright_planner::pod::init_containers(&p).next().unwrap().backoff_key(), t(2), t(2));
     let s = w.status();
     let i1 = &s.init_container_statuses.unwrap()[0];
@@ -123,7 +166,11 @@ fn terminated_states_carry_runtime_reason_exit_code_and_ids() {
 #[test]
 fn succeeded_pod_conditions_say_pod_completed() {
     let p = pod(&["i1"], &["app"], "Never");
-    let s = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2)).with(exited(&p, "app", 0, 0, 3, 4)).status();
+    let s = World::new(p.clone())
+        .with_sandbox()
+        .with(exited(&p, "i1", 0, 0, 1, 2))
+        .with(exited(&p, "app", 0, 0, 3, 4))
+        .status();
     assert_eq!(cond(&s, "Initialized"), ("True", Some("PodCompleted"), None));
     assert_eq!(cond(&s, "ContainersReady"), ("False", Some("PodCompleted"), None));
     assert_eq!(cond(&s, "Ready"), ("False", Some("PodCompleted"), None));
@@ -132,7 +179,8 @@ fn succeeded_pod_conditions_say_pod_completed() {
 #[test]
 fn running_app_is_ready_and_started() {
     let p = pod(&["i1"], &["app"], "Always");
-    let s = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2)).with(running(&p, "app", 0, 3)).status();
+    let s =
+        World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2)).with(running(&p, "app", 0, 3)).status();
     let app = &s.container_statuses.as_ref().unwrap()[0];
     assert!(app.ready && app.started == Some(true));
     assert_eq!(cond(&s, "Ready").0, "True");
@@ -156,7 +204,8 @@ fn sidecar_running_counts_for_readiness_and_not_for_completion() {
     let w = World::new(p.clone()).with_sandbox().with(running(&p, "side", 0, 1)).with(exited(&p, "app", 0, 0, 2, 3));
     // Until the sidecar is stopped the pod is still Running; then it is Succeeded from the app.
     assert_eq!(w.status().phase.as_deref(), Some("Running"));
-    let w = World::new(p.clone()).with_sandbox().with(exited(&p, "side", 0, 143, 1, 4)).with(exited(&p, "app", 0, 0, 2, 3));
+    let w =
+        World::new(p.clone()).with_sandbox().with(exited(&p, "side", 0, 143, 1, 4)).with(exited(&p, "app", 0, 0, 2, 3));
     assert_eq!(w.status().phase.as_deref(), Some("Succeeded"));
 }
 

@@ -2,14 +2,12 @@
 //! CRI v1 runtime), plus the container event stream from `cri_events`.
 
 use crate::cri_api::{
-    self, AuthConfig, ContainerConfig, ContainerFilter, ContainerStatus, ImageSpec,
-    PodSandboxConfig, PodSandboxFilter, PodSandboxStatus, image_service_client::ImageServiceClient,
-    runtime_service_client::RuntimeServiceClient,
+    self, AuthConfig, ContainerConfig, ContainerFilter, ContainerStatus, ImageSpec, PodSandboxConfig, PodSandboxFilter,
+    PodSandboxStatus, image_service_client::ImageServiceClient, runtime_service_client::RuntimeServiceClient,
 };
 use crate::cri_events::{self, EventStreamState};
 use crate::{
-    ContainerInfo, ExecResult, ImageService, RuntimeError, RuntimeEvent, RuntimeResult,
-    RuntimeService, SandboxInfo,
+    ContainerInfo, ExecResult, ImageService, RuntimeError, RuntimeEvent, RuntimeResult, RuntimeService, SandboxInfo,
 };
 use async_trait::async_trait;
 use hyper_util::rt::TokioIo;
@@ -56,10 +54,7 @@ pub struct CriRuntime {
 /// Must be called inside a tokio runtime.
 pub async fn connect(endpoint: &str) -> RuntimeResult<CriRuntime> {
     let path = socket_path(endpoint)?;
-    let unreachable = |message: String| RuntimeError::Unreachable {
-        endpoint: endpoint.to_string(),
-        message,
-    };
+    let unreachable = |message: String| RuntimeError::Unreachable { endpoint: endpoint.to_string(), message };
 
     // The URI is a placeholder required by tonic: the connector below ignores it and dials the
     // socket. The channel redials by itself after the runtime restarts.
@@ -83,19 +78,11 @@ pub async fn connect(endpoint: &str) -> RuntimeResult<CriRuntime> {
     // A socket that accepts connections is not yet a CRI v1 runtime: the first call decides.
     let mut probe = runtime.clone();
     let version = probe
-        .version(timed(
-            cri_api::VersionRequest {
-                version: "v1".into(),
-            },
-            CONNECT_TIMEOUT,
-        ))
+        .version(timed(cri_api::VersionRequest { version: "v1".into() }, CONNECT_TIMEOUT))
         .await
         .map_err(|status| {
             let why = match status.code() {
-                Code::Unimplemented => format!(
-                    "the socket does not serve CRI v1: {}",
-                    status_message(&status)
-                ),
+                Code::Unimplemented => format!("the socket does not serve CRI v1: {}", status_message(&status)),
                 _ => status_message(&status),
             };
             unreachable(why)
@@ -113,14 +100,7 @@ pub async fn connect(endpoint: &str) -> RuntimeResult<CriRuntime> {
     let (state_tx, event_state) = watch::channel(EventStreamState::Connecting);
     let event_task = cri_events::spawn(channel, endpoint.to_string(), events.clone(), state_tx);
 
-    Ok(CriRuntime {
-        endpoint: endpoint.to_string(),
-        runtime,
-        images,
-        events,
-        event_state,
-        event_task,
-    })
+    Ok(CriRuntime { endpoint: endpoint.to_string(), runtime, images, events, event_state, event_task })
 }
 
 impl CriRuntime {
@@ -167,9 +147,7 @@ pub fn socket_path(endpoint: &str) -> RuntimeResult<String> {
         Some((scheme, _)) => {
             return Err(RuntimeError::Unreachable {
                 endpoint: endpoint.to_string(),
-                message: format!(
-                    "unsupported endpoint scheme {scheme:?}: only unix sockets are supported"
-                ),
+                message: format!("unsupported endpoint scheme {scheme:?}: only unix sockets are supported"),
             });
         }
         None => endpoint,
@@ -252,14 +230,12 @@ pub(crate) fn map_status(endpoint: &str, op: &'static str, status: Status) -> Ru
         Code::NotFound => RuntimeError::NotFound(status.message().to_string()),
         Code::DeadlineExceeded => RuntimeError::DeadlineExceeded(status.message().to_string()),
         Code::Unimplemented => RuntimeError::Unimplemented(format!("{op}: {}", status.message())),
-        Code::Unavailable => RuntimeError::Unreachable {
-            endpoint: endpoint.to_string(),
-            message: status_message(&status),
-        },
-        _ if is_transport_failure(&status) => RuntimeError::Unreachable {
-            endpoint: endpoint.to_string(),
-            message: status_message(&status),
-        },
+        Code::Unavailable => {
+            RuntimeError::Unreachable { endpoint: endpoint.to_string(), message: status_message(&status) }
+        }
+        _ if is_transport_failure(&status) => {
+            RuntimeError::Unreachable { endpoint: endpoint.to_string(), message: status_message(&status) }
+        }
         _ => RuntimeError::Failed(status.message().to_string()),
     }
 }
@@ -289,8 +265,7 @@ where
     }
     let mut found = Vec::with_capacity(set.len());
     while let Some(joined) = set.join_next().await {
-        let (i, result) =
-            joined.map_err(|e| RuntimeError::Failed(format!("status task failed: {e}")))?;
+        let (i, result) = joined.map_err(|e| RuntimeError::Failed(format!("status task failed: {e}")))?;
         if let Some(item) = result? {
             found.push((i, item));
         }
@@ -304,51 +279,31 @@ impl RuntimeService for CriRuntime {
     async fn version(&self) -> RuntimeResult<String> {
         let resp = self
             .rt()
-            .version(request(cri_api::VersionRequest {
-                version: "v1".into(),
-            }))
+            .version(request(cri_api::VersionRequest { version: "v1".into() }))
             .await
             .map_err(|s| self.err("Version", s))?
             .into_inner();
         Ok(format!("{} {}", resp.runtime_name, resp.runtime_version))
     }
 
-    async fn run_pod_sandbox(
-        &self,
-        config: &PodSandboxConfig,
-        runtime_handler: &str,
-    ) -> RuntimeResult<String> {
+    async fn run_pod_sandbox(&self, config: &PodSandboxConfig, runtime_handler: &str) -> RuntimeResult<String> {
         let req = cri_api::RunPodSandboxRequest {
             config: Some(config.clone()),
             runtime_handler: runtime_handler.to_string(),
         };
-        let resp = self
-            .rt()
-            .run_pod_sandbox(request(req))
-            .await
-            .map_err(|s| self.err("RunPodSandbox", s))?;
+        let resp = self.rt().run_pod_sandbox(request(req)).await.map_err(|s| self.err("RunPodSandbox", s))?;
         Ok(resp.into_inner().pod_sandbox_id)
     }
 
     async fn stop_pod_sandbox(&self, sandbox_id: &str) -> RuntimeResult<()> {
-        let req = cri_api::StopPodSandboxRequest {
-            pod_sandbox_id: sandbox_id.to_string(),
-        };
-        self.rt()
-            .stop_pod_sandbox(request(req))
-            .await
-            .map_err(|s| self.err("StopPodSandbox", s))?;
+        let req = cri_api::StopPodSandboxRequest { pod_sandbox_id: sandbox_id.to_string() };
+        self.rt().stop_pod_sandbox(request(req)).await.map_err(|s| self.err("StopPodSandbox", s))?;
         Ok(())
     }
 
     async fn remove_pod_sandbox(&self, sandbox_id: &str) -> RuntimeResult<()> {
-        let req = cri_api::RemovePodSandboxRequest {
-            pod_sandbox_id: sandbox_id.to_string(),
-        };
-        self.rt()
-            .remove_pod_sandbox(request(req))
-            .await
-            .map_err(|s| self.err("RemovePodSandbox", s))?;
+        let req = cri_api::RemovePodSandboxRequest { pod_sandbox_id: sandbox_id.to_string() };
+        self.rt().remove_pod_sandbox(request(req)).await.map_err(|s| self.err("RemovePodSandbox", s))?;
         Ok(())
     }
 
@@ -356,15 +311,9 @@ impl RuntimeService for CriRuntime {
         sandbox_status(&self.runtime, &self.endpoint, sandbox_id.to_string()).await
     }
 
-    async fn list_pod_sandboxes(
-        &self,
-        labels: &BTreeMap<String, String>,
-    ) -> RuntimeResult<Vec<SandboxInfo>> {
+    async fn list_pod_sandboxes(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<SandboxInfo>> {
         let req = cri_api::ListPodSandboxRequest {
-            filter: Some(PodSandboxFilter {
-                label_selector: label_selector(labels),
-                ..Default::default()
-            }),
+            filter: Some(PodSandboxFilter { label_selector: label_selector(labels), ..Default::default() }),
         };
         let items = self
             .rt()
@@ -400,47 +349,27 @@ impl RuntimeService for CriRuntime {
             config: Some(config.clone()),
             sandbox_config: Some(sandbox_config.clone()),
         };
-        let resp = self
-            .rt()
-            .create_container(request(req))
-            .await
-            .map_err(|s| self.err("CreateContainer", s))?;
+        let resp = self.rt().create_container(request(req)).await.map_err(|s| self.err("CreateContainer", s))?;
         Ok(resp.into_inner().container_id)
     }
 
     async fn start_container(&self, container_id: &str) -> RuntimeResult<()> {
-        let req = cri_api::StartContainerRequest {
-            container_id: container_id.to_string(),
-        };
-        self.rt()
-            .start_container(request(req))
-            .await
-            .map_err(|s| self.err("StartContainer", s))?;
+        let req = cri_api::StartContainerRequest { container_id: container_id.to_string() };
+        self.rt().start_container(request(req)).await.map_err(|s| self.err("StartContainer", s))?;
         Ok(())
     }
 
     async fn stop_container(&self, container_id: &str, timeout: Duration) -> RuntimeResult<()> {
-        let req = cri_api::StopContainerRequest {
-            container_id: container_id.to_string(),
-            timeout: ceil_secs(timeout),
-        };
+        let req = cri_api::StopContainerRequest { container_id: container_id.to_string(), timeout: ceil_secs(timeout) };
         // The call blocks for up to `timeout` while the container handles SIGTERM.
         let deadline = timeout.saturating_add(DEFAULT_REQUEST_TIMEOUT);
-        self.rt()
-            .stop_container(timed(req, deadline))
-            .await
-            .map_err(|s| self.err("StopContainer", s))?;
+        self.rt().stop_container(timed(req, deadline)).await.map_err(|s| self.err("StopContainer", s))?;
         Ok(())
     }
 
     async fn remove_container(&self, container_id: &str) -> RuntimeResult<()> {
-        let req = cri_api::RemoveContainerRequest {
-            container_id: container_id.to_string(),
-        };
-        self.rt()
-            .remove_container(request(req))
-            .await
-            .map_err(|s| self.err("RemoveContainer", s))?;
+        let req = cri_api::RemoveContainerRequest { container_id: container_id.to_string() };
+        self.rt().remove_container(request(req)).await.map_err(|s| self.err("RemoveContainer", s))?;
         Ok(())
     }
 
@@ -448,15 +377,9 @@ impl RuntimeService for CriRuntime {
         container_status(&self.runtime, &self.endpoint, container_id.to_string()).await
     }
 
-    async fn list_containers(
-        &self,
-        labels: &BTreeMap<String, String>,
-    ) -> RuntimeResult<Vec<ContainerInfo>> {
+    async fn list_containers(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<ContainerInfo>> {
         let req = cri_api::ListContainersRequest {
-            filter: Some(ContainerFilter {
-                label_selector: label_selector(labels),
-                ..Default::default()
-            }),
+            filter: Some(ContainerFilter { label_selector: label_selector(labels), ..Default::default() }),
         };
         let containers = self
             .rt()
@@ -481,12 +404,7 @@ impl RuntimeService for CriRuntime {
         .await
     }
 
-    async fn exec_sync(
-        &self,
-        container_id: &str,
-        cmd: &[String],
-        timeout: Duration,
-    ) -> RuntimeResult<ExecResult> {
+    async fn exec_sync(&self, container_id: &str, cmd: &[String], timeout: Duration) -> RuntimeResult<ExecResult> {
         let req = cri_api::ExecSyncRequest {
             container_id: container_id.to_string(),
             cmd: cmd.to_vec(),
@@ -496,20 +414,11 @@ impl RuntimeService for CriRuntime {
         let deadline = if timeout.is_zero() {
             DEFAULT_REQUEST_TIMEOUT
         } else {
-            Duration::from_secs(ceil_secs(timeout).unsigned_abs())
-                .saturating_add(EXEC_DEADLINE_SLACK)
+            Duration::from_secs(ceil_secs(timeout).unsigned_abs()).saturating_add(EXEC_DEADLINE_SLACK)
         };
-        let resp = self
-            .rt()
-            .exec_sync(timed(req, deadline))
-            .await
-            .map_err(|s| self.err("ExecSync", s))?;
+        let resp = self.rt().exec_sync(timed(req, deadline)).await.map_err(|s| self.err("ExecSync", s))?;
         let resp = resp.into_inner();
-        Ok(ExecResult {
-            exit_code: resp.exit_code,
-            stdout: resp.stdout,
-            stderr: resp.stderr,
-        })
+        Ok(ExecResult { exit_code: resp.exit_code, stdout: resp.stdout, stderr: resp.stderr })
     }
 
     fn subscribe(&self) -> broadcast::Receiver<RuntimeEvent> {
@@ -522,18 +431,12 @@ async fn container_status(
     endpoint: &str,
     id: String,
 ) -> RuntimeResult<ContainerStatus> {
-    let req = cri_api::ContainerStatusRequest {
-        container_id: id,
-        verbose: false,
-    };
-    let resp = client
-        .clone()
-        .container_status(request(req))
-        .await
-        .map_err(|s| map_status(endpoint, "ContainerStatus", s))?;
-    resp.into_inner().status.ok_or_else(|| {
-        RuntimeError::Failed("ContainerStatus: the runtime returned no status".into())
-    })
+    let req = cri_api::ContainerStatusRequest { container_id: id, verbose: false };
+    let resp =
+        client.clone().container_status(request(req)).await.map_err(|s| map_status(endpoint, "ContainerStatus", s))?;
+    resp.into_inner()
+        .status
+        .ok_or_else(|| RuntimeError::Failed("ContainerStatus: the runtime returned no status".into()))
 }
 
 async fn sandbox_status(
@@ -541,18 +444,15 @@ async fn sandbox_status(
     endpoint: &str,
     id: String,
 ) -> RuntimeResult<PodSandboxStatus> {
-    let req = cri_api::PodSandboxStatusRequest {
-        pod_sandbox_id: id,
-        verbose: false,
-    };
+    let req = cri_api::PodSandboxStatusRequest { pod_sandbox_id: id, verbose: false };
     let resp = client
         .clone()
         .pod_sandbox_status(request(req))
         .await
         .map_err(|s| map_status(endpoint, "PodSandboxStatus", s))?;
-    resp.into_inner().status.ok_or_else(|| {
-        RuntimeError::Failed("PodSandboxStatus: the runtime returned no status".into())
-    })
+    resp.into_inner()
+        .status
+        .ok_or_else(|| RuntimeError::Failed("PodSandboxStatus: the runtime returned no status".into()))
 }
 
 #[async_trait]
@@ -564,26 +464,16 @@ impl ImageService for CriRuntime {
     /// Falls back to the first repo digest for a runtime that leaves `id` empty.
     async fn image_status(&self, image: &str) -> RuntimeResult<Option<String>> {
         let req = cri_api::ImageStatusRequest {
-            image: Some(ImageSpec {
-                image: image.to_string(),
-                ..Default::default()
-            }),
+            image: Some(ImageSpec { image: image.to_string(), ..Default::default() }),
             verbose: false,
         };
-        let resp = self
-            .images
-            .clone()
-            .image_status(request(req))
-            .await
-            .map_err(|s| self.err("ImageStatus", s))?
-            .into_inner();
-        Ok(resp.image.and_then(|img| {
-            if img.id.is_empty() {
-                img.repo_digests.into_iter().next()
-            } else {
-                Some(img.id)
-            }
-        }))
+        let resp =
+            self.images.clone().image_status(request(req)).await.map_err(|s| self.err("ImageStatus", s))?.into_inner();
+        Ok(resp.image.and_then(
+            |img| {
+                if img.id.is_empty() { img.repo_digests.into_iter().next() } else { Some(img.id) }
+            },
+        ))
     }
 
     async fn pull_image(
@@ -593,21 +483,13 @@ impl ImageService for CriRuntime {
         sandbox_config: &PodSandboxConfig,
     ) -> RuntimeResult<String> {
         let req = cri_api::PullImageRequest {
-            image: Some(ImageSpec {
-                image: image.to_string(),
-                ..Default::default()
-            }),
+            image: Some(ImageSpec { image: image.to_string(), ..Default::default() }),
             auth: auth.cloned(),
             sandbox_config: Some(sandbox_config.clone()),
         };
         // No deadline: a large image on a slow registry legitimately takes minutes, and the
         // kubelet does not bound pulls either. The caller can drop the future to give up.
-        let resp = self
-            .images
-            .clone()
-            .pull_image(Request::new(req))
-            .await
-            .map_err(|s| self.err("PullImage", s))?;
+        let resp = self.images.clone().pull_image(Request::new(req)).await.map_err(|s| self.err("PullImage", s))?;
         Ok(resp.into_inner().image_ref)
     }
 }
@@ -618,19 +500,10 @@ mod tests {
 
     #[test]
     fn endpoints() {
-        assert_eq!(
-            socket_path("unix:///run/containerd/containerd.sock").unwrap(),
-            "/run/containerd/containerd.sock"
-        );
+        assert_eq!(socket_path("unix:///run/containerd/containerd.sock").unwrap(), "/run/containerd/containerd.sock");
         assert_eq!(socket_path("/run/x.sock").unwrap(), "/run/x.sock");
-        assert!(matches!(
-            socket_path("tcp://127.0.0.1:1234"),
-            Err(RuntimeError::Unreachable { .. })
-        ));
-        assert!(matches!(
-            socket_path("unix://"),
-            Err(RuntimeError::Unreachable { .. })
-        ));
+        assert!(matches!(socket_path("tcp://127.0.0.1:1234"), Err(RuntimeError::Unreachable { .. })));
+        assert!(matches!(socket_path("unix://"), Err(RuntimeError::Unreachable { .. })));
     }
 
     #[test]
@@ -644,37 +517,20 @@ mod tests {
     #[test]
     fn status_codes() {
         let map = |s| map_status("unix:///x", "Op", s);
-        assert_eq!(
-            map(Status::not_found("gone")),
-            RuntimeError::NotFound("gone".into())
-        );
+        assert_eq!(map(Status::not_found("gone")), RuntimeError::NotFound("gone".into()));
         assert_eq!(
             map(Status::deadline_exceeded("timeout 1s exceeded")),
             RuntimeError::DeadlineExceeded("timeout 1s exceeded".into())
         );
-        assert!(matches!(
-            map(Status::unimplemented("x")),
-            RuntimeError::Unimplemented(_)
-        ));
-        assert!(matches!(
-            map(Status::unavailable("down")),
-            RuntimeError::Unreachable { .. }
-        ));
-        assert!(matches!(
-            map(Status::cancelled("Timeout expired")),
-            RuntimeError::DeadlineExceeded(_)
-        ));
-        assert_eq!(
-            map(Status::unknown("boom")),
-            RuntimeError::Failed("boom".into())
-        );
+        assert!(matches!(map(Status::unimplemented("x")), RuntimeError::Unimplemented(_)));
+        assert!(matches!(map(Status::unavailable("down")), RuntimeError::Unreachable { .. }));
+        assert!(matches!(map(Status::cancelled("Timeout expired")), RuntimeError::DeadlineExceeded(_)));
+        assert_eq!(map(Status::unknown("boom")), RuntimeError::Failed("boom".into()));
     }
 
     #[tokio::test]
     async fn missing_socket_is_unreachable() {
-        let err = connect("unix:///nonexistent/podwright-test.sock")
-            .await
-            .unwrap_err();
+        let err = connect("unix:///nonexistent/podwright-test.sock").await.unwrap_err();
         match err {
             RuntimeError::Unreachable { endpoint, message } => {
                 assert_eq!(endpoint, "unix:///nonexistent/podwright-test.sock");

@@ -13,9 +13,7 @@
 //! arrive before StartContainer returns, while CRI still says CREATED.
 
 use crate::cri_api::runtime_service_client::RuntimeServiceClient;
-use crate::cri_api::{
-    ContainerState, ContainerStatusRequest, PodSandboxState, PodSandboxStatusRequest,
-};
+use crate::cri_api::{ContainerState, ContainerStatusRequest, PodSandboxState, PodSandboxStatusRequest};
 use crate::{RuntimeEvent, RuntimeEventKind};
 use containerd_client::events::{TaskExit, TaskStart};
 use containerd_client::services::v1::SubscribeRequest;
@@ -111,15 +109,9 @@ async fn stream_once(
         .map(|topic| format!("namespace==\"{CRI_NAMESPACE}\",topic==\"{topic}\""))
         .collect();
     let mut request = Request::new(SubscribeRequest { filters });
-    request.metadata_mut().insert(
-        "containerd-namespace",
-        tonic::metadata::MetadataValue::from_static(CRI_NAMESPACE),
-    );
+    request.metadata_mut().insert("containerd-namespace", tonic::metadata::MetadataValue::from_static(CRI_NAMESPACE));
     // Resolves only when the first event arrives (containerd sends headers with it).
-    let mut stream = EventsClient::new(channel.clone())
-        .subscribe(request)
-        .await?
-        .into_inner();
+    let mut stream = EventsClient::new(channel.clone()).subscribe(request).await?.into_inner();
     let _ = state.send(EventStreamState::Live);
     let mut received = 0;
     while let Some(envelope) = stream.message().await? {
@@ -132,10 +124,7 @@ async fn stream_once(
                     if let Some(at) = exit.exited_at {
                         log_delay(&exit.container_id, at.seconds, at.nanos);
                     }
-                    RuntimeEvent {
-                        container_id: exit.container_id,
-                        kind: RuntimeEventKind::Exited,
-                    }
+                    RuntimeEvent { container_id: exit.container_id, kind: RuntimeEventKind::Exited }
                 }
                 Ok(_) => continue,
                 Err(e) => {
@@ -144,10 +133,7 @@ async fn stream_once(
                 }
             },
             TOPIC_START => match TaskStart::decode(any.value.as_slice()) {
-                Ok(start) => RuntimeEvent {
-                    container_id: start.container_id,
-                    kind: RuntimeEventKind::Started,
-                },
+                Ok(start) => RuntimeEvent { container_id: start.container_id, kind: RuntimeEventKind::Started },
                 Err(e) => {
                     tracing::debug!(error = %e, "undecodable TaskStart");
                     continue;
@@ -184,10 +170,7 @@ async fn settle_exit(mut client: RuntimeServiceClient<Channel>, id: &str) {
     let mut pause = Duration::from_millis(1);
     loop {
         let still_up = match client
-            .container_status(ContainerStatusRequest {
-                container_id: id.to_string(),
-                verbose: false,
-            })
+            .container_status(ContainerStatusRequest { container_id: id.to_string(), verbose: false })
             .await
         {
             Ok(resp) => resp
@@ -197,15 +180,10 @@ async fn settle_exit(mut client: RuntimeServiceClient<Channel>, id: &str) {
                 // CREATED until CRI records the exit: only EXITED means the exit is visible.
                 .is_some_and(|s| s.state != ContainerState::ContainerExited as i32),
             Err(status) if status.code() == Code::NotFound => client
-                .pod_sandbox_status(PodSandboxStatusRequest {
-                    pod_sandbox_id: id.to_string(),
-                    verbose: false,
-                })
+                .pod_sandbox_status(PodSandboxStatusRequest { pod_sandbox_id: id.to_string(), verbose: false })
                 .await
                 .is_ok_and(|resp| {
-                    resp.into_inner()
-                        .status
-                        .is_some_and(|s| s.state == PodSandboxState::SandboxReady as i32)
+                    resp.into_inner().status.is_some_and(|s| s.state == PodSandboxState::SandboxReady as i32)
                 }),
             // Gone or unreachable: nothing to wait for.
             Err(_) => false,
@@ -229,10 +207,6 @@ fn log_delay(container_id: &str, seconds: i64, nanos: i32) {
     }
     if let Ok(exited) = jiff::Timestamp::new(seconds, nanos) {
         let delay = jiff::Timestamp::now().duration_since(exited);
-        tracing::trace!(
-            container_id,
-            delay_us = delay.as_micros(),
-            "TaskExit received"
-        );
+        tracing::trace!(container_id, delay_us = delay.as_micros(), "TaskExit received");
     }
 }

@@ -17,12 +17,12 @@ mod service;
 mod tests;
 
 use crate::cri_api::{
-    AuthConfig, ContainerConfig, ContainerMetadata, ContainerState, ContainerStatus,
-    PodSandboxConfig, PodSandboxNetworkStatus, PodSandboxState, PodSandboxStatus,
+    AuthConfig, ContainerConfig, ContainerMetadata, ContainerState, ContainerStatus, PodSandboxConfig,
+    PodSandboxNetworkStatus, PodSandboxState, PodSandboxStatus,
 };
 use crate::{
-    Clock, ContainerInfo, ExecResult, ImageService, RuntimeError, RuntimeEvent, RuntimeEventKind,
-    RuntimeResult, RuntimeService, SandboxInfo,
+    Clock, ContainerInfo, ExecResult, ImageService, RuntimeError, RuntimeEvent, RuntimeEventKind, RuntimeResult,
+    RuntimeService, SandboxInfo,
 };
 use async_trait::async_trait;
 use index::LabelIndex;
@@ -91,10 +91,7 @@ impl From<ExecResult> for ExecBehaviour {
 impl ExecBehaviour {
     /// A reply with this exit code and no output.
     pub fn exit(code: i32) -> Self {
-        ExecBehaviour::Reply(ExecResult {
-            exit_code: code,
-            ..Default::default()
-        })
+        ExecBehaviour::Reply(ExecResult { exit_code: code, ..Default::default() })
     }
 }
 
@@ -145,10 +142,7 @@ struct Script<T> {
 impl<T: Clone> Script<T> {
     /// The next step; the last one repeats. `None` only for an empty script.
     fn next(&mut self) -> Option<T> {
-        let step = self
-            .steps
-            .get(self.used.min(self.steps.len().checked_sub(1)?))?
-            .clone();
+        let step = self.steps.get(self.used.min(self.steps.len().checked_sub(1)?))?.clone();
         self.used += 1;
         Some(step)
     }
@@ -184,10 +178,7 @@ struct Container {
 
 impl Container {
     fn name(&self) -> &str {
-        self.status
-            .metadata
-            .as_ref()
-            .map_or("", |m| m.name.as_str())
+        self.status.metadata.as_ref().map_or("", |m| m.name.as_str())
     }
 
     fn is_running(&self) -> bool {
@@ -239,15 +230,11 @@ fn exit_reason(code: i32) -> &'static str {
 }
 
 fn container_not_found(id: &str) -> RuntimeError {
-    RuntimeError::NotFound(format!(
-        "an error occurred when try to find container \"{id}\": not found"
-    ))
+    RuntimeError::NotFound(format!("an error occurred when try to find container \"{id}\": not found"))
 }
 
 fn sandbox_not_found(id: &str) -> RuntimeError {
-    RuntimeError::NotFound(format!(
-        "an error occurred when try to find sandbox \"{id}\": not found"
-    ))
+    RuntimeError::NotFound(format!("an error occurred when try to find sandbox \"{id}\": not found"))
 }
 
 fn state_name(state: i32) -> &'static str {
@@ -297,13 +284,7 @@ impl FakeRuntime {
     /// repeats. Replaces an earlier script for the name and restarts its count. Containers of an
     /// unscripted name behave as [`Behaviour::RunForever`].
     pub fn script(&self, name: &str, behaviours: Vec<Behaviour>) {
-        self.lock().scripts.insert(
-            name.to_string(),
-            Script {
-                steps: behaviours,
-                used: 0,
-            },
-        );
+        self.lock().scripts.insert(name.to_string(), Script { steps: behaviours, used: 0 });
     }
 
     /// Like [`script`](Self::script) but only for the pod named `pod` (the sandbox
@@ -313,39 +294,20 @@ impl FakeRuntime {
             .pod_scripts
             .entry(pod.to_string())
             .or_default()
-            .insert(
-                name.to_string(),
-                Script {
-                    steps: behaviours,
-                    used: 0,
-                },
-            );
+            .insert(name.to_string(), Script { steps: behaviours, used: 0 });
     }
 
     /// Scripts `exec_sync` in containers named `name`: the i-th exec gets entry i, the last
     /// repeats. Accepts `ExecResult`s or `ExecBehaviour`s. Unscripted execs answer exit 0.
-    pub fn script_exec<B: Into<ExecBehaviour>>(
-        &self,
-        name: &str,
-        replies: impl IntoIterator<Item = B>,
-    ) {
+    pub fn script_exec<B: Into<ExecBehaviour>>(&self, name: &str, replies: impl IntoIterator<Item = B>) {
         let steps = replies.into_iter().map(Into::into).collect();
-        self.lock().exec_scripts.insert(
-            name.to_string(),
-            ExecScript::Steps(Script { steps, used: 0 }),
-        );
+        self.lock().exec_scripts.insert(name.to_string(), ExecScript::Steps(Script { steps, used: 0 }));
     }
 
     /// Scripts `exec_sync` in containers named `name` with a function of the command. It runs
     /// outside the fake's lock, so it may call back into the fake.
-    pub fn script_exec_fn(
-        &self,
-        name: &str,
-        f: impl Fn(&[String]) -> ExecBehaviour + Send + Sync + 'static,
-    ) {
-        self.lock()
-            .exec_scripts
-            .insert(name.to_string(), ExecScript::Func(Arc::new(f)));
+    pub fn script_exec_fn(&self, name: &str, f: impl Fn(&[String]) -> ExecBehaviour + Send + Sync + 'static) {
+        self.lock().exec_scripts.insert(name.to_string(), ExecScript::Func(Arc::new(f)));
     }
 
     /// Marks an image present on the node.
@@ -357,43 +319,23 @@ impl FakeRuntime {
 
     /// Lets `pull_image` fetch `name` (instantly).
     pub fn allow_pull(&self, name: &str) {
-        self.allow_pull_rule(
-            name,
-            PullRule {
-                takes: Duration::ZERO,
-                credentials: None,
-            },
-        );
+        self.allow_pull_rule(name, PullRule { takes: Duration::ZERO, credentials: None });
     }
 
     /// Lets `pull_image` fetch `name`, taking `takes` of virtual time.
     pub fn allow_pull_taking(&self, name: &str, takes: Duration) {
-        self.allow_pull_rule(
-            name,
-            PullRule {
-                takes,
-                credentials: None,
-            },
-        );
+        self.allow_pull_rule(name, PullRule { takes, credentials: None });
     }
 
     /// Lets `pull_image` fetch `name` only with these credentials; otherwise it fails with
     /// "401 Unauthorized" in the message, as a private registry answers.
     pub fn allow_pull_with_auth(&self, name: &str, username: &str, password: &str) {
         let credentials = Some((username.to_string(), password.to_string()));
-        self.allow_pull_rule(
-            name,
-            PullRule {
-                takes: Duration::ZERO,
-                credentials,
-            },
-        );
+        self.allow_pull_rule(name, PullRule { takes: Duration::ZERO, credentials });
     }
 
     fn allow_pull_rule(&self, name: &str, rule: PullRule) {
-        self.lock()
-            .pulls
-            .insert(images::normalize(name).into_owned(), rule);
+        self.lock().pulls.insert(images::normalize(name).into_owned(), rule);
     }
 
     /// Adds a runtime handler (RuntimeClass); unknown handlers fail `run_pod_sandbox`.
@@ -414,22 +356,13 @@ impl FakeRuntime {
 
     /// Every recorded call with the clock's time when it was made, oldest first.
     pub fn calls(&self) -> Vec<(Timestamp, Call)> {
-        self.lock()
-            .calls
-            .iter()
-            .map(|c| (c.at, c.call.clone()))
-            .collect()
+        self.lock().calls.iter().map(|c| (c.at, c.call.clone())).collect()
     }
 
     /// The recorded calls made for the pod named `pod` (sandbox, container and pull calls).
     pub fn calls_for_pod(&self, pod: &str) -> Vec<(Timestamp, Call)> {
         let state = self.lock();
-        state
-            .calls
-            .iter()
-            .filter(|c| c.pod.as_deref() == Some(pod))
-            .map(|c| (c.at, c.call.clone()))
-            .collect()
+        state.calls.iter().filter(|c| c.pod.as_deref() == Some(pod)).map(|c| (c.at, c.call.clone())).collect()
     }
 
     pub fn clear_calls(&self) {
@@ -483,20 +416,13 @@ impl FakeRuntime {
     fn emit(&self, id: &str, kind: RuntimeEventKind) {
         // No subscriber is fine; skip building the event then.
         if self.events.receiver_count() > 0 {
-            let _ = self.events.send(RuntimeEvent {
-                container_id: id.to_string(),
-                kind,
-            });
+            let _ = self.events.send(RuntimeEvent { container_id: id.to_string(), kind });
         }
     }
 
     fn log(&self, state: &mut State, pod: Option<Arc<str>>, call: Call) {
         if state.log_calls {
-            state.calls.push(LoggedCall {
-                at: self.clock.now(),
-                pod,
-                call,
-            });
+            state.calls.push(LoggedCall { at: self.clock.now(), pod, call });
         }
     }
 
@@ -505,12 +431,7 @@ impl FakeRuntime {
         state.sandboxes.get(sandbox_id).map(|s| s.pod.clone())
     }
 
-    fn container_call(
-        &self,
-        state: &mut State,
-        container_id: &str,
-        make: impl FnOnce(String) -> Call,
-    ) {
+    fn container_call(&self, state: &mut State, container_id: &str, make: impl FnOnce(String) -> Call) {
         if !state.log_calls {
             return;
         }
@@ -557,22 +478,11 @@ impl FakeRuntime {
         {
             return b;
         }
-        state
-            .scripts
-            .get_mut(name)
-            .and_then(Script::next)
-            .unwrap_or(Behaviour::RunForever)
+        state.scripts.get_mut(name).and_then(Script::next).unwrap_or(Behaviour::RunForever)
     }
 
     /// Arms the timer of a scripted exit, or exits at once when `after` is zero.
-    fn schedule_exit(
-        &self,
-        state: &mut State,
-        id: &Arc<str>,
-        code: i32,
-        reason: &'static str,
-        after: Duration,
-    ) {
+    fn schedule_exit(&self, state: &mut State, id: &Arc<str>, code: i32, reason: &'static str, after: Duration) {
         if after.is_zero() {
             self.finish(state, id, code, reason);
             return;
@@ -595,11 +505,7 @@ impl FakeRuntime {
 
     /// Kills the running containers of a sandbox (SIGKILL, as StopPodSandbox does).
     fn kill_all(&self, state: &mut State, sandbox_id: &str) {
-        let Some(ids) = state
-            .sandboxes
-            .get(sandbox_id)
-            .map(|s| s.containers.clone())
-        else {
+        let Some(ids) = state.sandboxes.get(sandbox_id).map(|s| s.containers.clone()) else {
             return;
         };
         for id in ids {
@@ -614,9 +520,7 @@ impl FakeRuntime {
         if let Some(timer) = c.exit_timer {
             timer.abort();
         }
-        state
-            .container_labels
-            .remove(container_id, &c.status.labels);
+        state.container_labels.remove(container_id, &c.status.labels);
         if let Some(sandbox) = state.sandboxes.get_mut(&*c.sandbox_id) {
             sandbox.containers.retain(|id| &**id != container_id);
         }

@@ -21,9 +21,7 @@ pub use fake::{Behaviour, Call, ExecBehaviour, FakeRuntime, FakeStats};
 pub use k8s_cri::v1 as cri_api;
 
 use async_trait::async_trait;
-use cri_api::{
-    AuthConfig, ContainerConfig, ContainerStatus, PodSandboxConfig, PodSandboxStatus,
-};
+use cri_api::{AuthConfig, ContainerConfig, ContainerStatus, PodSandboxConfig, PodSandboxStatus};
 use std::collections::BTreeMap;
 use std::time::Duration;
 

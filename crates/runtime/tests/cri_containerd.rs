@@ -5,12 +5,11 @@
 //! `cargo test -p podwright-runtime --test cri_containerd -- --nocapture` prints the timings.
 
 use podwright_runtime::cri_api::{
-    ContainerConfig, ContainerMetadata, ContainerState, ImageSpec, LinuxPodSandboxConfig,
-    PodSandboxConfig, PodSandboxMetadata, PodSandboxState,
+    ContainerConfig, ContainerMetadata, ContainerState, ImageSpec, LinuxPodSandboxConfig, PodSandboxConfig,
+    PodSandboxMetadata, PodSandboxState,
 };
 use podwright_runtime::{
-    CriRuntime, EventStreamState, ImageService, RuntimeError, RuntimeEvent, RuntimeEventKind,
-    RuntimeService,
+    CriRuntime, EventStreamState, ImageService, RuntimeError, RuntimeEvent, RuntimeEventKind, RuntimeService,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -35,27 +34,13 @@ async fn cri_containerd() {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let rt = Arc::new(
-        podwright_runtime::connect(&endpoint)
-            .await
-            .expect("connect to the runtime"),
-    );
-    let run = format!(
-        "{}-{}",
-        std::process::id(),
-        jiff::Timestamp::now().as_millisecond()
-    );
+    let rt = Arc::new(podwright_runtime::connect(&endpoint).await.expect("connect to the runtime"));
+    let run = format!("{}-{}", std::process::id(), jiff::Timestamp::now().as_millisecond());
     let log_dir = format!("/tmp/podwright-runtime-test-{run}");
     let sandboxes: Sandboxes = Arc::default();
 
     // In its own task so that a failed assertion still lets us clean up below.
-    let outcome = tokio::spawn(exercise(
-        rt.clone(),
-        run.clone(),
-        log_dir.clone(),
-        sandboxes.clone(),
-    ))
-    .await;
+    let outcome = tokio::spawn(exercise(rt.clone(), run.clone(), log_dir.clone(), sandboxes.clone())).await;
 
     let leftover = sandboxes.lock().unwrap().clone();
     for id in leftover {
@@ -72,30 +57,17 @@ async fn cri_containerd() {
 }
 
 fn labels(run: &str, name: &str) -> HashMap<String, String> {
-    [
-        (RUN_LABEL.to_string(), run.to_string()),
-        (NAME_LABEL.to_string(), name.to_string()),
-    ]
-    .into()
+    [(RUN_LABEL.to_string(), run.to_string()), (NAME_LABEL.to_string(), name.to_string())].into()
 }
 
 fn selector(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 fn container(run: &str, name: &str, command: &[&str]) -> ContainerConfig {
     ContainerConfig {
-        metadata: Some(ContainerMetadata {
-            name: name.into(),
-            attempt: 0,
-        }),
-        image: Some(ImageSpec {
-            image: BUSYBOX.into(),
-            ..Default::default()
-        }),
+        metadata: Some(ContainerMetadata { name: name.into(), attempt: 0 }),
+        image: Some(ImageSpec { image: BUSYBOX.into(), ..Default::default() }),
         command: command.iter().map(|s| s.to_string()).collect(),
         labels: labels(run, name),
         annotations: [("podwright.test/annotation".to_string(), name.to_string())].into(),
@@ -109,15 +81,8 @@ fn ms(d: Duration) -> String {
 }
 
 /// Waits for `kind` of `id`, skipping everything else.
-async fn wait_event(
-    events: &mut broadcast::Receiver<RuntimeEvent>,
-    id: &str,
-    kind: RuntimeEventKind,
-) -> Instant {
-    let wanted = RuntimeEvent {
-        container_id: id.to_string(),
-        kind,
-    };
+async fn wait_event(events: &mut broadcast::Receiver<RuntimeEvent>, id: &str, kind: RuntimeEventKind) -> Instant {
+    let wanted = RuntimeEvent { container_id: id.to_string(), kind };
     tokio::time::timeout(Duration::from_secs(15), async {
         loop {
             match events.recv().await {
@@ -137,39 +102,17 @@ async fn exercise(rt: Arc<CriRuntime>, run: String, log_dir: String, sandboxes: 
     assert!(version.starts_with("containerd"), "{version}");
 
     // Images: present ones answer their id; a missing one answers None.
-    let busybox_ref = rt
-        .image_status(BUSYBOX)
-        .await
-        .unwrap()
-        .expect("busybox image present");
-    let pause_ref = rt
-        .image_status(PAUSE)
-        .await
-        .unwrap()
-        .expect("pause image present");
+    let busybox_ref = rt.image_status(BUSYBOX).await.unwrap().expect("busybox image present");
+    let pause_ref = rt.image_status(PAUSE).await.unwrap().expect("pause image present");
     assert!(busybox_ref.starts_with("sha256:") && pause_ref.starts_with("sha256:"));
     assert_ne!(busybox_ref, pause_ref);
-    assert_eq!(
-        rt.image_status("localhost/podwright-no-such-image:0")
-            .await
-            .unwrap(),
-        None
-    );
+    assert_eq!(rt.image_status("localhost/podwright-no-such-image:0").await.unwrap(), None);
 
     // No registry answers for localhost here: the pull fails with the runtime's own message.
     let t = Instant::now();
-    let err = rt
-        .pull_image(
-            "localhost/podwright-no-such-image:0",
-            None,
-            &PodSandboxConfig::default(),
-        )
-        .await
-        .unwrap_err();
-    eprintln!(
-        "PullImage of a missing image: {err:?} after {}",
-        ms(t.elapsed())
-    );
+    let err =
+        rt.pull_image("localhost/podwright-no-such-image:0", None, &PodSandboxConfig::default()).await.unwrap_err();
+    eprintln!("PullImage of a missing image: {err:?} after {}", ms(t.elapsed()));
     assert!(
         matches!(&err, RuntimeError::Failed(m) | RuntimeError::NotFound(m) if m.contains("podwright-no-such-image"))
     );
@@ -207,11 +150,7 @@ async fn exercise(rt: Arc<CriRuntime>, run: String, log_dir: String, sandboxes: 
     // A container that exits 3 at once: its exit arrives as an event.
     let t = Instant::now();
     let exit3 = rt
-        .create_container(
-            &sandbox,
-            &container(&run, "exit3", &["sh", "-c", "exit 3"]),
-            &sandbox_config,
-        )
+        .create_container(&sandbox, &container(&run, "exit3", &["sh", "-c", "exit 3"]), &sandbox_config)
         .await
         .unwrap();
     let created = t.elapsed();
@@ -223,11 +162,7 @@ async fn exercise(rt: Arc<CriRuntime>, run: String, log_dir: String, sandboxes: 
     let status = rt.container_status(&exit3).await.unwrap();
     assert_eq!(status.state, ContainerState::ContainerExited as i32);
     assert_eq!((status.exit_code, status.reason.as_str()), (3, "Error"));
-    assert!(
-        status.created_at > 0
-            && status.started_at >= status.created_at
-            && status.finished_at >= status.started_at
-    );
+    assert!(status.created_at > 0 && status.started_at >= status.created_at && status.finished_at >= status.started_at);
     assert_eq!(status.labels[NAME_LABEL], "exit3");
     assert_eq!(status.annotations["podwright.test/annotation"], "exit3");
     assert!(!status.image_ref.is_empty());
@@ -247,11 +182,7 @@ async fn exercise(rt: Arc<CriRuntime>, run: String, log_dir: String, sandboxes: 
     let sleeper = rt
         .create_container(
             &sandbox,
-            &container(
-                &run,
-                "sleeper",
-                &["sh", "-c", "trap '' TERM; sleep 30 & wait"],
-            ),
+            &container(&run, "sleeper", &["sh", "-c", "trap '' TERM; sleep 30 & wait"]),
             &sandbox_config,
         )
         .await
@@ -260,35 +191,21 @@ async fn exercise(rt: Arc<CriRuntime>, run: String, log_dir: String, sandboxes: 
     wait_event(&mut events, &sleeper, RuntimeEventKind::Started).await;
     let cmd = |args: &[&str]| args.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let t = Instant::now();
-    let result = rt
-        .exec_sync(&sleeper, &cmd(&["true"]), Duration::from_secs(5))
-        .await
-        .unwrap();
+    let result = rt.exec_sync(&sleeper, &cmd(&["true"]), Duration::from_secs(5)).await.unwrap();
     let exec_true = t.elapsed();
     assert_eq!(result.exit_code, 0);
     let t = Instant::now();
     let result = rt
-        .exec_sync(
-            &sleeper,
-            &cmd(&["sh", "-c", "echo out; echo err >&2; exit 3"]),
-            Duration::from_secs(5),
-        )
+        .exec_sync(&sleeper, &cmd(&["sh", "-c", "echo out; echo err >&2; exit 3"]), Duration::from_secs(5))
         .await
         .unwrap();
     let exec_exit3 = t.elapsed();
     assert_eq!(
-        (
-            result.exit_code,
-            result.stdout.as_slice(),
-            result.stderr.as_slice()
-        ),
+        (result.exit_code, result.stdout.as_slice(), result.stderr.as_slice()),
         (3, &b"out\n"[..], &b"err\n"[..])
     );
     let t = Instant::now();
-    let err = rt
-        .exec_sync(&sleeper, &cmd(&["sleep", "5"]), Duration::from_secs(1))
-        .await
-        .unwrap_err();
+    let err = rt.exec_sync(&sleeper, &cmd(&["sleep", "5"]), Duration::from_secs(1)).await.unwrap_err();
     let exec_timeout = t.elapsed();
     assert!(matches!(err, RuntimeError::DeadlineExceeded(_)), "{err:?}");
     eprintln!(
@@ -312,20 +229,14 @@ async fn exercise(rt: Arc<CriRuntime>, run: String, log_dir: String, sandboxes: 
     // A shell that traps SIGTERM ends with its own exit code.
     let script = "trap 'exit 7' TERM; while true; do sleep 1 & wait $!; done";
     let trapper = rt
-        .create_container(
-            &sandbox,
-            &container(&run, "trapper", &["sh", "-c", script]),
-            &sandbox_config,
-        )
+        .create_container(&sandbox, &container(&run, "trapper", &["sh", "-c", script]), &sandbox_config)
         .await
         .unwrap();
     rt.start_container(&trapper).await.unwrap();
     wait_event(&mut events, &trapper, RuntimeEventKind::Started).await;
     tokio::time::sleep(Duration::from_millis(300)).await; // let the shell install its trap
     let t = Instant::now();
-    rt.stop_container(&trapper, Duration::from_secs(10))
-        .await
-        .unwrap();
+    rt.stop_container(&trapper, Duration::from_secs(10)).await.unwrap();
     let stop_trapper = t.elapsed();
     let status = rt.container_status(&trapper).await.unwrap();
     assert_eq!(
@@ -335,36 +246,23 @@ async fn exercise(rt: Arc<CriRuntime>, run: String, log_dir: String, sandboxes: 
 
     // The sleeper ignores SIGTERM: SIGKILL after the 2 s timeout.
     let t = Instant::now();
-    rt.stop_container(&sleeper, Duration::from_secs(2))
-        .await
-        .unwrap();
+    rt.stop_container(&sleeper, Duration::from_secs(2)).await.unwrap();
     let stop_sleeper = t.elapsed();
     let status = rt.container_status(&sleeper).await.unwrap();
     assert_eq!((status.exit_code, status.reason.as_str()), (137, "Error"));
-    assert!(
-        stop_sleeper >= Duration::from_millis(1900),
-        "SIGKILL came after {}",
-        ms(stop_sleeper)
-    );
+    assert!(stop_sleeper >= Duration::from_millis(1900), "SIGKILL came after {}", ms(stop_sleeper));
     eprintln!(
         "StopContainer: TERM-trapping shell {}, TERM-ignoring sleep with 2 s timeout {}",
         ms(stop_trapper),
         ms(stop_sleeper)
     );
     // Stopping a stopped container is fine.
-    rt.stop_container(&sleeper, Duration::from_secs(2))
-        .await
-        .unwrap();
+    rt.stop_container(&sleeper, Duration::from_secs(2)).await.unwrap();
 
     // Lists by label carry full statuses.
-    let listed = rt
-        .list_containers(&selector(&[(RUN_LABEL, &run)]))
-        .await
-        .unwrap();
-    let mut codes: Vec<_> = listed
-        .iter()
-        .map(|c| (c.labels[NAME_LABEL].clone(), c.exit_code, c.reason.clone()))
-        .collect();
+    let listed = rt.list_containers(&selector(&[(RUN_LABEL, &run)])).await.unwrap();
+    let mut codes: Vec<_> =
+        listed.iter().map(|c| (c.labels[NAME_LABEL].clone(), c.exit_code, c.reason.clone())).collect();
     codes.sort();
     assert_eq!(
         codes,
@@ -374,50 +272,25 @@ async fn exercise(rt: Arc<CriRuntime>, run: String, log_dir: String, sandboxes: 
             ("trapper".into(), 7, "Error".into())
         ]
     );
-    let one = rt
-        .list_containers(&selector(&[(RUN_LABEL, &run), (NAME_LABEL, "trapper")]))
-        .await
-        .unwrap();
-    assert_eq!(
-        one.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
-        vec![trapper.as_str()]
-    );
-    let listed = rt
-        .list_pod_sandboxes(&selector(&[(RUN_LABEL, &run)]))
-        .await
-        .unwrap();
+    let one = rt.list_containers(&selector(&[(RUN_LABEL, &run), (NAME_LABEL, "trapper")])).await.unwrap();
+    assert_eq!(one.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), vec![trapper.as_str()]);
+    let listed = rt.list_pod_sandboxes(&selector(&[(RUN_LABEL, &run)])).await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].id, sandbox);
-    assert_eq!(
-        listed[0].network.as_ref().map(|n| n.ip.as_str()),
-        Some(ip.as_str())
-    );
+    assert_eq!(listed[0].network.as_ref().map(|n| n.ip.as_str()), Some(ip.as_str()));
 
     // Not found, and removes are idempotent.
-    assert!(matches!(
-        rt.container_status("podwright-no-such-container").await,
-        Err(RuntimeError::NotFound(_))
-    ));
+    assert!(matches!(rt.container_status("podwright-no-such-container").await, Err(RuntimeError::NotFound(_))));
     for id in [&exit3, &sleeper, &trapper] {
         rt.remove_container(id).await.unwrap();
     }
     rt.remove_container(&exit3).await.unwrap();
-    assert!(
-        rt.list_containers(&selector(&[(RUN_LABEL, &run)]))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(rt.list_containers(&selector(&[(RUN_LABEL, &run)])).await.unwrap().is_empty());
 
     let t = Instant::now();
     rt.stop_pod_sandbox(&sandbox).await.unwrap();
     rt.remove_pod_sandbox(&sandbox).await.unwrap();
     eprintln!("StopPodSandbox + RemovePodSandbox: {}", ms(t.elapsed()));
     sandboxes.lock().unwrap().clear();
-    assert!(
-        rt.list_pod_sandboxes(&selector(&[(RUN_LABEL, &run)]))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(rt.list_pod_sandboxes(&selector(&[(RUN_LABEL, &run)])).await.unwrap().is_empty());
 }

@@ -120,7 +120,9 @@ fn deadline_events_without_path(o: &Outcome, pod: &str) -> usize {
     o.events()
         .iter()
         .filter(|e| {
-            e["involvedObject"]["name"] == pod && e["involvedObject"]["fieldPath"].is_null() && e["reason"] == "DeadlineExceeded"
+            e["involvedObject"]["name"] == pod
+                && e["involvedObject"]["fieldPath"].is_null()
+                && e["reason"] == "DeadlineExceeded"
         })
         .count()
 }

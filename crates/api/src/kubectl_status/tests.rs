@@ -19,15 +19,11 @@ fn pod(init: &str, containers: &str, extra_meta: &str, status: &str) -> Pod {
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  creationTimestamp: \"{}\"\n{extra_meta}spec:\n  initContainers: {init}\n  containers: {containers}\nstatus:\n{status}",
         ago(600)
     );
-    parse_manifests("t.yaml", &yaml)
-        .unwrap_or_else(|e| panic!("{e}\n{yaml}"))
-        .remove(0)
+    parse_manifests("t.yaml", &yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}")).remove(0)
 }
 
-const TWO_INITS: &str =
-    "[{name: init-myservice, image: busybox}, {name: init-mydb, image: busybox}]";
-const SIDECAR_AND_INIT: &str =
-    "[{name: side, image: b, restartPolicy: Always}, {name: init, image: b}]";
+const TWO_INITS: &str = "[{name: init-myservice, image: busybox}, {name: init-mydb, image: busybox}]";
+const SIDECAR_AND_INIT: &str = "[{name: side, image: b, restartPolicy: Always}, {name: init, image: b}]";
 const ONE_APP: &str = "[{name: app, image: busybox}]";
 const TWO_APPS: &str = "[{name: a, image: busybox}, {name: b, image: busybox}]";
 
@@ -44,35 +40,16 @@ fn check(cases: Vec<Case>) {
     for c in cases {
         let got = summarize(&c.pod, now());
         let want = (c.status, c.ready, c.restarts.as_str());
-        if (
-            got.status.as_str(),
-            got.ready.as_str(),
-            got.restarts.as_str(),
-        ) != want
-        {
-            failures.push(format!(
-                "{}: got ({}, {}, {}), want {:?}",
-                c.name, got.status, got.ready, got.restarts, want
-            ));
+        if (got.status.as_str(), got.ready.as_str(), got.restarts.as_str()) != want {
+            failures
+                .push(format!("{}: got ({}, {}, {}), want {:?}", c.name, got.status, got.ready, got.restarts, want));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-fn case(
-    name: &'static str,
-    pod: Pod,
-    status: &'static str,
-    ready: &'static str,
-    restarts: impl Into<String>,
-) -> Case {
-    Case {
-        name,
-        pod,
-        status,
-        ready,
-        restarts: restarts.into(),
-    }
+fn case(name: &'static str, pod: Pod, status: &'static str, ready: &'static str, restarts: impl Into<String>) -> Case {
+    Case { name, pod, status, ready, restarts: restarts.into() }
 }
 
 #[test]
@@ -465,12 +442,7 @@ fn pod_level_reasons() {
         ),
         case(
             "Unknown (node lost)",
-            pod(
-                "[]",
-                ONE_APP,
-                &del,
-                "  phase: Running\n  reason: NodeLost\n",
-            ),
+            pod("[]", ONE_APP, &del, "  phase: Running\n  reason: NodeLost\n"),
             "Unknown",
             "0/1",
             "0",
@@ -506,13 +478,7 @@ fn pod_level_reasons() {
             "0/1",
             "0",
         ),
-        case(
-            "no status at all",
-            pod("[]", ONE_APP, "", "  {}\n"),
-            "",
-            "0/1",
-            "0",
-        ),
+        case("no status at all", pod("[]", ONE_APP, "", "  {}\n"), "", "0/1", "0"),
     ]);
 }
 
@@ -652,11 +618,7 @@ fn human_durations() {
         (365 * 20 * 86400, "20y"),
     ];
     for (secs, want) in cases {
-        assert_eq!(
-            human_duration(SignedDuration::from_secs(secs)),
-            want,
-            "{secs}s"
-        );
+        assert_eq!(human_duration(SignedDuration::from_secs(secs)), want, "{secs}s");
     }
     // sub-second negative deviations count as now
     assert_eq!(human_duration(SignedDuration::from_millis(-1500)), "0s");

@@ -6,9 +6,7 @@ const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case a
 const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 
 fn parse(yaml: &str) -> Pod {
-    parse_manifests("t.yaml", yaml)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .remove(0)
+    parse_manifests("t.yaml", yaml).unwrap_or_else(|e| panic!("{e}")).remove(0)
 }
 
 /// Parse, default and validate; the errors as strings.
@@ -41,11 +39,7 @@ fn s(v: &[&str]) -> Vec<String> {
 #[test]
 fn valid_pods() {
     let cases = vec![
-        (
-            "minimal",
-            spec_pod("  containers: [{name: app, image: busybox}]\n"),
-            vec![],
-        ),
+        ("minimal", spec_pod("  containers: [{name: app, image: busybox}]\n"), vec![]),
         ("rich", crate::manifest::tests::RICH.to_string(), vec![]),
         (
             "init containers from the docs",
@@ -96,11 +90,7 @@ spec:
             ),
             vec![],
         ),
-        (
-            "every restart policy",
-            spec_pod("  restartPolicy: Never\n  containers: [{name: app, image: b}]\n"),
-            vec![],
-        ),
+        ("every restart policy", spec_pod("  restartPolicy: Never\n  containers: [{name: app, image: b}]\n"), vec![]),
         (
             "host port reused by separate init containers",
             spec_pod(
@@ -151,11 +141,7 @@ fn metadata_errors() {
 #[test]
 fn container_names_and_images() {
     let cases = vec![
-        (
-            "no containers",
-            spec_pod("  containers: []\n"),
-            s(&["spec.containers: Required value"]),
-        ),
+        ("no containers", spec_pod("  containers: []\n"), s(&["spec.containers: Required value"])),
         (
             "no spec at all",
             "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n".to_string(),
@@ -169,9 +155,7 @@ fn container_names_and_images() {
         (
             "invalid name",
             spec_pod("  containers: [{name: My_App, image: busybox}]\n"),
-            vec![format!(
-                "spec.containers[0].name: Invalid value: \"My_App\": {LABEL_MSG}"
-            )],
+            vec![format!("spec.containers[0].name: Invalid value: \"My_App\": {LABEL_MSG}")],
         ),
         (
             "dotted name",
@@ -180,10 +164,7 @@ fn container_names_and_images() {
         ),
         (
             "too long name",
-            spec_pod(&format!(
-                "  containers: [{{name: {}, image: b}}]\n",
-                "a".repeat(64)
-            )),
+            spec_pod(&format!("  containers: [{{name: {}, image: b}}]\n", "a".repeat(64))),
             vec![format!(
                 "spec.containers[0].name: Invalid value: \"{}\": must be no more than 63 characters",
                 "a".repeat(64)
@@ -196,9 +177,7 @@ fn container_names_and_images() {
         ),
         (
             "init clashes with app: reported on the init path",
-            spec_pod(
-                "  initContainers: [{name: a, image: b}]\n  containers: [{name: a, image: b}]\n",
-            ),
+            spec_pod("  initContainers: [{name: a, image: b}]\n  containers: [{name: a, image: b}]\n"),
             s(&["spec.initContainers[0].name: Duplicate value: \"a\""]),
         ),
         (
@@ -211,17 +190,12 @@ fn container_names_and_images() {
         (
             "missing image",
             spec_pod("  initContainers: [{name: i}]\n  containers: [{name: a}]\n"),
-            s(&[
-                "spec.containers[0].image: Required value",
-                "spec.initContainers[0].image: Required value",
-            ]),
+            s(&["spec.containers[0].image: Required value", "spec.initContainers[0].image: Required value"]),
         ),
         (
             "image with surrounding whitespace",
             spec_pod("  containers: [{name: a, image: ' busybox'}]\n"),
-            s(&[
-                "spec.containers[0].image: Invalid value: \" busybox\": must not have leading or trailing whitespace",
-            ]),
+            s(&["spec.containers[0].image: Invalid value: \" busybox\": must not have leading or trailing whitespace"]),
         ),
     ];
     check(&cases);
@@ -264,7 +238,8 @@ fn init_container_rules() {
                 "  initContainers: [{name: i, image: b, restartPolicy: Never, startupProbe: {exec: {command: [x]}}}]\n  containers: [{name: a, image: b}]\n",
             ),
             vec![
-                "spec.initContainers[0].restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"".to_string(),
+                "spec.initContainers[0].restartPolicy: Unsupported value: \"Never\": supported values: \"Always\""
+                    .to_string(),
                 format!("spec.initContainers[0].startupProbe: {F}"),
             ],
         ),
@@ -304,7 +279,8 @@ fn init_container_rules() {
             ),
             vec![
                 "spec.initContainers[0].image: Required value".to_string(),
-                "spec.initContainers[0].restartPolicy: Unsupported value: \"OnFailure\": supported values: \"Always\"".to_string(),
+                "spec.initContainers[0].restartPolicy: Unsupported value: \"OnFailure\": supported values: \"Always\""
+                    .to_string(),
                 "spec.initContainers[0].name: Duplicate value: \"a\"".to_string(),
                 format!("spec.initContainers[0].readinessProbe: {F}"),
             ],
@@ -327,16 +303,12 @@ fn pod_level_fields() {
         (
             "activeDeadlineSeconds zero",
             spec_pod(&format!("  activeDeadlineSeconds: 0\n{c}")),
-            s(&[
-                "spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, inclusive",
-            ]),
+            s(&["spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, inclusive"]),
         ),
         (
             "activeDeadlineSeconds too large",
             spec_pod(&format!("  activeDeadlineSeconds: 2147483648\n{c}")),
-            s(&[
-                "spec.activeDeadlineSeconds: Invalid value: 2147483648: must be between 1 and 2147483647, inclusive",
-            ]),
+            s(&["spec.activeDeadlineSeconds: Invalid value: 2147483648: must be between 1 and 2147483647, inclusive"]),
         ),
         (
             "activeDeadlineSeconds bounds are inclusive",
@@ -346,9 +318,7 @@ fn pod_level_fields() {
         (
             "negative grace period",
             spec_pod(&format!("  terminationGracePeriodSeconds: -1\n{c}")),
-            s(&[
-                "spec.terminationGracePeriodSeconds: Invalid value: -1: must be greater than or equal to 0",
-            ]),
+            s(&["spec.terminationGracePeriodSeconds: Invalid value: -1: must be greater than or equal to 0"]),
         ),
         (
             "unsupported dnsPolicy",
@@ -360,22 +330,16 @@ fn pod_level_fields() {
         (
             "dnsPolicy None needs dnsConfig",
             spec_pod(&format!("  dnsPolicy: None\n{c}")),
-            s(&[
-                "spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` is None",
-            ]),
+            s(&["spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` is None"]),
         ),
         (
             "bad hostname",
             spec_pod(&format!("  hostname: My_Host\n{c}")),
-            vec![format!(
-                "spec.hostname: Invalid value: \"My_Host\": {LABEL_MSG}"
-            )],
+            vec![format!("spec.hostname: Invalid value: \"My_Host\": {LABEL_MSG}")],
         ),
         (
             "ephemeral containers on create",
-            spec_pod(&format!(
-                "  ephemeralContainers: [{{name: dbg, image: b}}]\n{c}"
-            )),
+            spec_pod(&format!("  ephemeralContainers: [{{name: dbg, image: b}}]\n{c}")),
             s(&["spec.ephemeralContainers: Forbidden: cannot be set on create"]),
         ),
     ];
@@ -706,9 +670,7 @@ fn volumes_and_mounts() {
 
 #[test]
 fn volume_without_source_before_defaulting() {
-    let mut pod = parse(&spec_pod(
-        "  volumes: [{name: v}]\n  containers: [{name: a, image: b}]\n",
-    ));
+    let mut pod = parse(&spec_pod("  volumes: [{name: v}]\n  containers: [{name: a, image: b}]\n"));
     let spec = pod.spec.as_mut().expect("spec");
     crate::defaults::default_container(&mut spec.containers[0]);
     spec.restart_policy = Some("Always".into());
@@ -716,10 +678,7 @@ fn volume_without_source_before_defaulting() {
     spec.termination_grace_period_seconds = Some(30);
     pod.metadata.namespace = Some("default".into());
     let got: Vec<String> = validate_pod(&pod).iter().map(|e| e.to_string()).collect();
-    assert_eq!(
-        got,
-        ["spec.volumes[0]: Required value: must specify a volume type"]
-    );
+    assert_eq!(got, ["spec.volumes[0]: Required value: must specify a volume type"]);
     // After defaulting it is an emptyDir.
     apply_defaults(&mut pod);
     assert!(validate_pod(&pod).is_empty());
@@ -727,9 +686,7 @@ fn volume_without_source_before_defaulting() {
 
 #[test]
 fn undefaulted_pod_reports_required_fields() {
-    let pod = parse(&spec_pod(
-        "  containers: [{name: a, image: b, ports: [{containerPort: 80}]}]\n",
-    ));
+    let pod = parse(&spec_pod("  containers: [{name: a, image: b, ports: [{containerPort: 80}]}]\n"));
     let got: Vec<String> = validate_pod(&pod).iter().map(|e| e.to_string()).collect();
     assert_eq!(
         got,

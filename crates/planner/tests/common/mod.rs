@@ -85,7 +85,14 @@ pub struct World {
 
 impl World {
     pub fn new(pod: Pod) -> Self {
-        World { pod, observed: Observed::default(), backoff: Backoff::default(), now: t(0), deleting: false, grace_override: None }
+        World {
+            pod,
+            observed: Observed::default(),
+            backoff: Backoff::default(),
+            now: t(0),
+            deleting: false,
+            grace_override: None,
+        }
     }
     pub fn with_sandbox(mut self) -> Self {
         self.observed.sandbox = Some(sandbox());

@@ -45,11 +45,7 @@ pub(super) fn fake_id(salt: u64, seq: u64) -> String {
     use std::fmt::Write;
     let mut out = String::with_capacity(64);
     for lane in 0u64..4 {
-        let _ = write!(
-            out,
-            "{:016x}",
-            splitmix64(seq ^ salt.rotate_left(17) ^ (lane << 60))
-        );
+        let _ = write!(out, "{:016x}", splitmix64(seq ^ salt.rotate_left(17) ^ (lane << 60)));
     }
     out
 }
@@ -69,27 +65,12 @@ mod tests {
     fn normalizes_like_containerd() {
         assert_eq!(normalize("busybox"), "docker.io/library/busybox:latest");
         assert_eq!(normalize("busybox:1.36"), "docker.io/library/busybox:1.36");
-        assert_eq!(
-            normalize("docker.io/busybox"),
-            "docker.io/library/busybox:latest"
-        );
-        assert_eq!(
-            normalize("library/busybox"),
-            "docker.io/library/busybox:latest"
-        );
-        assert_eq!(
-            normalize("localhost/busybox:1.36"),
-            "localhost/busybox:1.36"
-        );
-        assert!(matches!(
-            normalize("localhost/busybox:1.36"),
-            Cow::Borrowed(_)
-        ));
+        assert_eq!(normalize("docker.io/busybox"), "docker.io/library/busybox:latest");
+        assert_eq!(normalize("library/busybox"), "docker.io/library/busybox:latest");
+        assert_eq!(normalize("localhost/busybox:1.36"), "localhost/busybox:1.36");
+        assert!(matches!(normalize("localhost/busybox:1.36"), Cow::Borrowed(_)));
         assert_eq!(normalize("127.0.0.1:5000/app"), "127.0.0.1:5000/app:latest");
-        assert_eq!(
-            normalize("quay.io/x/y@sha256:abc"),
-            "quay.io/x/y@sha256:abc"
-        );
+        assert_eq!(normalize("quay.io/x/y@sha256:abc"), "quay.io/x/y@sha256:abc");
     }
 
     #[test]

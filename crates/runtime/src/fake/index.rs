@@ -56,24 +56,14 @@ impl LabelIndex {
         }
         let mut sets = Vec::with_capacity(selector.len());
         for (key, value) in selector {
-            match self
-                .postings
-                .get(key.as_str())
-                .and_then(|values| values.get(value.as_str()))
-            {
+            match self.postings.get(key.as_str()).and_then(|values| values.get(value.as_str())) {
                 Some(ids) => sets.push(ids),
                 None => return Some(Vec::new()),
             }
         }
         sets.sort_unstable_by_key(|ids| ids.len());
         let (smallest, rest) = sets.split_first()?;
-        Some(
-            smallest
-                .iter()
-                .filter(|id| rest.iter().all(|ids| ids.contains(*id)))
-                .cloned()
-                .collect(),
-        )
+        Some(smallest.iter().filter(|id| rest.iter().all(|ids| ids.contains(*id))).cloned().collect())
     }
 }
 
@@ -82,17 +72,11 @@ mod tests {
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     fn selector(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
@@ -108,12 +92,7 @@ mod tests {
         let mut apps = index.select(&selector(&[("kind", "app")])).unwrap();
         apps.sort();
         assert_eq!(apps, vec![a.clone(), b.clone()]);
-        assert_eq!(
-            index
-                .select(&selector(&[("kind", "app"), ("pod", "2")]))
-                .unwrap(),
-            vec![b.clone()]
-        );
+        assert_eq!(index.select(&selector(&[("kind", "app"), ("pod", "2")])).unwrap(), vec![b.clone()]);
         assert!(index.select(&selector(&[("pod", "3")])).unwrap().is_empty());
         index.remove("a", &la);
         index.remove("b", &lb);

@@ -11,26 +11,17 @@ impl RuntimeService for FakeRuntime {
         Ok(format!("podwright-fake {}", env!("CARGO_PKG_VERSION")))
     }
 
-    async fn run_pod_sandbox(
-        &self,
-        config: &PodSandboxConfig,
-        runtime_handler: &str,
-    ) -> RuntimeResult<String> {
+    async fn run_pod_sandbox(&self, config: &PodSandboxConfig, runtime_handler: &str) -> RuntimeResult<String> {
         self.delay().await;
         let mut state = self.lock();
         let metadata = config.metadata.clone().unwrap_or_default();
         let pod: Arc<str> = metadata.name.as_str().into();
         if state.log_calls {
-            let call = Call::RunPodSandbox {
-                name: metadata.name.clone(),
-                attempt: metadata.attempt,
-            };
+            let call = Call::RunPodSandbox { name: metadata.name.clone(), attempt: metadata.attempt };
             self.log(&mut state, Some(pod.clone()), call);
         }
         if !state.handlers.contains(runtime_handler) {
-            return Err(RuntimeError::Failed(format!(
-                "no runtime for \"{runtime_handler}\" is configured"
-            )));
+            return Err(RuntimeError::Failed(format!("no runtime for \"{runtime_handler}\" is configured")));
         }
         state.seq += 1;
         let seq = state.seq;
@@ -44,23 +35,14 @@ impl RuntimeService for FakeRuntime {
             metadata: Some(metadata),
             state: PodSandboxState::SandboxReady as i32,
             created_at: nanos(self.clock.now()),
-            network: Some(PodSandboxNetworkStatus {
-                ip,
-                additional_ips: Vec::new(),
-            }),
+            network: Some(PodSandboxNetworkStatus { ip, additional_ips: Vec::new() }),
             linux: None,
             labels: config.labels.clone(),
             annotations: config.annotations.clone(),
             runtime_handler: runtime_handler.to_string(),
         };
         state.sandbox_labels.insert(&id, &status.labels);
-        let sandbox = Sandbox {
-            status,
-            seq,
-            pod,
-            log_directory: config.log_directory.clone(),
-            containers: Vec::new(),
-        };
+        let sandbox = Sandbox { status, seq, pod, log_directory: config.log_directory.clone(), containers: Vec::new() };
         state.sandboxes.insert(id.clone(), sandbox);
         self.emit(&id, RuntimeEventKind::Started);
         Ok(id.to_string())
@@ -86,26 +68,18 @@ impl RuntimeService for FakeRuntime {
     async fn remove_pod_sandbox(&self, sandbox_id: &str) -> RuntimeResult<()> {
         self.delay().await;
         let mut state = self.lock();
-        self.sandbox_call(&mut state, sandbox_id, |name| Call::RemovePodSandbox {
-            name,
-        });
+        self.sandbox_call(&mut state, sandbox_id, |name| Call::RemovePodSandbox { name });
         // Removing what is gone already succeeds (CRI: idempotent).
         if !state.sandboxes.contains_key(sandbox_id) {
             return Ok(());
         }
         self.kill_all(&mut state, sandbox_id);
-        let ids = state
-            .sandboxes
-            .get(sandbox_id)
-            .map(|s| s.containers.clone())
-            .unwrap_or_default();
+        let ids = state.sandboxes.get(sandbox_id).map(|s| s.containers.clone()).unwrap_or_default();
         for id in ids {
             Self::remove_container_locked(&mut state, &id);
         }
         if let Some(sandbox) = state.sandboxes.remove(sandbox_id) {
-            state
-                .sandbox_labels
-                .remove(sandbox_id, &sandbox.status.labels);
+            state.sandbox_labels.remove(sandbox_id, &sandbox.status.labels);
             if sandbox.status.state == PodSandboxState::SandboxReady as i32 {
                 self.emit(sandbox_id, RuntimeEventKind::Exited);
             }
@@ -115,31 +89,17 @@ impl RuntimeService for FakeRuntime {
 
     async fn pod_sandbox_status(&self, sandbox_id: &str) -> RuntimeResult<PodSandboxStatus> {
         self.delay().await;
-        self.reads
-            .pod_sandbox_status
-            .fetch_add(1, Ordering::Relaxed);
+        self.reads.pod_sandbox_status.fetch_add(1, Ordering::Relaxed);
         let state = self.lock();
-        state
-            .sandboxes
-            .get(sandbox_id)
-            .map(|s| s.status.clone())
-            .ok_or_else(|| sandbox_not_found(sandbox_id))
+        state.sandboxes.get(sandbox_id).map(|s| s.status.clone()).ok_or_else(|| sandbox_not_found(sandbox_id))
     }
 
-    async fn list_pod_sandboxes(
-        &self,
-        labels: &BTreeMap<String, String>,
-    ) -> RuntimeResult<Vec<SandboxInfo>> {
+    async fn list_pod_sandboxes(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<SandboxInfo>> {
         self.delay().await;
-        self.reads
-            .list_pod_sandboxes
-            .fetch_add(1, Ordering::Relaxed);
+        self.reads.list_pod_sandboxes.fetch_add(1, Ordering::Relaxed);
         let state = self.lock();
         let mut found: Vec<&Sandbox> = match state.sandbox_labels.select(labels) {
-            Some(ids) => ids
-                .iter()
-                .filter_map(|id| state.sandboxes.get(id))
-                .collect(),
+            Some(ids) => ids.iter().filter_map(|id| state.sandboxes.get(id)).collect(),
             None => state.sandboxes.values().collect(),
         };
         // Creation order, so that simulations are reproducible.
@@ -157,10 +117,7 @@ impl RuntimeService for FakeRuntime {
         let mut state = self.lock();
         let metadata = config.metadata.clone().unwrap_or_default();
         if state.log_calls {
-            let call = Call::CreateContainer {
-                name: metadata.name.clone(),
-                attempt: metadata.attempt,
-            };
+            let call = Call::CreateContainer { name: metadata.name.clone(), attempt: metadata.attempt };
             let pod = Self::pod_of(&state, sandbox_id);
             self.log(&mut state, pod, call);
         }
@@ -168,26 +125,15 @@ impl RuntimeService for FakeRuntime {
             return Err(sandbox_not_found(sandbox_id));
         };
         if sandbox.status.state != PodSandboxState::SandboxReady as i32 {
-            return Err(RuntimeError::Failed(format!(
-                "sandbox container \"{sandbox_id}\" is not running"
-            )));
+            return Err(RuntimeError::Failed(format!("sandbox container \"{sandbox_id}\" is not running")));
         }
         if metadata.name.is_empty() {
-            return Err(RuntimeError::Failed(
-                "container config must include metadata and name".into(),
-            ));
+            return Err(RuntimeError::Failed("container config must include metadata and name".into()));
         }
         // The kubelet bumps the attempt for every new instance; reusing one is a caller bug.
-        let reserved = sandbox
-            .containers
-            .iter()
-            .filter_map(|id| state.containers.get(id))
-            .any(|c| {
-                c.status
-                    .metadata
-                    .as_ref()
-                    .is_some_and(|m| m.name == metadata.name && m.attempt == metadata.attempt)
-            });
+        let reserved = sandbox.containers.iter().filter_map(|id| state.containers.get(id)).any(|c| {
+            c.status.metadata.as_ref().is_some_and(|m| m.name == metadata.name && m.attempt == metadata.attempt)
+        });
         if reserved {
             return Err(RuntimeError::Failed(format!(
                 "failed to reserve container name \"{}_{}_{}\": name is reserved",
@@ -195,30 +141,16 @@ impl RuntimeService for FakeRuntime {
             )));
         }
         let image_spec = config.image.clone().unwrap_or_default();
-        let Some(image_ref) = state
-            .images
-            .get(&*images::normalize(&image_spec.image))
-            .cloned()
-        else {
-            return Err(RuntimeError::NotFound(format!(
-                "failed to resolve image \"{}\": not found",
-                image_spec.image
-            )));
+        let Some(image_ref) = state.images.get(&*images::normalize(&image_spec.image)).cloned() else {
+            return Err(RuntimeError::NotFound(format!("failed to resolve image \"{}\": not found", image_spec.image)));
         };
         let log_path = if sandbox.log_directory.is_empty() || config.log_path.is_empty() {
             config.log_path.clone()
         } else {
-            format!(
-                "{}/{}",
-                sandbox.log_directory.trim_end_matches('/'),
-                config.log_path
-            )
+            format!("{}/{}", sandbox.log_directory.trim_end_matches('/'), config.log_path)
         };
         let pod = sandbox.pod.clone();
-        let sandbox_key = state
-            .sandboxes
-            .get_key_value(sandbox_id)
-            .map(|(k, _)| k.clone());
+        let sandbox_key = state.sandboxes.get_key_value(sandbox_id).map(|(k, _)| k.clone());
         let behaviour = Self::next_behaviour(&mut state, &pod, &metadata.name);
         if let Behaviour::FailCreate(message) = behaviour {
             return Err(RuntimeError::Failed(message));
@@ -228,10 +160,7 @@ impl RuntimeService for FakeRuntime {
         let id: Arc<str> = images::fake_id(CONTAINER_SALT, seq).into();
         let status = ContainerStatus {
             id: id.to_string(),
-            metadata: Some(ContainerMetadata {
-                name: metadata.name,
-                attempt: metadata.attempt,
-            }),
+            metadata: Some(ContainerMetadata { name: metadata.name, attempt: metadata.attempt }),
             state: ContainerState::ContainerCreated as i32,
             created_at: nanos(self.clock.now()),
             image: Some(image_spec),
@@ -247,25 +176,14 @@ impl RuntimeService for FakeRuntime {
         if let Some(sandbox) = state.sandboxes.get_mut(&*sandbox_id) {
             sandbox.containers.push(id.clone());
         }
-        state.containers.insert(
-            id.clone(),
-            Container {
-                status,
-                seq,
-                sandbox_id,
-                behaviour,
-                exit_timer: None,
-            },
-        );
+        state.containers.insert(id.clone(), Container { status, seq, sandbox_id, behaviour, exit_timer: None });
         Ok(id.to_string())
     }
 
     async fn start_container(&self, container_id: &str) -> RuntimeResult<()> {
         self.delay().await;
         let mut state = self.lock();
-        self.container_call(&mut state, container_id, |name| Call::StartContainer {
-            name,
-        });
+        self.container_call(&mut state, container_id, |name| Call::StartContainer { name });
         let now = nanos(self.clock.now());
         let Some((id, c)) = state.containers.get_key_value(container_id) else {
             return Err(container_not_found(container_id));
@@ -277,15 +195,10 @@ impl RuntimeService for FakeRuntime {
                 state_name(c.status.state)
             )));
         }
-        let sandbox_ready = state
-            .sandboxes
-            .get(&*c.sandbox_id)
-            .is_some_and(|s| s.status.state == PodSandboxState::SandboxReady as i32);
+        let sandbox_ready =
+            state.sandboxes.get(&*c.sandbox_id).is_some_and(|s| s.status.state == PodSandboxState::SandboxReady as i32);
         if !sandbox_ready {
-            return Err(RuntimeError::Failed(format!(
-                "sandbox container \"{}\" is not running",
-                c.sandbox_id
-            )));
+            return Err(RuntimeError::Failed(format!("sandbox container \"{}\" is not running", c.sandbox_id)));
         }
         let behaviour = c.behaviour.clone();
         let Some(c) = state.containers.get_mut(container_id) else {
@@ -303,12 +216,8 @@ impl RuntimeService for FakeRuntime {
         c.status.started_at = now;
         self.emit(container_id, RuntimeEventKind::Started);
         match behaviour {
-            Behaviour::Exit { code, after } => {
-                self.schedule_exit(&mut state, &id, code, exit_reason(code), after)
-            }
-            Behaviour::Oom { after } => {
-                self.schedule_exit(&mut state, &id, SIGKILL_CODE, "OOMKilled", after)
-            }
+            Behaviour::Exit { code, after } => self.schedule_exit(&mut state, &id, code, exit_reason(code), after),
+            Behaviour::Oom { after } => self.schedule_exit(&mut state, &id, SIGKILL_CODE, "OOMKilled", after),
             _ => {}
         }
         Ok(())
@@ -318,10 +227,7 @@ impl RuntimeService for FakeRuntime {
         self.delay().await;
         let ignores_term = {
             let mut state = self.lock();
-            self.container_call(&mut state, container_id, |name| Call::StopContainer {
-                name,
-                timeout,
-            });
+            self.container_call(&mut state, container_id, |name| Call::StopContainer { name, timeout });
             let Some(c) = state.containers.get(container_id) else {
                 return Err(container_not_found(container_id));
             };
@@ -348,9 +254,7 @@ impl RuntimeService for FakeRuntime {
     async fn remove_container(&self, container_id: &str) -> RuntimeResult<()> {
         self.delay().await;
         let mut state = self.lock();
-        self.container_call(&mut state, container_id, |name| Call::RemoveContainer {
-            name,
-        });
+        self.container_call(&mut state, container_id, |name| Call::RemoveContainer { name });
         // containerd force-stops a running container before removing it.
         self.finish(&mut state, container_id, SIGKILL_CODE, "Error");
         Self::remove_container_locked(&mut state, container_id);
@@ -361,37 +265,22 @@ impl RuntimeService for FakeRuntime {
         self.delay().await;
         self.reads.container_status.fetch_add(1, Ordering::Relaxed);
         let state = self.lock();
-        state
-            .containers
-            .get(container_id)
-            .map(|c| c.status.clone())
-            .ok_or_else(|| container_not_found(container_id))
+        state.containers.get(container_id).map(|c| c.status.clone()).ok_or_else(|| container_not_found(container_id))
     }
 
-    async fn list_containers(
-        &self,
-        labels: &BTreeMap<String, String>,
-    ) -> RuntimeResult<Vec<ContainerInfo>> {
+    async fn list_containers(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<ContainerInfo>> {
         self.delay().await;
         self.reads.list_containers.fetch_add(1, Ordering::Relaxed);
         let state = self.lock();
         let mut found: Vec<&Container> = match state.container_labels.select(labels) {
-            Some(ids) => ids
-                .iter()
-                .filter_map(|id| state.containers.get(id))
-                .collect(),
+            Some(ids) => ids.iter().filter_map(|id| state.containers.get(id)).collect(),
             None => state.containers.values().collect(),
         };
         found.sort_unstable_by_key(|c| c.seq);
         Ok(found.into_iter().map(|c| c.status.clone()).collect())
     }
 
-    async fn exec_sync(
-        &self,
-        container_id: &str,
-        cmd: &[String],
-        timeout: Duration,
-    ) -> RuntimeResult<ExecResult> {
+    async fn exec_sync(&self, container_id: &str, cmd: &[String], timeout: Duration) -> RuntimeResult<ExecResult> {
         self.delay().await;
         let step = {
             let mut state = self.lock();
@@ -424,9 +313,7 @@ impl RuntimeService for FakeRuntime {
                     tokio::time::sleep(timeout).await;
                     // containerd's text, with the timeout in whole seconds as CRI carries it.
                     let secs = timeout.as_secs() + u64::from(timeout.subsec_nanos() > 0);
-                    return Err(RuntimeError::DeadlineExceeded(format!(
-                        "timeout {secs}s exceeded"
-                    )));
+                    return Err(RuntimeError::DeadlineExceeded(format!("timeout {secs}s exceeded")));
                 }
                 tokio::time::sleep(takes).await;
                 Ok(result)
@@ -458,17 +345,8 @@ impl ImageService for FakeRuntime {
         let takes = {
             let mut state = self.lock();
             if state.log_calls {
-                let pod = sandbox_config
-                    .metadata
-                    .as_ref()
-                    .map(|m| Arc::from(m.name.as_str()));
-                self.log(
-                    &mut state,
-                    pod,
-                    Call::PullImage {
-                        image: image.to_string(),
-                    },
-                );
+                let pod = sandbox_config.metadata.as_ref().map(|m| Arc::from(m.name.as_str()));
+                self.log(&mut state, pod, Call::PullImage { image: image.to_string() });
             }
             let Some(rule) = state.pulls.get(&name) else {
                 return Err(RuntimeError::Failed(format!(

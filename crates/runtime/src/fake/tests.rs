@@ -31,19 +31,9 @@ fn pod(name: &str) -> PodSandboxConfig {
 
 fn container(pod: &str, name: &str, attempt: u32) -> ContainerConfig {
     ContainerConfig {
-        metadata: Some(ContainerMetadata {
-            name: name.into(),
-            attempt,
-        }),
-        image: Some(ImageSpec {
-            image: IMAGE.into(),
-            ..Default::default()
-        }),
-        labels: [
-            ("pod".to_string(), pod.to_string()),
-            ("container".to_string(), name.to_string()),
-        ]
-        .into(),
+        metadata: Some(ContainerMetadata { name: name.into(), attempt }),
+        image: Some(ImageSpec { image: IMAGE.into(), ..Default::default() }),
+        labels: [("pod".to_string(), pod.to_string()), ("container".to_string(), name.to_string())].into(),
         annotations: [("hash".to_string(), "abc".to_string())].into(),
         log_path: format!("{name}/{attempt}.log"),
         ..Default::default()
@@ -63,21 +53,8 @@ async fn sandbox(rt: &FakeRuntime, name: &str) -> String {
 }
 
 /// Creates and starts `name` in a new or given sandbox; returns the container id.
-async fn run(
-    rt: &FakeRuntime,
-    sandbox_id: &str,
-    pod_name: &str,
-    name: &str,
-    attempt: u32,
-) -> String {
-    let id = rt
-        .create_container(
-            sandbox_id,
-            &container(pod_name, name, attempt),
-            &pod(pod_name),
-        )
-        .await
-        .unwrap();
+async fn run(rt: &FakeRuntime, sandbox_id: &str, pod_name: &str, name: &str, attempt: u32) -> String {
+    let id = rt.create_container(sandbox_id, &container(pod_name, name, attempt), &pod(pod_name)).await.unwrap();
     rt.start_container(&id).await.unwrap();
     id
 }
@@ -90,13 +67,7 @@ fn state(status: &ContainerStatus) -> ContainerState {
 async fn scripted_exit_happens_at_virtual_time() {
     let wall = WallInstant::now();
     let rt = fake();
-    rt.script(
-        "job",
-        vec![Behaviour::Exit {
-            code: 0,
-            after: secs(10),
-        }],
-    );
+    rt.script("job", vec![Behaviour::Exit { code: 0, after: secs(10) }]);
     let mut events = rt.subscribe();
     let sb = sandbox(&rt, "p").await;
     let id = run(&rt, &sb, "p", "job", 0).await;
@@ -108,38 +79,20 @@ async fn scripted_exit_happens_at_virtual_time() {
     // The sandbox's own start comes first.
     assert_eq!(
         events.recv().await.unwrap(),
-        RuntimeEvent {
-            container_id: sb.clone(),
-            kind: RuntimeEventKind::Started
-        }
+        RuntimeEvent { container_id: sb.clone(), kind: RuntimeEventKind::Started }
     );
     assert_eq!(
         events.recv().await.unwrap(),
-        RuntimeEvent {
-            container_id: id.clone(),
-            kind: RuntimeEventKind::Started
-        }
+        RuntimeEvent { container_id: id.clone(), kind: RuntimeEventKind::Started }
     );
-    assert_eq!(
-        events.recv().await.unwrap(),
-        RuntimeEvent {
-            container_id: id.clone(),
-            kind: RuntimeEventKind::Exited
-        }
-    );
-    assert_eq!(
-        rt.clock().now(),
-        epoch() + jiff::SignedDuration::from_secs(10)
-    );
+    assert_eq!(events.recv().await.unwrap(), RuntimeEvent { container_id: id.clone(), kind: RuntimeEventKind::Exited });
+    assert_eq!(rt.clock().now(), epoch() + jiff::SignedDuration::from_secs(10));
 
     let status = rt.container_status(&id).await.unwrap();
     assert_eq!(state(&status), ContainerState::ContainerExited);
     assert_eq!((status.exit_code, status.reason.as_str()), (0, "Completed"));
     assert_eq!(status.finished_at, at(10));
-    assert!(
-        wall.elapsed() < Duration::from_secs(2),
-        "virtual time must not cost wall time"
-    );
+    assert!(wall.elapsed() < Duration::from_secs(2), "virtual time must not cost wall time");
 }
 
 #[tokio::test(start_paused = true)]
@@ -149,19 +102,10 @@ async fn status_carries_config() {
     let id = run(&rt, &sb, "p", "app", 0).await;
     let s = rt.container_status(&id).await.unwrap();
     assert_eq!(s.id, id);
-    assert_eq!(
-        s.metadata,
-        Some(ContainerMetadata {
-            name: "app".into(),
-            attempt: 0
-        })
-    );
+    assert_eq!(s.metadata, Some(ContainerMetadata { name: "app".into(), attempt: 0 }));
     assert_eq!(s.image.as_ref().map(|i| i.image.as_str()), Some(IMAGE));
     assert_eq!(s.image_ref, images::fake_digest(IMAGE));
-    assert_eq!(
-        rt.image_status(IMAGE).await.unwrap(),
-        Some(s.image_ref.clone())
-    );
+    assert_eq!(rt.image_status(IMAGE).await.unwrap(), Some(s.image_ref.clone()));
     assert_eq!(s.labels["container"], "app");
     assert_eq!(s.annotations["hash"], "abc");
     assert_eq!(s.log_path, "/var/log/pods/p/app/0.log");
@@ -172,15 +116,7 @@ async fn status_carries_config() {
     assert_eq!(sbs.network.unwrap().ip, "10.0.0.1");
     assert_eq!(sbs.labels["pod"], "p");
     let other = sandbox(&rt, "q").await;
-    assert_eq!(
-        rt.pod_sandbox_status(&other)
-            .await
-            .unwrap()
-            .network
-            .unwrap()
-            .ip,
-        "10.0.0.2"
-    );
+    assert_eq!(rt.pod_sandbox_status(&other).await.unwrap().network.unwrap().ip, "10.0.0.2");
 }
 
 #[tokio::test(start_paused = true)]
@@ -189,10 +125,7 @@ async fn default_is_run_forever_and_stop_sends_term() {
     let sb = sandbox(&rt, "p").await;
     let id = run(&rt, &sb, "p", "app", 0).await;
     tokio::time::sleep(secs(3600)).await;
-    assert_eq!(
-        state(&rt.container_status(&id).await.unwrap()),
-        ContainerState::ContainerRunning
-    );
+    assert_eq!(state(&rt.container_status(&id).await.unwrap()), ContainerState::ContainerRunning);
 
     rt.stop_container(&id, secs(30)).await.unwrap();
     let s = rt.container_status(&id).await.unwrap();
@@ -202,31 +135,16 @@ async fn default_is_run_forever_and_stop_sends_term() {
 
     // Stopping again, or a never-started container, is fine; an unknown one is not.
     rt.stop_container(&id, secs(30)).await.unwrap();
-    let created = rt
-        .create_container(&sb, &container("p", "other", 0), &pod("p"))
-        .await
-        .unwrap();
+    let created = rt.create_container(&sb, &container("p", "other", 0), &pod("p")).await.unwrap();
     rt.stop_container(&created, secs(30)).await.unwrap();
-    assert_eq!(
-        state(&rt.container_status(&created).await.unwrap()),
-        ContainerState::ContainerCreated
-    );
-    assert!(matches!(
-        rt.stop_container("nope", secs(1)).await,
-        Err(RuntimeError::NotFound(_))
-    ));
+    assert_eq!(state(&rt.container_status(&created).await.unwrap()), ContainerState::ContainerCreated);
+    assert!(matches!(rt.stop_container("nope", secs(1)).await, Err(RuntimeError::NotFound(_))));
 }
 
 #[tokio::test(start_paused = true)]
 async fn stop_cancels_a_pending_scripted_exit() {
     let rt = fake();
-    rt.script(
-        "app",
-        vec![Behaviour::Exit {
-            code: 1,
-            after: secs(10),
-        }],
-    );
+    rt.script("app", vec![Behaviour::Exit { code: 1, after: secs(10) }]);
     let sb = sandbox(&rt, "p").await;
     let id = run(&rt, &sb, "p", "app", 0).await;
     tokio::time::sleep(secs(2)).await;
@@ -250,25 +168,14 @@ async fn ignore_term_dies_at_sigkill() {
         tokio::spawn(async move { rt.stop_container(&id, secs(30)).await })
     };
     tokio::time::sleep(secs(29)).await;
-    assert_eq!(
-        state(&rt.container_status(&id).await.unwrap()),
-        ContainerState::ContainerRunning
-    );
+    assert_eq!(state(&rt.container_status(&id).await.unwrap()), ContainerState::ContainerRunning);
     stopping.await.unwrap().unwrap();
     let s = rt.container_status(&id).await.unwrap();
-    assert_eq!(
-        (s.exit_code, s.reason.as_str(), s.finished_at),
-        (137, "Error", at(30))
-    );
+    assert_eq!((s.exit_code, s.reason.as_str(), s.finished_at), (137, "Error", at(30)));
 
-    let kinds: Vec<_> = std::iter::from_fn(|| events.try_recv().ok())
-        .filter(|e| e.container_id == id)
-        .map(|e| e.kind)
-        .collect();
-    assert_eq!(
-        kinds,
-        vec![RuntimeEventKind::Started, RuntimeEventKind::Exited]
-    );
+    let kinds: Vec<_> =
+        std::iter::from_fn(|| events.try_recv().ok()).filter(|e| e.container_id == id).map(|e| e.kind).collect();
+    assert_eq!(kinds, vec![RuntimeEventKind::Started, RuntimeEventKind::Exited]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -279,10 +186,7 @@ async fn oom_kill() {
     let id = run(&rt, &sb, "p", "hog", 0).await;
     tokio::time::sleep(secs(6)).await;
     let s = rt.container_status(&id).await.unwrap();
-    assert_eq!(
-        (s.exit_code, s.reason.as_str(), s.finished_at),
-        (137, "OOMKilled", at(5))
-    );
+    assert_eq!((s.exit_code, s.reason.as_str(), s.finished_at), (137, "OOMKilled", at(5)));
 }
 
 #[tokio::test(start_paused = true)]
@@ -292,57 +196,32 @@ async fn script_steps_follow_creation_order_and_last_repeats() {
         "app",
         vec![
             Behaviour::FailCreate("boom".into()),
-            Behaviour::Exit {
-                code: 2,
-                after: Duration::ZERO,
-            },
+            Behaviour::Exit { code: 2, after: Duration::ZERO },
             Behaviour::RunForever,
         ],
     );
     let sb = sandbox(&rt, "p").await;
-    let err = rt
-        .create_container(&sb, &container("p", "app", 0), &pod("p"))
-        .await
-        .unwrap_err();
+    let err = rt.create_container(&sb, &container("p", "app", 0), &pod("p")).await.unwrap_err();
     assert_eq!(err, RuntimeError::Failed("boom".into()));
 
     // `after: 0` has exited by the time start returns.
     let first = run(&rt, &sb, "p", "app", 0).await;
     let s = rt.container_status(&first).await.unwrap();
-    assert_eq!(
-        (state(&s), s.exit_code, s.reason.as_str()),
-        (ContainerState::ContainerExited, 2, "Error")
-    );
+    assert_eq!((state(&s), s.exit_code, s.reason.as_str()), (ContainerState::ContainerExited, 2, "Error"));
 
     let second = run(&rt, &sb, "p", "app", 1).await;
     let third = run(&rt, &sb, "p", "app", 2).await;
     tokio::time::sleep(secs(100)).await;
     for id in [second, third] {
-        assert_eq!(
-            state(&rt.container_status(&id).await.unwrap()),
-            ContainerState::ContainerRunning
-        );
+        assert_eq!(state(&rt.container_status(&id).await.unwrap()), ContainerState::ContainerRunning);
     }
 }
 
 #[tokio::test(start_paused = true)]
 async fn pod_scripts_override_name_scripts() {
     let rt = fake();
-    rt.script(
-        "app",
-        vec![Behaviour::Exit {
-            code: 0,
-            after: Duration::ZERO,
-        }],
-    );
-    rt.script_pod(
-        "special",
-        "app",
-        vec![Behaviour::Exit {
-            code: 9,
-            after: Duration::ZERO,
-        }],
-    );
+    rt.script("app", vec![Behaviour::Exit { code: 0, after: Duration::ZERO }]);
+    rt.script_pod("special", "app", vec![Behaviour::Exit { code: 9, after: Duration::ZERO }]);
     let a = sandbox(&rt, "plain").await;
     let b = sandbox(&rt, "special").await;
     let in_a = run(&rt, &a, "plain", "app", 0).await;
@@ -354,25 +233,14 @@ async fn pod_scripts_override_name_scripts() {
 #[tokio::test(start_paused = true)]
 async fn start_failure_is_start_error() {
     let rt = fake();
-    rt.script(
-        "bad",
-        vec![Behaviour::FailStart(
-            "exec: \"nope\": executable file not found in $PATH".into(),
-        )],
-    );
+    rt.script("bad", vec![Behaviour::FailStart("exec: \"nope\": executable file not found in $PATH".into())]);
     let mut events = rt.subscribe();
     let sb = sandbox(&rt, "p").await;
-    let id = rt
-        .create_container(&sb, &container("p", "bad", 0), &pod("p"))
-        .await
-        .unwrap();
+    let id = rt.create_container(&sb, &container("p", "bad", 0), &pod("p")).await.unwrap();
     let err = rt.start_container(&id).await.unwrap_err();
     assert!(matches!(&err, RuntimeError::Failed(m) if m.contains("executable file not found")));
     let s = rt.container_status(&id).await.unwrap();
-    assert_eq!(
-        (state(&s), s.exit_code, s.reason.as_str()),
-        (ContainerState::ContainerExited, 128, "StartError")
-    );
+    assert_eq!((state(&s), s.exit_code, s.reason.as_str()), (ContainerState::ContainerExited, 128, "StartError"));
     assert!(s.message.contains("executable file not found"));
     // Only the sandbox's start: a failed start emits nothing.
     assert_eq!(events.try_recv().unwrap().container_id, sb);
@@ -385,56 +253,28 @@ async fn start_failure_is_start_error() {
 async fn create_checks_sandbox_image_and_name() {
     let rt = fake();
     assert!(matches!(
-        rt.create_container("nope", &container("p", "app", 0), &pod("p"))
-            .await,
+        rt.create_container("nope", &container("p", "app", 0), &pod("p")).await,
         Err(RuntimeError::NotFound(_))
     ));
     let sb = sandbox(&rt, "p").await;
     let mut missing = container("p", "app", 0);
-    missing.image = Some(ImageSpec {
-        image: "nginx".into(),
-        ..Default::default()
-    });
-    let err = rt
-        .create_container(&sb, &missing, &pod("p"))
-        .await
-        .unwrap_err();
-    assert_eq!(
-        err,
-        RuntimeError::NotFound("failed to resolve image \"nginx\": not found".into())
-    );
+    missing.image = Some(ImageSpec { image: "nginx".into(), ..Default::default() });
+    let err = rt.create_container(&sb, &missing, &pod("p")).await.unwrap_err();
+    assert_eq!(err, RuntimeError::NotFound("failed to resolve image \"nginx\": not found".into()));
 
     run(&rt, &sb, "p", "app", 0).await;
-    let err = rt
-        .create_container(&sb, &container("p", "app", 0), &pod("p"))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, RuntimeError::Failed(m) if m.contains("is reserved")),
-        "{err:?}"
-    );
+    let err = rt.create_container(&sb, &container("p", "app", 0), &pod("p")).await.unwrap_err();
+    assert!(matches!(&err, RuntimeError::Failed(m) if m.contains("is reserved")), "{err:?}");
 
     rt.stop_pod_sandbox(&sb).await.unwrap();
-    let err = rt
-        .create_container(&sb, &container("p", "app", 1), &pod("p"))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, RuntimeError::Failed(m) if m.contains("not running")),
-        "{err:?}"
-    );
+    let err = rt.create_container(&sb, &container("p", "app", 1), &pod("p")).await.unwrap_err();
+    assert!(matches!(&err, RuntimeError::Failed(m) if m.contains("not running")), "{err:?}");
 }
 
 #[tokio::test(start_paused = true)]
 async fn sandbox_stop_kills_and_remove_cleans_up() {
     let rt = fake();
-    rt.script(
-        "done",
-        vec![Behaviour::Exit {
-            code: 0,
-            after: Duration::ZERO,
-        }],
-    );
+    rt.script("done", vec![Behaviour::Exit { code: 0, after: Duration::ZERO }]);
     let sb = sandbox(&rt, "p").await;
     let running = run(&rt, &sb, "p", "app", 0).await;
     let exited = run(&rt, &sb, "p", "done", 0).await;
@@ -442,36 +282,17 @@ async fn sandbox_stop_kills_and_remove_cleans_up() {
     let other = run(&rt, &other_sb, "q", "app", 0).await;
 
     rt.stop_pod_sandbox(&sb).await.unwrap();
-    assert_eq!(
-        rt.pod_sandbox_status(&sb).await.unwrap().state,
-        PodSandboxState::SandboxNotready as i32
-    );
+    assert_eq!(rt.pod_sandbox_status(&sb).await.unwrap().state, PodSandboxState::SandboxNotready as i32);
     assert_eq!(rt.container_status(&running).await.unwrap().exit_code, 137);
-    assert_eq!(
-        rt.container_status(&exited).await.unwrap().exit_code,
-        0,
-        "already exited: untouched"
-    );
-    assert_eq!(
-        state(&rt.container_status(&other).await.unwrap()),
-        ContainerState::ContainerRunning
-    );
+    assert_eq!(rt.container_status(&exited).await.unwrap().exit_code, 0, "already exited: untouched");
+    assert_eq!(state(&rt.container_status(&other).await.unwrap()), ContainerState::ContainerRunning);
 
     rt.remove_pod_sandbox(&sb).await.unwrap();
-    assert!(matches!(
-        rt.pod_sandbox_status(&sb).await,
-        Err(RuntimeError::NotFound(_))
-    ));
-    assert!(matches!(
-        rt.container_status(&running).await,
-        Err(RuntimeError::NotFound(_))
-    ));
+    assert!(matches!(rt.pod_sandbox_status(&sb).await, Err(RuntimeError::NotFound(_))));
+    assert!(matches!(rt.container_status(&running).await, Err(RuntimeError::NotFound(_))));
     rt.remove_pod_sandbox(&sb).await.unwrap();
     rt.remove_container(&running).await.unwrap();
-    assert!(matches!(
-        rt.stop_pod_sandbox(&sb).await,
-        Err(RuntimeError::NotFound(_))
-    ));
+    assert!(matches!(rt.stop_pod_sandbox(&sb).await, Err(RuntimeError::NotFound(_))));
     assert_eq!(rt.stats().containers, 1);
 }
 
@@ -484,49 +305,18 @@ async fn lists_filter_by_labels() {
     let a2 = run(&rt, &a, "a", "two", 0).await;
     let b1 = run(&rt, &b, "b", "one", 0).await;
     let ids = |v: Vec<ContainerStatus>| v.into_iter().map(|c| c.id).collect::<Vec<_>>();
-    let sel = |pairs: &[(&str, &str)]| {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    };
+    let sel = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
 
-    assert_eq!(
-        ids(rt.list_containers(&sel(&[("pod", "a")])).await.unwrap()),
-        vec![a1.clone(), a2.clone()]
-    );
-    assert_eq!(
-        ids(rt
-            .list_containers(&sel(&[("container", "one")]))
-            .await
-            .unwrap()),
-        vec![a1.clone(), b1.clone()]
-    );
-    assert_eq!(
-        ids(rt
-            .list_containers(&sel(&[("pod", "b"), ("container", "one")]))
-            .await
-            .unwrap()),
-        vec![b1.clone()]
-    );
-    assert!(
-        rt.list_containers(&sel(&[("pod", "c")]))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(ids(rt.list_containers(&sel(&[("pod", "a")])).await.unwrap()), vec![a1.clone(), a2.clone()]);
+    assert_eq!(ids(rt.list_containers(&sel(&[("container", "one")])).await.unwrap()), vec![a1.clone(), b1.clone()]);
+    assert_eq!(ids(rt.list_containers(&sel(&[("pod", "b"), ("container", "one")])).await.unwrap()), vec![b1.clone()]);
+    assert!(rt.list_containers(&sel(&[("pod", "c")])).await.unwrap().is_empty());
     assert_eq!(rt.list_containers(&BTreeMap::new()).await.unwrap().len(), 3);
     let sandboxes = rt.list_pod_sandboxes(&sel(&[("pod", "b")])).await.unwrap();
-    assert_eq!(
-        sandboxes.into_iter().map(|s| s.id).collect::<Vec<_>>(),
-        vec![b.clone()]
-    );
+    assert_eq!(sandboxes.into_iter().map(|s| s.id).collect::<Vec<_>>(), vec![b.clone()]);
 
     rt.remove_container(&a2).await.unwrap();
-    assert_eq!(
-        ids(rt.list_containers(&sel(&[("pod", "a")])).await.unwrap()),
-        vec![a1]
-    );
+    assert_eq!(ids(rt.list_containers(&sel(&[("pod", "a")])).await.unwrap()), vec![a1]);
     assert_eq!(rt.stats().list_containers, 6);
 }
 
@@ -537,17 +327,9 @@ async fn images_and_pulls() {
     assert_eq!(rt.image_status("busybox").await.unwrap(), None);
     rt.allow_pull_taking("busybox", secs(3));
     let image_ref = rt.pull_image("busybox", None, &p).await.unwrap();
-    assert_eq!(
-        rt.clock().now(),
-        epoch() + jiff::SignedDuration::from_secs(3)
-    );
+    assert_eq!(rt.clock().now(), epoch() + jiff::SignedDuration::from_secs(3));
     // Normalized as containerd does: the short and the full name are one image.
-    assert_eq!(
-        rt.image_status("docker.io/library/busybox:latest")
-            .await
-            .unwrap(),
-        Some(image_ref)
-    );
+    assert_eq!(rt.image_status("docker.io/library/busybox:latest").await.unwrap(), Some(image_ref));
 
     let err = rt.pull_image("nope:1", None, &p).await.unwrap_err();
     assert_eq!(
@@ -560,52 +342,23 @@ async fn images_and_pulls() {
     );
 
     rt.allow_pull_with_auth("127.0.0.1:5000/private", "u", "p");
-    let err = rt
-        .pull_image("127.0.0.1:5000/private", None, &p)
-        .await
-        .unwrap_err();
+    let err = rt.pull_image("127.0.0.1:5000/private", None, &p).await.unwrap_err();
     assert!(matches!(&err, RuntimeError::Failed(m) if m.contains("401 Unauthorized")));
-    let auth = AuthConfig {
-        username: "u".into(),
-        password: "p".into(),
-        ..Default::default()
-    };
-    rt.pull_image("127.0.0.1:5000/private", Some(&auth), &p)
-        .await
-        .unwrap();
+    let auth = AuthConfig { username: "u".into(), password: "p".into(), ..Default::default() };
+    rt.pull_image("127.0.0.1:5000/private", Some(&auth), &p).await.unwrap();
 
     let pulls: Vec<_> = rt.calls_for_pod("p").into_iter().map(|(_, c)| c).collect();
     assert_eq!(pulls.len(), 4);
-    assert_eq!(
-        pulls[0],
-        Call::PullImage {
-            image: "busybox".into()
-        }
-    );
+    assert_eq!(pulls[0], Call::PullImage { image: "busybox".into() });
 }
 
 #[tokio::test(start_paused = true)]
 async fn exec_scripts() {
     let rt = fake();
-    rt.script_exec(
-        "app",
-        vec![
-            ExecResult {
-                exit_code: 1,
-                ..Default::default()
-            },
-            ExecResult::default(),
-        ],
-    );
-    rt.script_exec(
-        "slow",
-        vec![ExecBehaviour::Slow(secs(5), ExecResult::default())],
-    );
+    rt.script_exec("app", vec![ExecResult { exit_code: 1, ..Default::default() }, ExecResult::default()]);
+    rt.script_exec("slow", vec![ExecBehaviour::Slow(secs(5), ExecResult::default())]);
     rt.script_exec_fn("echo", |cmd| {
-        ExecBehaviour::Reply(ExecResult {
-            stdout: cmd.join(" ").into_bytes(),
-            ..Default::default()
-        })
+        ExecBehaviour::Reply(ExecResult { stdout: cmd.join(" ").into_bytes(), ..Default::default() })
     });
     let sb = sandbox(&rt, "p").await;
     let app = run(&rt, &sb, "p", "app", 0).await;
@@ -614,68 +367,32 @@ async fn exec_scripts() {
     let plain = run(&rt, &sb, "p", "plain", 0).await;
     let cmd = vec!["cat".to_string(), "/tmp/ready".to_string()];
 
-    assert_eq!(
-        rt.exec_sync(&app, &cmd, secs(1)).await.unwrap().exit_code,
-        1
-    );
-    assert_eq!(
-        rt.exec_sync(&app, &cmd, secs(1)).await.unwrap().exit_code,
-        0
-    );
-    assert_eq!(
-        rt.exec_sync(&app, &cmd, secs(1)).await.unwrap().exit_code,
-        0
-    );
-    assert_eq!(
-        rt.exec_sync(&plain, &cmd, secs(1)).await.unwrap(),
-        ExecResult::default()
-    );
-    assert_eq!(
-        rt.exec_sync(&echo, &cmd, secs(1)).await.unwrap().stdout,
-        b"cat /tmp/ready"
-    );
+    assert_eq!(rt.exec_sync(&app, &cmd, secs(1)).await.unwrap().exit_code, 1);
+    assert_eq!(rt.exec_sync(&app, &cmd, secs(1)).await.unwrap().exit_code, 0);
+    assert_eq!(rt.exec_sync(&app, &cmd, secs(1)).await.unwrap().exit_code, 0);
+    assert_eq!(rt.exec_sync(&plain, &cmd, secs(1)).await.unwrap(), ExecResult::default());
+    assert_eq!(rt.exec_sync(&echo, &cmd, secs(1)).await.unwrap().stdout, b"cat /tmp/ready");
 
     let err = rt.exec_sync(&slow, &cmd, secs(1)).await.unwrap_err();
-    assert_eq!(
-        err,
-        RuntimeError::DeadlineExceeded("timeout 1s exceeded".into())
-    );
-    assert_eq!(
-        rt.clock().now(),
-        epoch() + jiff::SignedDuration::from_secs(1)
-    );
+    assert_eq!(err, RuntimeError::DeadlineExceeded("timeout 1s exceeded".into()));
+    assert_eq!(rt.clock().now(), epoch() + jiff::SignedDuration::from_secs(1));
     rt.exec_sync(&slow, &cmd, secs(10)).await.unwrap();
-    assert_eq!(
-        rt.clock().now(),
-        epoch() + jiff::SignedDuration::from_secs(6)
-    );
+    assert_eq!(rt.clock().now(), epoch() + jiff::SignedDuration::from_secs(6));
 
     rt.stop_container(&plain, secs(1)).await.unwrap();
-    assert!(matches!(
-        rt.exec_sync(&plain, &cmd, secs(1)).await,
-        Err(RuntimeError::Failed(_))
-    ));
+    assert!(matches!(rt.exec_sync(&plain, &cmd, secs(1)).await, Err(RuntimeError::Failed(_))));
 }
 
 #[tokio::test(start_paused = true)]
 async fn call_log_records_actions_with_times() {
     let rt = fake();
-    rt.script(
-        "init",
-        vec![Behaviour::Exit {
-            code: 0,
-            after: secs(2),
-        }],
-    );
+    rt.script("init", vec![Behaviour::Exit { code: 0, after: secs(2) }]);
     let sb = sandbox(&rt, "p").await;
     let init = run(&rt, &sb, "p", "init", 0).await;
     let mut events = rt.subscribe();
-    while events.recv().await.unwrap()
-        != (RuntimeEvent {
-            container_id: init.clone(),
-            kind: RuntimeEventKind::Exited,
-        })
-    {}
+    while events.recv().await.unwrap() != (RuntimeEvent { container_id: init.clone(), kind: RuntimeEventKind::Exited })
+    {
+    }
     rt.container_status(&init).await.unwrap();
     let app = run(&rt, &sb, "p", "app", 0).await;
     rt.stop_container(&app, secs(30)).await.unwrap();
@@ -688,36 +405,12 @@ async fn call_log_records_actions_with_times() {
     assert_eq!(
         rt.calls(),
         vec![
-            (
-                t(0),
-                Call::RunPodSandbox {
-                    name: name("p"),
-                    attempt: 0
-                }
-            ),
-            (
-                t(0),
-                Call::CreateContainer {
-                    name: name("init"),
-                    attempt: 0
-                }
-            ),
+            (t(0), Call::RunPodSandbox { name: name("p"), attempt: 0 }),
+            (t(0), Call::CreateContainer { name: name("init"), attempt: 0 }),
             (t(0), Call::StartContainer { name: name("init") }),
-            (
-                t(2),
-                Call::CreateContainer {
-                    name: name("app"),
-                    attempt: 0
-                }
-            ),
+            (t(2), Call::CreateContainer { name: name("app"), attempt: 0 }),
             (t(2), Call::StartContainer { name: name("app") }),
-            (
-                t(2),
-                Call::StopContainer {
-                    name: name("app"),
-                    timeout: secs(30)
-                }
-            ),
+            (t(2), Call::StopContainer { name: name("app"), timeout: secs(30) }),
             (t(2), Call::RemoveContainer { name: name("app") }),
             (t(2), Call::StopPodSandbox { name: name("p") }),
             (t(2), Call::RemovePodSandbox { name: name("p") }),
@@ -737,26 +430,17 @@ async fn latency_applies_to_every_call() {
     let sb = sandbox(&rt, "p").await;
     run(&rt, &sb, "p", "app", 0).await;
     rt.list_containers(&BTreeMap::new()).await.unwrap();
-    assert_eq!(
-        rt.clock().now(),
-        epoch() + jiff::SignedDuration::from_millis(40)
-    );
+    assert_eq!(rt.clock().now(), epoch() + jiff::SignedDuration::from_millis(40));
 }
 
 #[tokio::test(start_paused = true)]
 async fn runtime_handlers() {
     let rt = fake();
     let err = rt.run_pod_sandbox(&pod("p"), "kata").await.unwrap_err();
-    assert_eq!(
-        err,
-        RuntimeError::Failed("no runtime for \"kata\" is configured".into())
-    );
+    assert_eq!(err, RuntimeError::Failed("no runtime for \"kata\" is configured".into()));
     rt.add_runtime_handler("kata");
     let sb = rt.run_pod_sandbox(&pod("p"), "kata").await.unwrap();
-    assert_eq!(
-        rt.pod_sandbox_status(&sb).await.unwrap().runtime_handler,
-        "kata"
-    );
+    assert_eq!(rt.pod_sandbox_status(&sb).await.unwrap().runtime_handler, "kata");
 }
 
 #[tokio::test(start_paused = true)]
@@ -770,17 +454,8 @@ async fn crash_and_sandbox_death_helpers() {
     assert_eq!(rt.container_status(&id).await.unwrap().reason, "Error");
     assert!(rt.kill_sandbox(&sb));
     assert_eq!(events.try_recv().unwrap().container_id, id);
-    assert_eq!(
-        events.try_recv().unwrap(),
-        RuntimeEvent {
-            container_id: sb.clone(),
-            kind: RuntimeEventKind::Exited
-        }
-    );
-    let err = rt
-        .create_container(&sb, &container("p", "app", 1), &pod("p"))
-        .await
-        .unwrap_err();
+    assert_eq!(events.try_recv().unwrap(), RuntimeEvent { container_id: sb.clone(), kind: RuntimeEventKind::Exited });
+    let err = rt.create_container(&sb, &container("p", "app", 1), &pod("p")).await.unwrap_err();
     assert!(matches!(err, RuntimeError::Failed(_)));
 }
 
@@ -790,13 +465,7 @@ async fn crash_and_sandbox_death_helpers() {
 async fn thousand_pods_are_cheap_and_freed() {
     let rt = fake();
     rt.set_call_log(false);
-    rt.script(
-        "init",
-        vec![Behaviour::Exit {
-            code: 0,
-            after: Duration::ZERO,
-        }],
-    );
+    rt.script("init", vec![Behaviour::Exit { code: 0, after: Duration::ZERO }]);
     let wall = WallInstant::now();
     let mut actions = 0u32;
     let mut sandboxes = Vec::new();
