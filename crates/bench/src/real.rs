@@ -4,7 +4,7 @@
 //! podwright's extra time goes.
 
 use crate::counted::{Counted, Span};
-use crate::measure::Summary;
+use crate::measure::{self, Summary};
 use crate::pod;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
@@ -337,8 +337,7 @@ impl RealReport {
         let empty = Summary { median: f64::NAN, min: f64::NAN, max: f64::NAN };
         let sum = |m: &BTreeMap<String, Vec<Duration>>, n: &str| m.get(n).map_or(empty, |v| Summary::of(v));
         let phases = order.into_iter().filter(|n| !n.starts_with("reads")).map(|n| (n.clone(), sum(&f, &n), sum(&p, &n))).collect();
-        // Summary works in ms: feed it counts as ms to get their median.
-        let reads = |v: &[Trace]| Summary::of(&v.iter().map(|t| Duration::from_millis(t.reads)).collect::<Vec<_>>()).median;
+        let reads = |v: &[Trace]| measure::median(&v.iter().map(|t| t.reads as f64).collect::<Vec<_>>());
         RealReport { runtime, floor: dur(floor), podwright: dur(podwright), phases, floor_reads: reads(floor), podwright_reads: reads(podwright) }
     }
 
@@ -353,12 +352,17 @@ impl RealReport {
     pub fn print(&self) {
         let (f, p) = (Summary::of(&self.floor), Summary::of(&self.podwright));
         let ratio = p.median / f.median;
+        // Each podwright run over the floor run just before it: less sensitive to the machine's
+        // load drifting during the benchmark.
+        let pairs: Vec<f64> = self.floor.iter().zip(&self.podwright).map(|(f, p)| p.as_secs_f64() / f.as_secs_f64()).collect();
+        let paired = measure::median(&pairs);
         println!("real runtime ({}), one pod of 2 init + 1 app (sh -c 'exit 0'), {} runs each, interleaved", self.runtime, self.floor.len());
         println!("  {:<24} {:>10} {:>10} {:>10}", "start -> Succeeded (ms)", "median", "min", "max");
         println!("  {:<24} {:>10.2} {:>10.2} {:>10.2}", "floor (bare CRI calls)", f.median, f.min, f.max);
         println!("  {:<24} {:>10.2} {:>10.2} {:>10.2}", "podwright (pod worker)", p.median, p.min, p.max);
         let verdict = if ratio <= TARGET_RATIO { "ok" } else { "MISSED" };
         println!("  ratio podwright/floor: {ratio:.3}   target <= {TARGET_RATIO:.2}  {verdict}");
+        println!("  median of the per-pair ratios: {paired:.3}");
         println!("  where the time goes (median ms per phase; a phase is measured from the end of the one before):");
         println!("  {:<54} {:>9} {:>9} {:>9}", "phase", "floor", "podwright", "extra");
         for (name, f, p) in &self.phases {
@@ -374,5 +378,6 @@ impl RealReport {
         println!("podwright_min_ms: {:.2}", p.min);
         println!("podwright_max_ms: {:.2}", p.max);
         println!("ratio: {ratio:.3}");
+        println!("paired_ratio: {paired:.3}");
     }
 }
