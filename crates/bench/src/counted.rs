@@ -8,9 +8,9 @@ use podwright_runtime::{
 };
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// One runtime call: what, when it was issued and when it returned.
@@ -54,7 +54,10 @@ impl Counted {
 
     /// The recorded spans since the last call, oldest first.
     pub fn take_timeline(&self) -> Vec<Span> {
-        self.timeline.as_ref().map(|t| std::mem::take(&mut *t.lock().unwrap_or_else(|e| e.into_inner()))).unwrap_or_default()
+        self.timeline
+            .as_ref()
+            .map(|t| std::mem::take(&mut *t.lock().unwrap_or_else(|e| e.into_inner())))
+            .unwrap_or_default()
     }
 
     async fn call<T>(&self, op: &'static str, kind: Kind, fut: impl Future<Output = T>) -> T {
@@ -97,7 +100,8 @@ impl RuntimeService for Counted {
         config: &ContainerConfig,
         sandbox_config: &PodSandboxConfig,
     ) -> RuntimeResult<String> {
-        self.call("CreateContainer", Kind::Action, self.inner.create_container(sandbox_id, config, sandbox_config)).await
+        self.call("CreateContainer", Kind::Action, self.inner.create_container(sandbox_id, config, sandbox_config))
+            .await
     }
     async fn start_container(&self, container_id: &str) -> RuntimeResult<()> {
         self.call("StartContainer", Kind::Action, self.inner.start_container(container_id)).await

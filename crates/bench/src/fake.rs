@@ -85,12 +85,20 @@ impl FakeReport {
         let (lps, kib) = (self.lifecycles_per_s(), self.kib_per_pod());
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let per_pod = |bytes: isize| bytes as f64 / 1024.0 / self.pods.max(1) as f64;
-        println!("fake runtime, {} pods at once (2 init + 1 app, exit 0 at once), {} succeeded", self.pods, self.succeeded);
+        println!(
+            "fake runtime, {} pods at once (2 init + 1 app, exit 0 at once), {} succeeded",
+            self.pods, self.succeeded
+        );
         println!("  {:<36} {:>10}", "figure", "value");
         println!("  {:<36} {:>10.1}", "run until all finished (ms)", ms(self.run));
         println!("  {:<36} {:>10.1}", "remove all (ms)", ms(self.remove));
         let target = format!("target >= {TARGET_LIFECYCLES_PER_S:.0}");
-        println!("  {:<36} {:>10.0}   {target}  {}", "pod lifecycles per second", lps, ok(lps >= TARGET_LIFECYCLES_PER_S));
+        println!(
+            "  {:<36} {:>10.0}   {target}  {}",
+            "pod lifecycles per second",
+            lps,
+            ok(lps >= TARGET_LIFECYCLES_PER_S)
+        );
         println!("  {:<36} {:>10.1}", "process CPU (ms)", ms(self.cpu));
         println!("  {:<36} {:>10}", "runtime actions (state changes)", self.actions);
         println!("  {:<36} {:>10}", "runtime reads (status, list)", self.reads);
@@ -222,7 +230,10 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
 
     let left = fake.stats();
     if left.sandboxes + left.containers > 0 {
-        return Err(format!("the fake still holds {} sandboxes and {} containers after removal", left.sandboxes, left.containers));
+        return Err(format!(
+            "the fake still holds {} sandboxes and {} containers after removal",
+            left.sandboxes, left.containers
+        ));
     }
     let succeeded = finished.iter().filter(|p| pod::phase(p) == Some("Succeeded")).count();
     let events = engine.events.snapshot().len();
@@ -270,7 +281,8 @@ async fn fake_alone(template: &Pod, pods: usize, root: &Path) -> Result<isize, S
         let id = fake.run_pod_sandbox(&sandbox_config, "").await.map_err(|e| format!("fake alone: {e}"))?;
         for sc in all_containers(pod) {
             let config = cri_config::container_config(pod, &sc, 0, &id, "", root);
-            let c = fake.create_container(&id, &config, &sandbox_config).await.map_err(|e| format!("fake alone: {e}"))?;
+            let c =
+                fake.create_container(&id, &config, &sandbox_config).await.map_err(|e| format!("fake alone: {e}"))?;
             fake.start_container(&c).await.map_err(|e| format!("fake alone: {e}"))?;
         }
         sandboxes.push(id);

@@ -37,7 +37,9 @@ static ALLOC: alloc::Counting = alloc::Counting;
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("PODWRIGHT_LOG").unwrap_or_else(|_| "error".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("PODWRIGHT_LOG").unwrap_or_else(|_| "error".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();

@@ -19,7 +19,8 @@ pub fn cpu_time() -> Duration {
 
 /// A `kB` field of /proc/self/status (`VmRSS`, `VmHWM`), in KiB.
 pub fn status_kib(field: &str) -> Result<u64, String> {
-    let text = std::fs::read_to_string("/proc/self/status").map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
+    let text =
+        std::fs::read_to_string("/proc/self/status").map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
     text.lines()
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())

@@ -22,7 +22,8 @@ spec:
 
 /// The admitted (defaulted, validated) template; give each copy its own name and uid.
 pub fn template() -> Result<Pod, String> {
-    let mut pods = podwright_api::load_str("bench-pod.yaml", MANIFEST).map_err(|e| format!("the benchmark pod does not load: {e}"))?;
+    let mut pods = podwright_api::load_str("bench-pod.yaml", MANIFEST)
+        .map_err(|e| format!("the benchmark pod does not load: {e}"))?;
     match pods.pop() {
         Some((pod, _warnings)) if pods.is_empty() => Ok(pod),
         _ => Err("the benchmark manifest must hold exactly one pod".into()),

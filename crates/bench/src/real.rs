@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::watch;
 
 pub const TARGET_RATIO: f64 = 1.10;
@@ -86,7 +87,10 @@ pub async fn run(args: &RealArgs) -> Result<RealReport, String> {
         None => {
             let embedded = EmbeddedRuntime::new(&args.root_dir);
             embedded.ensure_running().await.map_err(|e| {
-                format!("could not start the embedded containerd under {}: {e}\nRun scripts/setup first.", args.root_dir.display())
+                format!(
+                    "could not start the embedded containerd under {}: {e}\nRun scripts/setup first.",
+                    args.root_dir.display()
+                )
             })?;
             embedded.endpoint()
         }
@@ -100,9 +104,13 @@ pub async fn run(args: &RealArgs) -> Result<RealReport, String> {
     let mut rx = runtime.subscribe();
     let sink = events.clone();
     tokio::spawn(async move {
-        while let Ok(ev) = rx.recv().await {
-            if ev.kind == RuntimeEventKind::Exited {
-                sink.lock().unwrap_or_else(|e| e.into_inner()).push((Instant::now(), ev.container_id));
+        loop {
+            match rx.recv().await {
+                Ok(ev) if ev.kind == RuntimeEventKind::Exited => {
+                    sink.lock().unwrap_or_else(|e| e.into_inner()).push((Instant::now(), ev.container_id));
+                }
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return,
             }
         }
     });
@@ -133,7 +141,9 @@ pub async fn run(args: &RealArgs) -> Result<RealReport, String> {
     }
     let report = RealReport::new(version, &floor, &podwright);
     // A run far off the median is a stall worth seeing call by call.
-    for (kind, traces, median) in [("floor", &floor, report.floor_median()), ("podwright", &podwright, report.podwright_median())] {
+    for (kind, traces, median) in
+        [("floor", &floor, report.floor_median()), ("podwright", &podwright, report.podwright_median())]
+    {
         for (i, t) in traces.iter().enumerate() {
             if !args.trace && t.total > 2.0 * median {
                 print_trace(&format!("outlier: {kind} run {i} (median {median:.2} ms)"), t);
@@ -163,7 +173,8 @@ impl Bench {
         let reads0 = self.counted.reads();
         let (wall0, t0) = (Timestamp::now(), Instant::now());
 
-        let sandbox = rt.run_pod_sandbox(&sandbox_config, "").await.map_err(|e| format!("floor: RunPodSandbox: {e}"))?;
+        let sandbox =
+            rt.run_pod_sandbox(&sandbox_config, "").await.map_err(|e| format!("floor: RunPodSandbox: {e}"))?;
         let mut ids = vec![];
         let mut result = Ok(());
         for sc in all_containers(&pod) {
@@ -273,33 +284,43 @@ fn since(wall0: Timestamp, nanos: i64) -> Option<f64> {
     (nanos > 0).then(|| (nanos as i128 - wall0.as_nanosecond()) as f64 / 1e6)
 }
 
-/// The critical path of one run cut into named phases, in ms.
+/// The critical path of one run cut into consecutive named phases, in ms; rows in parentheses
+/// split the phase above them (podwright runs: when the exit event arrived).
 fn phases(t: &Trace) -> Vec<(String, f64)> {
     let nth = |op: &str, n: usize| t.spans.iter().filter(|s| s.0 == op).nth(n).map(|s| (s.1, s.2));
     let mut out = vec![];
     let mut cursor = 0.0;
-    let mut push = |name: String, upto: Option<f64>, out: &mut Vec<(String, f64)>| {
+    let mut push = |out: &mut Vec<(String, f64)>, name: String, upto: Option<f64>| {
         if let Some(upto) = upto {
             out.push((name, upto - cursor));
             cursor = upto;
         }
     };
-    push("RunPodSandbox".into(), nth("RunPodSandbox", 0).map(|s| s.1), &mut out);
+    // The split of the wait after an exit, shown under that wait.
+    let mut split = vec![];
+    push(&mut out, "RunPodSandbox".into(), nth("RunPodSandbox", 0).map(|s| s.1));
     for (i, c) in CONTAINERS.iter().enumerate() {
         let create = nth("CreateContainer", i);
-        let start = nth("StartContainer", i);
-        let before = if i == 0 { "sandbox ready" } else { CONTAINERS[i - 1] };
-        let gap_name = if i == 0 { format!("{before} -> create {c}") } else { format!("{before} exit -> create {c}") };
-        push(gap_name, create.map(|s| s.0), &mut out);
-        push(format!("CreateContainer {c}"), create.map(|s| s.1), &mut out);
-        push(format!("created -> StartContainer {c} returns"), start.map(|s| s.1), &mut out);
-        push(format!("{c} start returns -> exit"), t.exits[i], &mut out);
-        if let Some(ev) = t.events[i] {
-            out.push((format!("  ({c} exit -> Exited event delivered)"), ev - t.exits[i].unwrap_or(ev)));
+        let name = match i {
+            0 => format!("sandbox ready -> create {c}"),
+            _ => format!("{} exit -> create {c}", CONTAINERS[i - 1]),
+        };
+        push(&mut out, name, create.map(|s| s.0));
+        out.append(&mut split);
+        push(&mut out, format!("CreateContainer {c}"), create.map(|s| s.1));
+        push(&mut out, format!("created -> StartContainer {c} returns"), nth("StartContainer", i).map(|s| s.1));
+        push(&mut out, format!("{c} start returns -> exit"), t.exits[i]);
+        if let (Some(exit), Some(event)) = (t.exits[i], t.events[i]) {
+            let (next, at) = match nth("CreateContainer", i + 1) {
+                Some(s) => (format!("create {}", CONTAINERS[i + 1]), s.0),
+                None => ("Succeeded published".to_string(), t.total),
+            };
+            split.push((format!("  ({c} exit -> Exited event delivered)"), event - exit));
+            split.push((format!("  (event delivered -> {next})"), at - event));
         }
     }
-    push("app exit -> seen (floor poll / Succeeded published)".into(), Some(t.total), &mut out);
-    out.push(("reads (status/list calls) during the run".into(), t.reads as f64));
+    push(&mut out, "app exit -> seen (floor poll / Succeeded published)".into(), Some(t.total));
+    out.append(&mut split);
     out
 }
 
@@ -328,7 +349,8 @@ impl RealReport {
             m
         };
         let (f, p) = (collect(floor), collect(podwright));
-        let mut order: Vec<String> = podwright.first().map(|t| phases(t).into_iter().map(|(n, _)| n).collect()).unwrap_or_default();
+        let mut order: Vec<String> =
+            podwright.first().map(|t| phases(t).into_iter().map(|(n, _)| n).collect()).unwrap_or_default();
         for (n, _) in floor.first().map(phases).unwrap_or_default() {
             if !order.contains(&n) {
                 order.push(n);
@@ -336,9 +358,16 @@ impl RealReport {
         }
         let empty = Summary { median: f64::NAN, min: f64::NAN, max: f64::NAN };
         let sum = |m: &BTreeMap<String, Vec<Duration>>, n: &str| m.get(n).map_or(empty, |v| Summary::of(v));
-        let phases = order.into_iter().filter(|n| !n.starts_with("reads")).map(|n| (n.clone(), sum(&f, &n), sum(&p, &n))).collect();
+        let phases = order.into_iter().map(|n| (n.clone(), sum(&f, &n), sum(&p, &n))).collect();
         let reads = |v: &[Trace]| measure::median(&v.iter().map(|t| t.reads as f64).collect::<Vec<_>>());
-        RealReport { runtime, floor: dur(floor), podwright: dur(podwright), phases, floor_reads: reads(floor), podwright_reads: reads(podwright) }
+        RealReport {
+            runtime,
+            floor: dur(floor),
+            podwright: dur(podwright),
+            phases,
+            floor_reads: reads(floor),
+            podwright_reads: reads(podwright),
+        }
     }
 
     fn floor_median(&self) -> f64 {
@@ -354,9 +383,14 @@ impl RealReport {
         let ratio = p.median / f.median;
         // Each podwright run over the floor run just before it: less sensitive to the machine's
         // load drifting during the benchmark.
-        let pairs: Vec<f64> = self.floor.iter().zip(&self.podwright).map(|(f, p)| p.as_secs_f64() / f.as_secs_f64()).collect();
+        let pairs: Vec<f64> =
+            self.floor.iter().zip(&self.podwright).map(|(f, p)| p.as_secs_f64() / f.as_secs_f64()).collect();
         let paired = measure::median(&pairs);
-        println!("real runtime ({}), one pod of 2 init + 1 app (sh -c 'exit 0'), {} runs each, interleaved", self.runtime, self.floor.len());
+        println!(
+            "real runtime ({}), one pod of 2 init + 1 app (sh -c 'exit 0'), {} runs each, interleaved",
+            self.runtime,
+            self.floor.len()
+        );
         println!("  {:<24} {:>10} {:>10} {:>10}", "start -> Succeeded (ms)", "median", "min", "max");
         println!("  {:<24} {:>10.2} {:>10.2} {:>10.2}", "floor (bare CRI calls)", f.median, f.min, f.max);
         println!("  {:<24} {:>10.2} {:>10.2} {:>10.2}", "podwright (pod worker)", p.median, p.min, p.max);
@@ -370,7 +404,10 @@ impl RealReport {
             let extra = if f.median.is_nan() { f64::NAN } else { p.median - f.median };
             println!("  {name:<54} {:>9} {:>9} {:>9}", show(f.median), show(p.median), show(extra));
         }
-        println!("  {:<54} {:>9.0} {:>9.0}", "runtime reads (status/list calls), median", self.floor_reads, self.podwright_reads);
+        println!(
+            "  {:<54} {:>9.0} {:>9.0}",
+            "runtime reads (status/list calls), median", self.floor_reads, self.podwright_reads
+        );
         println!("floor_ms: {:.2}", f.median);
         println!("floor_min_ms: {:.2}", f.min);
         println!("floor_max_ms: {:.2}", f.max);
