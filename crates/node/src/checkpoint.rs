@@ -19,8 +19,16 @@ pub fn path(root: &Path, uid: &str) -> PathBuf {
     crate::volumes::pod_dir(root, uid).join("checkpoint.json")
 }
 
+/// The same fields, borrowed: a checkpoint is written without copying the pod.
+#[derive(Serialize)]
+pub struct CheckpointRef<'a> {
+    pub pod: &'a Pod,
+    pub start_time: Option<Timestamp>,
+    pub backoff: &'a Backoff,
+}
+
 /// Writes atomically (temporary file, then rename) so a crash never leaves half a checkpoint.
-pub fn save(root: &Path, cp: &Checkpoint) -> io::Result<()> {
+pub fn save(root: &Path, cp: &CheckpointRef) -> io::Result<()> {
     let uid = cp.pod.metadata.uid.as_deref().unwrap_or_default();
     let p = path(root, uid);
     if let Some(dir) = p.parent() {
@@ -50,8 +58,7 @@ mod tests {
         pod.metadata.uid = Some("u1".into());
         let mut backoff = Backoff::default();
         backoff.next("c", Timestamp::UNIX_EPOCH, Timestamp::UNIX_EPOCH);
-        let cp = Checkpoint { pod, start_time: Some(Timestamp::UNIX_EPOCH), backoff: backoff.clone() };
-        save(&root, &cp).unwrap();
+        save(&root, &CheckpointRef { pod: &pod, start_time: Some(Timestamp::UNIX_EPOCH), backoff: &backoff }).unwrap();
         let back = load(&root, "u1").unwrap().unwrap();
         assert_eq!(back.backoff, backoff);
         assert_eq!(back.start_time, Some(Timestamp::UNIX_EPOCH));

@@ -4,17 +4,39 @@
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use std::sync::Mutex;
-
-#[derive(Debug, Default)]
-pub struct EventLog {
-    events: Mutex<Vec<Event>>,
-}
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
     Normal,
     Warning,
+}
+
+/// What identifies an event for folding repeats: pod uid, field path, reason, message.
+type Key = (String, Option<String>, String, String);
+
+/// One recorded event, small; the full v1 `Event` is built only for `snapshot()`.
+#[derive(Debug)]
+struct Record {
+    pod_name: String,
+    namespace: String,
+    kind: EventType,
+    count: i32,
+    first: Timestamp,
+    last: Timestamp,
+}
+
+#[derive(Debug, Default)]
+pub struct EventLog {
+    inner: Mutex<Log>,
+}
+
+#[derive(Debug, Default)]
+struct Log {
+    /// Keys in the order their first event came.
+    order: Vec<Key>,
+    records: HashMap<Key, Record>,
 }
 
 impl EventLog {
@@ -27,56 +49,93 @@ impl EventLog {
         message: String,
         now: Timestamp,
     ) {
-        let type_ = match kind {
-            EventType::Normal => "Normal",
-            EventType::Warning => "Warning",
-        };
         tracing::debug!(pod = pod.metadata.name.as_deref(), reason, %message, "event");
-        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        let same = |e: &&mut Event| {
-            e.involved_object.uid == pod.metadata.uid
-                && e.involved_object.field_path == field_path
-                && e.reason.as_deref() == Some(reason)
-                && e.message.as_deref() == Some(message.as_str())
-        };
-        if let Some(e) = events.iter_mut().find(same) {
-            e.count = Some(e.count.unwrap_or(1) + 1);
-            e.last_timestamp = Some(Time(now));
+        let key = (pod.metadata.uid.clone().unwrap_or_default(), field_path, reason.to_string(), message);
+        let mut log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = log.records.get_mut(&key) {
+            r.count += 1;
+            r.last = now;
             return;
         }
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-        events.push(Event {
-            metadata: ObjectMeta {
-                name: Some(format!("{name}.{:x}", now.as_nanosecond())),
-                namespace: Some(ns.clone()),
-                ..Default::default()
-            },
-            involved_object: ObjectReference {
-                api_version: Some("v1".into()),
-                kind: Some("Pod".into()),
-                name: Some(name),
-                namespace: Some(ns),
-                uid: pod.metadata.uid.clone(),
-                field_path,
-                ..Default::default()
-            },
-            reason: Some(reason.to_string()),
-            message: Some(message),
-            type_: Some(type_.to_string()),
-            count: Some(1),
-            first_timestamp: Some(Time(now)),
-            last_timestamp: Some(Time(now)),
-            source: Some(EventSource { component: Some("podwright".into()), host: hostname() }),
-            ..Default::default()
-        });
+        let record = Record {
+            pod_name: pod.metadata.name.clone().unwrap_or_default(),
+            namespace: pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
+            kind,
+            count: 1,
+            first: now,
+            last: now,
+        };
+        log.order.push(key.clone());
+        log.records.insert(key, record);
     }
 
+    /// Every event recorded so far as v1 `Event`s, in the order they first happened.
     pub fn snapshot(&self) -> Vec<Event> {
-        self.events.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        log.order
+            .iter()
+            .filter_map(|k| Some((k, log.records.get(k)?)))
+            .map(|((uid, field_path, reason, message), r)| Event {
+                metadata: ObjectMeta {
+                    name: Some(format!("{}.{:x}", r.pod_name, r.first.as_nanosecond())),
+                    namespace: Some(r.namespace.clone()),
+                    ..Default::default()
+                },
+                involved_object: ObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("Pod".into()),
+                    name: Some(r.pod_name.clone()),
+                    namespace: Some(r.namespace.clone()),
+                    uid: Some(uid.clone()),
+                    field_path: field_path.clone(),
+                    ..Default::default()
+                },
+                reason: Some(reason.clone()),
+                message: Some(message.clone()),
+                type_: Some(
+                    match r.kind {
+                        EventType::Normal => "Normal",
+                        EventType::Warning => "Warning",
+                    }
+                    .to_string(),
+                ),
+                count: Some(r.count),
+                first_timestamp: Some(Time(r.first)),
+                last_timestamp: Some(Time(r.last)),
+                source: Some(EventSource { component: Some("podwright".into()), host: hostname() }),
+                ..Default::default()
+            })
+            .collect()
     }
 }
 
 fn hostname() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|s| s.trim().to_string())
+    static HOST: OnceLock<Option<String>> = OnceLock::new();
+    HOST.get_or_init(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|s| s.trim().to_string())).clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeats_fold_into_one_event_with_a_count() {
+        let log = EventLog::default();
+        let mut pod = Pod::default();
+        pod.metadata.name = Some("p".into());
+        pod.metadata.uid = Some("u".into());
+        let t = |s| Timestamp::from_second(s).unwrap();
+        let fp = Some("spec.containers{c}".to_string());
+        log.record(&pod, fp.clone(), EventType::Warning, "BackOff", "m".into(), t(1));
+        log.record(&pod, None, EventType::Normal, "Other", "x".into(), t(2));
+        log.record(&pod, fp.clone(), EventType::Warning, "BackOff", "m".into(), t(3));
+        let evs = log.snapshot();
+        assert_eq!(evs.len(), 2);
+        assert_eq!(evs[0].count, Some(2));
+        assert_eq!(evs[0].first_timestamp, Some(Time(t(1))));
+        assert_eq!(evs[0].last_timestamp, Some(Time(t(3))));
+        assert_eq!(evs[0].involved_object.field_path, fp);
+        assert_eq!(evs[0].type_.as_deref(), Some("Warning"));
+        assert_eq!(evs[1].reason.as_deref(), Some("Other"));
+    }
 }

@@ -3,6 +3,9 @@
 use crate::cri_config::pod_selector;
 use crate::labels;
 use crate::termination_message;
+
+/// Termination messages already read, by container ID.
+pub type MessageCache = std::collections::HashMap<String, Option<String>>;
 use jiff::Timestamp;
 use podwright_planner::{ContainerKind, ObservedContainer, ObservedSandbox, RunState};
 use podwright_runtime::cri_api::{ContainerState, ContainerStatus, PodSandboxState, PodSandboxStatus};
@@ -27,7 +30,7 @@ pub fn sandbox(s: &PodSandboxStatus) -> ObservedSandbox {
 /// A CRI container status as the planner sees it; `None` for containers podwright did not
 /// label (not ours to manage). An exited container's message is its termination message when
 /// it left one (the kubelet 1.29-1.31 replaces the runtime's message with it).
-pub fn container(s: &ContainerStatus, root: &Path) -> Option<ObservedContainer> {
+pub fn container(s: &ContainerStatus, root: &Path, messages: &mut MessageCache) -> Option<ObservedContainer> {
     let kind = ContainerKind::from_label(s.labels.get(labels::CONTAINER_KIND)?)?;
     let name = s.labels.get(labels::CONTAINER_NAME).cloned().or_else(|| s.metadata.as_ref().map(|m| m.name.clone()))?;
     let restart_count = s
@@ -45,8 +48,12 @@ pub fn container(s: &ContainerStatus, root: &Path) -> Option<ObservedContainer> 
     if state == RunState::Exited {
         let uid = s.labels.get(labels::POD_UID).map(String::as_str).unwrap_or_default();
         let policy = s.annotations.get(labels::TERMINATION_MESSAGE_POLICY).map(String::as_str).unwrap_or("File");
-        if let Some(m) = termination_message::read(root, uid, &name, restart_count, policy, s.exit_code) {
-            message = m;
+        // An exited instance's file no longer changes: read it once.
+        let read = messages
+            .entry(s.id.clone())
+            .or_insert_with(|| termination_message::read(root, uid, &name, restart_count, policy, s.exit_code));
+        if let Some(m) = read {
+            message = m.clone();
         }
     }
     Some(ObservedContainer {
@@ -73,11 +80,14 @@ pub async fn observe(
     rt: &dyn RuntimeService,
     uid: &str,
     root: &Path,
+    messages: &mut MessageCache,
 ) -> RuntimeResult<(Vec<ObservedSandbox>, Vec<ObservedContainer>)> {
     let sel = pod_selector(uid);
     let (sandboxes, containers) = tokio::join!(rt.list_pod_sandboxes(&sel), rt.list_containers(&sel));
     let mut sandboxes: Vec<ObservedSandbox> = sandboxes?.iter().map(sandbox).collect();
     sandboxes.sort_by_key(|s| (s.attempt, s.created_at));
-    let containers = containers?.iter().filter_map(|c| container(c, root)).collect();
+    let containers = containers?.iter().filter_map(|c| container(c, root, messages)).collect::<Vec<_>>();
+    // Forget removed instances.
+    messages.retain(|id, _| containers.iter().any(|c| &c.id == id));
     Ok((sandboxes, containers))
 }

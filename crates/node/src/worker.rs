@@ -2,7 +2,7 @@
 //! pod changes, a planned time comes, or deletion is asked for. Level-triggered: every pass
 //! starts again from what the runtime says.
 
-use crate::checkpoint::{self, Checkpoint};
+use crate::checkpoint::{self, CheckpointRef};
 use crate::events::EventType;
 use crate::executor::{Engine, PodState};
 use crate::observe;
@@ -62,7 +62,7 @@ impl PodWorker {
     }
 
     fn checkpoint(&self) {
-        let cp = Checkpoint { pod: self.pod.clone(), start_time: Some(self.start_time), backoff: self.backoff.clone() };
+        let cp = CheckpointRef { pod: &self.pod, start_time: Some(self.start_time), backoff: &self.backoff };
         if let Err(e) = checkpoint::save(&self.engine.root, &cp) {
             tracing::warn!(%e, "could not write the pod's checkpoint");
         }
@@ -75,10 +75,11 @@ impl PodWorker {
         let bell = self.engine.dispatcher.bell();
         self.checkpoint();
         let mut previous: Option<PodStatus> = None;
+        let mut messages = observe::MessageCache::new();
         loop {
             let deleting = *delete.borrow();
             let (sandboxes, containers) =
-                match observe::observe(self.engine.runtime.as_ref(), &uid, &self.engine.root).await {
+                match observe::observe(self.engine.runtime.as_ref(), &uid, &self.engine.root, &mut messages).await {
                     Ok(o) => o,
                     Err(e) => {
                         tracing::warn!(%e, "could not read the pod's state from the runtime");

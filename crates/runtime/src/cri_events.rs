@@ -196,8 +196,17 @@ async fn settle_exit(mut client: RuntimeServiceClient<Channel>, id: &str) {
             return;
         }
         tokio::time::sleep(pause).await;
-        let cap = if started.elapsed() < Duration::from_millis(500) { 10 } else { 50 };
-        pause = (pause * 2).min(Duration::from_millis(cap));
+        // CRI usually shows the exit 50-130 ms after TaskExit: poll tightly in that window, then
+        // back off for the rare slow case.
+        let waited = started.elapsed();
+        let cap = if waited < Duration::from_millis(300) {
+            Duration::from_millis(1)
+        } else if waited < Duration::from_secs(1) {
+            Duration::from_millis(10)
+        } else {
+            Duration::from_millis(50)
+        };
+        pause = (pause * 2).min(cap);
     }
 }
 
