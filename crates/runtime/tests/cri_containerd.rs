@@ -162,7 +162,9 @@ async fn exercise(rt: Arc<CriRuntime>, run: String, log_dir: String, sandboxes: 
     let status = rt.container_status(&exit3).await.unwrap();
     assert_eq!(status.state, ContainerState::ContainerExited as i32);
     assert_eq!((status.exit_code, status.reason.as_str()), (3, "Error"));
-    assert!(status.created_at > 0 && status.started_at >= status.created_at && status.finished_at >= status.started_at);
+    // containerd stamps startedAt when the task's start returns, so a container that exits at
+    // once can show a finishedAt slightly before its startedAt: only check that all are set.
+    assert!(status.created_at > 0 && status.started_at >= status.created_at && status.finished_at > 0);
     assert_eq!(status.labels[NAME_LABEL], "exit3");
     assert_eq!(status.annotations["podwright.test/annotation"], "exit3");
     assert!(!status.image_ref.is_empty());
