@@ -199,11 +199,11 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
         let pod = pod::instance(&template, &format!("bench-{i}"));
         let engine = engine.clone();
         workers.push(tokio::spawn(async move {
-            let (tx, rx) = watch::channel(PodUpdate { pod: pod.clone(), finished: false });
+            let (tx, rx) = watch::channel(PodUpdate::new(&pod));
             // Kept until the worker returns: a dropped sender would read as "changed".
             let (_delete, delete_rx) = watch::channel(false);
             PodWorker::new(engine, pod, true).run(tx, delete_rx).await;
-            rx.borrow().pod.clone()
+            rx.borrow().pod()
         }));
     }
     let mut finished = Vec::with_capacity(args.pods);

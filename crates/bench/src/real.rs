@@ -224,7 +224,7 @@ impl Bench {
     /// podwright: a pod worker from its start until it publishes phase Succeeded.
     async fn podwright(&self, name: &str) -> Result<Trace, String> {
         let pod = pod::instance(&self.template, name);
-        let (tx, mut rx) = watch::channel(PodUpdate { pod: pod.clone(), finished: false });
+        let (tx, mut rx) = watch::channel(PodUpdate::new(&pod));
         let (delete, delete_rx) = watch::channel(false);
         self.counted.take_timeline();
         self.events.lock().unwrap_or_else(|e| e.into_inner()).clear();
@@ -238,9 +238,9 @@ impl Bench {
                     return Err("the worker ended before the pod succeeded".to_string());
                 }
                 let upd = rx.borrow_and_update();
-                match pod::phase(&upd.pod) {
+                match upd.phase() {
                     Some("Succeeded") => return Ok(t0.elapsed()),
-                    Some("Failed") => return Err(format!("the pod failed: {:?}", upd.pod.status)),
+                    Some("Failed") => return Err(format!("the pod failed: {:?}", upd.status)),
                     _ => {}
                 }
             }
@@ -270,7 +270,7 @@ impl Bench {
                     .map(|(at, _)| at.saturating_duration_since(t0).as_secs_f64() * 1e3);
             }
         }
-        let last = rx.borrow().pod.clone();
+        let last = rx.borrow().pod();
         self.engine.remove_pod(&last).await;
         self.counted.take_timeline();
         drop(delete);

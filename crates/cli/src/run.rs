@@ -88,7 +88,7 @@ pub async fn run(args: RunArgs) -> u8 {
 
     let mut workers = vec![];
     for pod in &pods {
-        let (tx, rx) = watch::channel(PodUpdate { pod: pod.clone(), finished: false });
+        let (tx, rx) = watch::channel(PodUpdate::new(pod));
         let (del_tx, del_rx) = watch::channel(false);
         let w = PodWorker::new(engine.clone(), pod.clone(), true).with_grace_override(args.grace_period);
         tokio::spawn(w.run(tx, del_rx));
@@ -106,7 +106,7 @@ pub async fn run(args: RunArgs) -> u8 {
         let now = engine.clock.now();
         for (i, (rx, _)) in workers.iter_mut().enumerate() {
             let upd = rx.borrow_and_update().clone();
-            let Some(columns) = output::progress_columns(&upd.pod, now) else { continue };
+            let Some(columns) = output::progress_columns(&upd.pod(), now) else { continue };
             if columns != last_lines[i] {
                 let elapsed = now.duration_since(started).as_secs_f64();
                 let _ = writeln!(std::io::stderr(), "{elapsed:>7.2}s  {columns}");
@@ -130,7 +130,7 @@ pub async fn run(args: RunArgs) -> u8 {
         }
     }
 
-    let final_pods: Vec<Pod> = workers.iter().map(|(rx, _)| rx.borrow().pod.clone()).collect();
+    let final_pods: Vec<Pod> = workers.iter().map(|(rx, _)| rx.borrow().pod()).collect();
     for p in &final_pods {
         engine.remove_pod(p).await;
     }

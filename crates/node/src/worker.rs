@@ -10,6 +10,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podwright_planner::{Backoff, Observed, PodContext, StartFailure, plan, pod_status};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -23,7 +24,7 @@ const OBSERVE_RETRY: Duration = Duration::from_secs(1);
 
 pub struct PodWorker {
     engine: Engine,
-    pod: Pod,
+    pod: Arc<Pod>,
     backoff: Backoff,
     start_failures: BTreeMap<String, StartFailure>,
     start_time: Timestamp,
@@ -32,12 +33,32 @@ pub struct PodWorker {
     grace_override: Option<i64>,
 }
 
-/// What the worker publishes on every status change.
+/// What the worker publishes on every status change: the pod as given and its status, shared
+/// rather than copied (a pod's status changes a dozen times in its life).
 #[derive(Debug, Clone)]
 pub struct PodUpdate {
-    pub pod: Pod,
+    pub spec: Arc<Pod>,
+    pub status: Option<Arc<PodStatus>>,
     /// The pod reached a terminal phase and nothing of it runs any more.
     pub finished: bool,
+}
+
+impl PodUpdate {
+    /// The update before the first status.
+    pub fn new(pod: &Pod) -> Self {
+        PodUpdate { spec: Arc::new(pod.clone()), status: None, finished: false }
+    }
+
+    /// The whole pod, status included.
+    pub fn pod(&self) -> Pod {
+        let mut p = (*self.spec).clone();
+        p.status = self.status.as_deref().cloned();
+        p
+    }
+
+    pub fn phase(&self) -> Option<&str> {
+        self.status.as_ref()?.phase.as_deref()
+    }
 }
 
 impl PodWorker {
@@ -45,7 +66,7 @@ impl PodWorker {
         let start_time = engine.clock.now();
         PodWorker {
             engine,
-            pod,
+            pod: Arc::new(pod),
             backoff: Backoff::default(),
             start_failures: BTreeMap::new(),
             start_time,
@@ -74,7 +95,8 @@ impl PodWorker {
         let uid = self.pod.metadata.uid.clone().unwrap_or_default();
         let bell = self.engine.dispatcher.bell();
         self.checkpoint();
-        let mut previous: Option<PodStatus> = None;
+        let spec = self.pod.clone();
+        let mut previous: Option<Arc<PodStatus>> = None;
         let mut messages = observe::MessageCache::new();
         loop {
             let deleting = *delete.borrow();
@@ -109,14 +131,13 @@ impl PodWorker {
                 deleting,
                 grace_override: self.grace_override,
             };
-            let status = pod_status(&ctx, previous.as_ref());
+            let status = pod_status(&ctx, previous.as_deref());
             let p = plan(&ctx);
             let terminal = matches!(status.phase.as_deref(), Some("Succeeded" | "Failed"));
             let finished = terminal && p.actions.is_empty();
-            if previous.as_ref() != Some(&status) || finished {
-                let mut pod = self.pod.clone();
-                pod.status = Some(status.clone());
-                updates.send_replace(PodUpdate { pod, finished });
+            if previous.as_deref() != Some(&status) || finished {
+                let status = Arc::new(status);
+                updates.send_replace(PodUpdate { spec: spec.clone(), status: Some(status.clone()), finished });
                 previous = Some(status);
             }
             if finished {

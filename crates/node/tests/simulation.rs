@@ -68,7 +68,7 @@ impl Sim {
     /// Runs the pod until it finishes or `limit` of virtual time passes (then deletes it);
     /// returns every status published, in order.
     async fn run(&self, pod: Pod, limit: Duration) -> Vec<Pod> {
-        let (tx, mut rx) = watch::channel(PodUpdate { pod: pod.clone(), finished: false });
+        let (tx, mut rx) = watch::channel(PodUpdate::new(&pod));
         let (del_tx, del_rx) = watch::channel(false);
         let worker = tokio::spawn(PodWorker::new(self.engine.clone(), pod, true).run(tx, del_rx));
         let mut history = vec![];
@@ -78,7 +78,7 @@ impl Sim {
                 r = rx.changed() => {
                     if r.is_err() { break; }
                     let upd = rx.borrow_and_update().clone();
-                    history.push(upd.pod.clone());
+                    history.push(upd.pod());
                     if upd.finished { break; }
                 }
                 _ = tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)), if deadline.is_some() => {
