@@ -47,6 +47,11 @@ impl Engine {
         self.events.record(pod, sc.map(|s| s.field_path()), kind, reason, message, self.clock.now());
     }
 
+    /// A start failure now, for the reason cache.
+    fn failure(&self, reason: &str, message: String) -> StartFailure {
+        StartFailure { reason: reason.to_string(), message, at: self.clock.now() }
+    }
+
     /// Runs the actions in order; consecutive container starts go together.
     pub async fn execute(&self, st: &mut PodState<'_>, actions: Vec<Action>) {
         let mut i = 0;
@@ -151,8 +156,6 @@ impl Engine {
         bell: &Arc<Notify>,
     ) -> (String, Result<(), StartFailure>) {
         let name = sc.name().to_string();
-        let fail =
-            |reason: &str, message: String| StartFailure { reason: reason.to_string(), message, at: self.clock.now() };
         let sandbox_config = cri_config::sandbox_config(pod, &self.root, sandbox.attempt);
         if let Err(f) = self.ensure_image(pod, &sc, &sandbox_config).await {
             return (name, Err(f));
@@ -163,14 +166,14 @@ impl Engine {
         if let Err(e) = crate::termination_message::prepare(&message_file) {
             let msg = format!("cannot create the termination message file {}: {e}", message_file.display());
             self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {msg}"));
-            return (name, Err(fail("CreateContainerConfigError", msg)));
+            return (name, Err(self.failure("CreateContainerConfigError", msg)));
         }
         let config = cri_config::container_config(pod, &sc, restart_count, &sandbox.id, &ip, &self.root);
         let id = match self.runtime.create_container(&sandbox.id, &config, &sandbox_config).await {
             Ok(id) => id,
             Err(e) => {
                 self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {e}"));
-                return (name, Err(fail("CreateContainerError", e.to_string())));
+                return (name, Err(self.failure("CreateContainerError", e.to_string())));
             }
         };
         self.dispatcher.register(&id, bell);
@@ -181,7 +184,7 @@ impl Engine {
         }
         if let Err(e) = self.runtime.start_container(&id).await {
             self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {e}"));
-            return (name, Err(fail("RunContainerError", e.to_string())));
+            return (name, Err(self.failure("RunContainerError", e.to_string())));
         }
         self.event(pod, Some(&sc), EventType::Normal, "Started", format!("Started container {name}"));
         (name, Ok(()))
@@ -195,8 +198,6 @@ impl Engine {
     ) -> Result<(), StartFailure> {
         let image = sc.image();
         let policy = sc.container.image_pull_policy.as_deref().unwrap_or("IfNotPresent");
-        let fail =
-            |reason: &str, message: String| StartFailure { reason: reason.to_string(), message, at: self.clock.now() };
         if policy != "Always" {
             match self.runtime.image_status(image).await {
                 Ok(Some(_)) => {
@@ -213,7 +214,7 @@ impl Engine {
                     let msg = format!("Container image \"{image}\" is not present with pull policy of Never");
                     self.event(pod, Some(sc), EventType::Warning, "ErrImageNeverPull", msg.clone());
                     self.event(pod, Some(sc), EventType::Warning, "Failed", "Error: ErrImageNeverPull".into());
-                    return Err(fail("ErrImageNeverPull", msg));
+                    return Err(self.failure("ErrImageNeverPull", msg));
                 }
                 Ok(None) => {}
                 Err(e) => {
@@ -224,7 +225,7 @@ impl Engine {
                         "InspectFailed",
                         format!("Failed to inspect image \"{image}\": {e}"),
                     );
-                    return Err(fail("ImageInspectError", e.to_string()));
+                    return Err(self.failure("ImageInspectError", e.to_string()));
                 }
             }
         }
@@ -251,7 +252,7 @@ impl Engine {
                     format!("Failed to pull image \"{image}\": {e}"),
                 );
                 self.event(pod, Some(sc), EventType::Warning, "Failed", "Error: ErrImagePull".into());
-                Err(fail("ErrImagePull", e.to_string()))
+                Err(self.failure("ErrImagePull", e.to_string()))
             }
         }
     }

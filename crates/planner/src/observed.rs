@@ -111,6 +111,11 @@ pub struct ProbeResults {
     pub startup: BTreeMap<String, bool>,
 }
 
+/// Orders instances of one container from oldest to newest.
+fn age_order(c: &ObservedContainer) -> (i32, Timestamp) {
+    (c.restart_count, c.created_at)
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Observed {
     /// The pod's newest sandbox.
@@ -126,15 +131,12 @@ impl Observed {
     /// Instances of `name`, newest first.
     pub fn instances<'a>(&'a self, name: &str) -> Vec<&'a ObservedContainer> {
         let mut v: Vec<&ObservedContainer> = self.containers.iter().filter(|c| c.name == name).collect();
-        v.sort_by(|a, b| b.restart_count.cmp(&a.restart_count).then(b.created_at.cmp(&a.created_at)));
+        v.sort_by_key(|c| std::cmp::Reverse(age_order(c)));
         v
     }
 
     pub fn newest(&self, name: &str) -> Option<&ObservedContainer> {
-        self.containers
-            .iter()
-            .filter(|c| c.name == name)
-            .max_by(|a, b| a.restart_count.cmp(&b.restart_count).then(a.created_at.cmp(&b.created_at)))
+        self.containers.iter().filter(|c| c.name == name).max_by_key(|c| age_order(c))
     }
 
     /// A start failure that happened after the newest instance was created.
