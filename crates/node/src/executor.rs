@@ -4,9 +4,10 @@
 use crate::cri_config;
 use crate::dispatch::Dispatcher;
 use crate::events::{EventLog, EventType};
+use crate::hooks::{self, HookTarget};
 use crate::volumes;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Container, Pod};
 use podwright_planner::decide::pull_key;
 use podwright_planner::observed::{ObservedContainer, RunState};
 use podwright_planner::pod::{self, SpecContainer};
@@ -16,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 
 /// Shared by every pod worker of one podwright process.
 #[derive(Clone)]
@@ -40,7 +41,20 @@ pub struct PodState<'a> {
     pub bell: &'a Arc<Notify>,
     /// When creating a sandbox last failed (retry after a pause).
     pub sandbox_failure: &'a mut Option<Timestamp>,
+    /// Turns true when the pod is deleted: a `postStart` hook is no longer waited for.
+    pub deleted: watch::Receiver<bool>,
 }
+
+/// A running instance to stop, with what the kill path needs to know about it.
+struct Victim<'a> {
+    id: &'a str,
+    spec: Option<SpecContainer<'a>>,
+    name: &'a str,
+}
+
+/// The kubelet never gives a container less than this between TERM and KILL, except when the
+/// caller asked for an immediate stop.
+const MINIMUM_GRACE_SECS: u64 = 2;
 
 impl Engine {
     fn event(&self, pod: &Pod, sc: Option<&SpecContainer>, kind: EventType, reason: &str, message: String) {
@@ -69,11 +83,10 @@ impl Engine {
                 Action::KillPod { grace } => self.kill_pod(st, *grace).await,
                 Action::CreateSandbox { attempt } => self.create_sandbox(st, *attempt).await,
                 Action::KillContainer { id, name, message, grace } => {
-                    let sc = pod::all_containers(st.pod).find(|s| s.name() == name);
-                    self.event(st.pod, sc.as_ref(), EventType::Normal, "Killing", message.clone());
-                    if let Err(e) = self.runtime.stop_container(id, *grace).await {
-                        tracing::warn!(%e, container = %name, "stop failed");
-                    }
+                    let spec = pod::all_containers(st.pod).find(|s| s.name() == name);
+                    let ip = st.sandbox.as_ref().and_then(|s| s.ip.clone()).unwrap_or_default();
+                    let victim = Victim { id, spec, name };
+                    self.kill_container(st.pod, &victim, message.clone(), *grace, &ip, vec![]).await;
                 }
                 Action::RemoveContainer { id, .. } => {
                     if let Err(e) = self.runtime.remove_container(id).await {
@@ -125,7 +138,7 @@ impl Engine {
         for a in starts {
             let Action::StartContainer { kind, index, restart_count } = a else { continue };
             let Some(sc) = pod::find(st.pod, *kind, *index) else { continue };
-            jobs.push(self.start_one(st.pod, sc, *restart_count, &sandbox, st.bell));
+            jobs.push(self.start_one(st.pod, sc, *restart_count, &sandbox, st.bell, st.deleted.clone()));
         }
         for (name, result) in futures_util::future::join_all(jobs).await {
             match result {
@@ -154,6 +167,7 @@ impl Engine {
         restart_count: i32,
         sandbox: &ObservedSandbox,
         bell: &Arc<Notify>,
+        mut deleted: watch::Receiver<bool>,
     ) -> (String, Result<(), StartFailure>) {
         let name = sc.name().to_string();
         let sandbox_config = cri_config::sandbox_config(pod, &self.root, sandbox.attempt);
@@ -187,7 +201,69 @@ impl Engine {
             return (name, Err(self.failure("RunContainerError", e.to_string())));
         }
         self.event(pod, Some(&sc), EventType::Normal, "Started", format!("Started container {name}"));
+        if let Some(hook) = sc.container.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) {
+            let target = self.hook_target(pod, sc.container, &id, &ip);
+            let result = tokio::select! {
+                r = hooks::run(&target, hook) => r,
+                // Deletion stops everything anyway; the next pass kills the container.
+                _ = deleted.wait_for(|d| *d) => Ok(()),
+            };
+            if let Err(msg) = result {
+                tracing::warn!(container = %name, "{msg}");
+                // The hook's output stays out of the event: it may hold secrets.
+                self.event(pod, Some(&sc), EventType::Warning, "FailedPostStartHook", "PostStartHook failed".into());
+                let victim = Victim { id: &id, spec: Some(sc), name: &name };
+                let grace = Duration::from_secs(pod::grace_period_secs(pod) as u64);
+                self.kill_container(pod, &victim, "FailedPostStartHook".into(), grace, &ip, vec![]).await;
+            }
+        }
         (name, Ok(()))
+    }
+
+    fn hook_target<'a>(&'a self, pod: &'a Pod, container: &'a Container, id: &'a str, ip: &'a str) -> HookTarget<'a> {
+        HookTarget { runtime: self.runtime.as_ref(), clock: self.clock, pod, container, container_id: id, pod_ip: ip }
+    }
+
+    /// The kubelet's `killContainer`: the `Killing` event, the `preStop` hook bounded by the
+    /// grace period, then (for a sidecar) its turn, bounded by what is left of it, then
+    /// StopContainer with the rest, never less than 2 s unless the stop is to be immediate.
+    async fn kill_container(
+        &self,
+        pod: &Pod,
+        v: &Victim<'_>,
+        message: String,
+        grace: Duration,
+        ip: &str,
+        turn: Vec<watch::Receiver<bool>>,
+    ) {
+        self.event(pod, v.spec.as_ref(), EventType::Normal, "Killing", message);
+        let started = self.clock.now();
+        let spent = || self.clock.now().duration_since(started).as_secs().max(0) as u64;
+        let mut stop_after = grace;
+        if !grace.is_zero() {
+            let pre_stop =
+                v.spec.as_ref().and_then(|s| s.container.lifecycle.as_ref()?.pre_stop.as_ref().map(|h| (s, h)));
+            if let Some((sc, hook)) = pre_stop {
+                let target = self.hook_target(pod, sc.container, v.id, ip);
+                // An overrunning hook is abandoned when the grace period ends.
+                if let Ok(Err(msg)) = tokio::time::timeout(grace, hooks::run(&target, hook)).await {
+                    tracing::warn!(container = %v.name, "{msg}");
+                    self.event(pod, Some(sc), EventType::Warning, "FailedPreStopHook", "PreStopHook failed".into());
+                }
+            }
+            let left = grace.as_secs().saturating_sub(spent());
+            if !turn.is_empty() && left > 0 {
+                let all_done = futures_util::future::join_all(turn.into_iter().map(|mut rx| async move {
+                    let _ = rx.wait_for(|done| *done).await;
+                }));
+                let _ = tokio::time::timeout(Duration::from_secs(left), all_done).await;
+            }
+            stop_after = Duration::from_secs(grace.as_secs().saturating_sub(spent()).max(MINIMUM_GRACE_SECS));
+        }
+        match self.runtime.stop_container(v.id, stop_after).await {
+            Ok(()) | Err(podwright_runtime::RuntimeError::NotFound(_)) => {}
+            Err(e) => tracing::warn!(%e, container = %v.name, "stop failed"),
+        }
     }
 
     async fn ensure_image(
@@ -257,31 +333,37 @@ impl Engine {
         }
     }
 
-    /// Stops app containers together, then sidecars in reverse spec order, then anything else
-    /// still running (an init container when Ctrl-C comes during init), then the sandboxes.
+    /// Stops every running container at once, except that each sidecar, after its `preStop`
+    /// hook, waits until the other containers and the sidecars after it in the spec have
+    /// stopped (reverse spec order); then stops the sandboxes.
     async fn kill_pod(&self, st: &mut PodState<'_>, grace: Duration) {
         let running: Vec<&ObservedContainer> =
             st.containers.iter().filter(|c| matches!(c.state, RunState::Running | RunState::Created)).collect();
-        let stop = |c: &ObservedContainer| {
-            let sc = pod::all_containers(st.pod).find(|s| s.name() == c.name);
-            self.event(st.pod, sc.as_ref(), EventType::Normal, "Killing", format!("Stopping container {}", c.name));
-            let id = c.id.clone();
-            let name = c.name.clone();
+        let ip = st.sandbox.as_ref().and_then(|s| s.ip.clone()).unwrap_or_default();
+        let position = |c: &ObservedContainer| pod::init_containers(st.pod).position(|s| s.name() == c.name);
+        let (done_tx, done_rx): (Vec<_>, Vec<_>) = running.iter().map(|_| watch::channel(false)).unzip();
+        let kills = running.iter().zip(done_tx).map(|(c, done)| {
+            let turn: Vec<watch::Receiver<bool>> = if c.kind == ContainerKind::Sidecar {
+                let mine = position(c);
+                running
+                    .iter()
+                    .zip(&done_rx)
+                    .filter(|(o, _)| o.kind != ContainerKind::Sidecar || position(o) > mine)
+                    .map(|(_, rx)| rx.clone())
+                    .collect()
+            } else {
+                vec![]
+            };
+            let spec = pod::all_containers(st.pod).find(|s| s.name() == c.name);
+            let ip = &ip;
+            let pod = st.pod;
             async move {
-                if let Err(e) = self.runtime.stop_container(&id, grace).await {
-                    tracing::warn!(%e, container = %name, "stop failed");
-                }
+                let victim = Victim { id: &c.id, spec, name: &c.name };
+                self.kill_container(pod, &victim, format!("Stopping container {}", c.name), grace, ip, turn).await;
+                let _ = done.send(true);
             }
-        };
-        let apps: Vec<_> = running.iter().filter(|c| c.kind != ContainerKind::Sidecar).map(|c| stop(c)).collect();
-        futures_util::future::join_all(apps).await;
-        let order: Vec<&str> = pod::init_containers(st.pod).map(|s| s.container.name.as_str()).collect();
-        let mut sidecars: Vec<&&ObservedContainer> =
-            running.iter().filter(|c| c.kind == ContainerKind::Sidecar).collect();
-        sidecars.sort_by_key(|c| std::cmp::Reverse(order.iter().position(|n| *n == c.name)));
-        for c in sidecars {
-            stop(c).await;
-        }
+        });
+        futures_util::future::join_all(kills).await;
         let uid = st.pod.metadata.uid.as_deref().unwrap_or_default();
         if let Ok(sandboxes) = self.runtime.list_pod_sandboxes(&cri_config::pod_selector(uid)).await {
             for s in sandboxes {

@@ -6,6 +6,7 @@ use crate::checkpoint::{self, CheckpointRef};
 use crate::events::EventType;
 use crate::executor::{Engine, PodState};
 use crate::observe;
+use crate::prober::Prober;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podwright_planner::{Backoff, Observed, PodContext, StartFailure, plan, pod_status};
@@ -98,6 +99,7 @@ impl PodWorker {
         let spec = self.pod.clone();
         let mut previous: Option<Arc<PodStatus>> = None;
         let mut messages = observe::MessageCache::new();
+        let mut prober = Prober::new(&self.engine, self.pod.clone(), bell.clone());
         loop {
             let deleting = *delete.borrow();
             let (sandboxes, containers) =
@@ -116,12 +118,13 @@ impl PodWorker {
                 self.engine.dispatcher.register(&c.id, &bell);
             }
             let now = self.engine.clock.now();
-            let observed = Observed {
+            let mut observed = Observed {
                 sandbox: sandboxes.last().cloned(),
                 containers,
                 start_failures: self.start_failures.clone(),
                 probes: Default::default(),
             };
+            observed.probes = prober.sync(&observed, deleting);
             let ctx = PodContext {
                 pod: &self.pod,
                 observed: &observed,
@@ -171,6 +174,7 @@ impl PodWorker {
                     containers: &observed.containers,
                     bell: &bell,
                     sandbox_failure: &mut self.sandbox_failure,
+                    deleted: delete.clone(),
                 };
                 self.engine.execute(&mut st, actions).await;
                 continue;

@@ -104,11 +104,29 @@ pub struct StartFailure {
     pub at: Timestamp,
 }
 
-/// Probe results per container instance; an absent entry means "no result yet".
+/// Probe results per container instance (keyed by container ID), as the prober last
+/// published them. An absent entry is the kubelet's initial result: not ready, not yet
+/// started, alive.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProbeResults {
     pub readiness: BTreeMap<String, bool>,
+    /// `false`: the startup probe failed `failureThreshold` times in a row.
     pub startup: BTreeMap<String, bool>,
+    /// `false`: the liveness probe failed `failureThreshold` times in a row.
+    pub liveness: BTreeMap<String, bool>,
+}
+
+impl ProbeResults {
+    /// The probe whose failure means the instance must be killed: `"liveness"` or `"startup"`.
+    pub fn failed(&self, id: &str) -> Option<&'static str> {
+        if self.startup.get(id) == Some(&false) {
+            Some("startup")
+        } else if self.liveness.get(id) == Some(&false) {
+            Some("liveness")
+        } else {
+            None
+        }
+    }
 }
 
 /// Orders instances of one container from oldest to newest.

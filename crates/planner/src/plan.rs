@@ -133,6 +133,9 @@ pub fn kill_grace(ctx: &PodContext) -> Duration {
 
 /// Acts on one container's decision.
 fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
+    if restart_unhealthy(ctx, sc, p) {
+        return;
+    }
     match decide::decide(ctx, sc) {
         Decision::Keep | Decision::Done => {}
         Decision::Start { restart_count } => {
@@ -176,6 +179,35 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
             }
         }
     }
+}
+
+/// A running instance whose liveness or startup probe failed is killed and, unless the pod
+/// never restarts containers, replaced in the same pass (the kubelet checks back-off against
+/// the instance as it was before the kill, which was running: no back-off).
+fn restart_unhealthy(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) -> bool {
+    let Some(c) = ctx.observed.newest(sc.name()).filter(|c| c.state == RunState::Running) else { return false };
+    let Some(probe) = ctx.observed.probes.failed(&c.id) else { return false };
+    let restart = sc.kind == ContainerKind::Sidecar || pod::restart_policy(ctx.pod) != "Never";
+    let message = if sc.kind.is_init_list() {
+        format!("Init container {} failed {probe} probe", sc.name())
+    } else if restart {
+        format!("Container {} failed {probe} probe, will be restarted", sc.name())
+    } else {
+        format!("Container {} failed {probe} probe", sc.name())
+    };
+    let spec = if probe == "liveness" { &sc.container.liveness_probe } else { &sc.container.startup_probe };
+    let secs =
+        spec.as_ref().and_then(|p| p.termination_grace_period_seconds).unwrap_or(pod::grace_period_secs(ctx.pod));
+    p.actions.push(Action::KillContainer {
+        id: c.id.clone(),
+        name: c.name.clone(),
+        message,
+        grace: Duration::from_secs(secs.max(0) as u64),
+    });
+    if restart {
+        p.actions.push(Action::StartContainer { kind: sc.kind, index: sc.index, restart_count: c.restart_count + 1 });
+    }
+    true
 }
 
 fn unknown_state_message(sc: &SpecContainer) -> String {

@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use k8s_openapi::api::core::v1::Pod;
 use podwright_planner::{Action, ContainerKind::*};
 
 #[test]
@@ -232,4 +233,93 @@ fn deletion_uses_the_callers_grace_period_else_the_pods() {
     let mut w = World::new(pod(&[], &["app"], "Never")).with_sandbox().with(exited(&p, "app", 0, 0, 1, 2));
     w.grace_override = Some(0);
     assert!(matches!(w.plan().actions[..], [Action::KillPod { grace }] if grace == Duration::from_secs(30)));
+}
+
+/// A pod whose named containers carry the given probe (JSON), `terminationGracePeriodSeconds` 30.
+fn with_probe(mut p: Pod, name: &str, field: &str, probe: serde_json::Value) -> Pod {
+    let spec = p.spec.as_mut().unwrap();
+    let c =
+        spec.init_containers.iter_mut().flatten().chain(spec.containers.iter_mut()).find(|c| c.name == name).unwrap();
+    let probe = Some(serde_json::from_value(probe).unwrap());
+    match field {
+        "livenessProbe" => c.liveness_probe = probe,
+        "startupProbe" => c.startup_probe = probe,
+        _ => c.readiness_probe = probe,
+    }
+    p
+}
+
+fn exec_probe() -> serde_json::Value {
+    serde_json::json!({"exec": {"command": ["true"]}})
+}
+
+#[test]
+fn failed_liveness_kills_and_restarts_at_once_per_policy() {
+    let rows = [
+        ("Always", "Container app failed liveness probe, will be restarted", true),
+        ("OnFailure", "Container app failed liveness probe, will be restarted", true),
+        ("Never", "Container app failed liveness probe", false),
+    ];
+    for (policy, message, restart) in rows {
+        let p = with_probe(pod(&[], &["app"], policy), "app", "livenessProbe", exec_probe());
+        let mut w = World::new(p.clone()).with_sandbox().with(running(&p, "app", 2, 1)).at(50);
+        w.observed.probes.liveness.insert("app-2".into(), false);
+        let plan = w.plan();
+        let Action::KillContainer { id, message: m, grace, .. } = &plan.actions[0] else { panic!("{plan:?}") };
+        assert_eq!((id.as_str(), m.as_str(), grace.as_secs()), ("app-2", message, 30), "{policy}");
+        assert_eq!(starts(&plan), if restart { vec![(App, 0, 3)] } else { vec![] }, "{policy}");
+        // Not in back-off: the instance was running when the decision was made.
+        assert_eq!(plan.backoff, w.backoff, "{policy}");
+    }
+}
+
+#[test]
+fn a_probe_kill_uses_the_probes_own_grace_period() {
+    let probe = serde_json::json!({"exec": {"command": ["true"]}, "terminationGracePeriodSeconds": 3});
+    let p = with_probe(pod(&[], &["app"], "Always"), "app", "startupProbe", probe);
+    let mut w = World::new(p.clone()).with_sandbox().with(running(&p, "app", 0, 1)).at(50);
+    w.observed.probes.startup.insert("app-0".into(), false);
+    let plan = w.plan();
+    let Action::KillContainer { message, grace, .. } = &plan.actions[0] else { panic!("{plan:?}") };
+    assert_eq!((message.as_str(), grace.as_secs()), ("Container app failed startup probe, will be restarted", 3));
+}
+
+#[test]
+fn a_sidecar_failing_its_probes_is_killed_and_restarted_even_under_never() {
+    for (field, what) in [("livenessProbe", "liveness"), ("startupProbe", "startup")] {
+        let p = with_probe(pod(&["+side", "i1"], &["app"], "Never"), "side", field, exec_probe());
+        let mut w = World::new(p.clone()).with_sandbox().with(running(&p, "side", 0, 1)).at(20);
+        if what == "liveness" {
+            w.observed.probes.startup.insert("side-0".into(), true);
+            w.observed.probes.liveness.insert("side-0".into(), false);
+        } else {
+            w.observed.probes.startup.insert("side-0".into(), false);
+        }
+        let plan = w.plan();
+        let Action::KillContainer { message, .. } = &plan.actions[0] else { panic!("{plan:?}") };
+        assert_eq!(message, &format!("Init container side failed {what} probe"));
+        // A started sidecar let i1 go ahead, as the kubelet's pass over the init list does.
+        let next = if what == "liveness" { vec![(Sidecar, 0, 1), (Init, 1, 0)] } else { vec![(Sidecar, 0, 1)] };
+        assert_eq!(starts(&plan), next, "{what}");
+    }
+}
+
+#[test]
+fn a_sidecars_startup_probe_gates_the_next_init_container() {
+    let p = with_probe(pod(&["+side", "i1"], &["app"], "Always"), "side", "startupProbe", exec_probe());
+    let mut w = World::new(p.clone()).with_sandbox().with(running(&p, "side", 0, 1)).at(5);
+    // Running but no startup result yet: i1 waits.
+    assert_eq!(starts(&w.plan()), vec![]);
+    w.observed.probes.startup.insert("side-0".into(), true);
+    assert_eq!(starts(&w.plan()), vec![(Init, 1, 0)]);
+}
+
+#[test]
+fn probe_failures_are_ignored_while_the_pod_is_deleted() {
+    let p = with_probe(pod(&[], &["app"], "Always"), "app", "livenessProbe", exec_probe());
+    let mut w = World::new(p.clone()).with_sandbox().with(running(&p, "app", 0, 1));
+    w.observed.probes.liveness.insert("app-0".into(), false);
+    w.deleting = true;
+    let plan = w.plan();
+    assert!(matches!(plan.actions[..], [Action::KillPod { .. }]), "{plan:?}");
 }

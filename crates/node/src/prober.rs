@@ -1,0 +1,271 @@
+//! Probes every running container instance of a pod on its own schedule: one task per
+//! instance and probe type, so a slow probe delays neither the pod worker nor another probe.
+//! Results go into a shared table the worker copies into `Observed`; a changed result rings
+//! the worker's bell.
+
+use crate::events::{EventLog, EventType};
+use crate::executor::Engine;
+use crate::probe::{self, Outcome, Target};
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::{Container, Pod, Probe};
+use podwright_planner::pod::{self, SpecContainer};
+use podwright_planner::{ContainerKind, Observed, ProbeResults, RunState};
+use podwright_runtime::{Clock, Runtime};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use tokio::sync::{Notify, watch};
+use tokio::task::AbortHandle;
+
+/// The kubelet retries a probe that errors this many times within one attempt.
+const MAX_TRIES: usize = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Startup,
+    Liveness,
+    Readiness,
+}
+
+impl Kind {
+    fn word(self) -> &'static str {
+        match self {
+            Kind::Startup => "Startup",
+            Kind::Liveness => "Liveness",
+            Kind::Readiness => "Readiness",
+        }
+    }
+
+    fn of(self, c: &Container) -> Option<&Probe> {
+        match self {
+            Kind::Startup => c.startup_probe.as_ref(),
+            Kind::Liveness => c.liveness_probe.as_ref(),
+            Kind::Readiness => c.readiness_probe.as_ref(),
+        }
+    }
+
+    fn table(self, r: &mut ProbeResults) -> &mut std::collections::BTreeMap<String, bool> {
+        match self {
+            Kind::Startup => &mut r.startup,
+            Kind::Liveness => &mut r.liveness,
+            Kind::Readiness => &mut r.readiness,
+        }
+    }
+}
+
+/// The probe tasks of one instance; dropping it stops them.
+#[derive(Default)]
+struct Tasks {
+    /// Startup and liveness: stopped when the pod is being deleted.
+    killing: Vec<AbortHandle>,
+    readiness: Option<AbortHandle>,
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        self.killing.iter().chain(&self.readiness).for_each(AbortHandle::abort);
+    }
+}
+
+pub struct Prober {
+    runtime: Arc<dyn Runtime>,
+    clock: Clock,
+    events: Arc<EventLog>,
+    pod: Arc<Pod>,
+    bell: Arc<Notify>,
+    results: Arc<Mutex<ProbeResults>>,
+    tasks: HashMap<String, Tasks>,
+    deleting: bool,
+}
+
+/// One instance being probed, shared by its probe tasks.
+struct Instance {
+    runtime: Arc<dyn Runtime>,
+    clock: Clock,
+    events: Arc<EventLog>,
+    pod: Arc<Pod>,
+    bell: Arc<Notify>,
+    results: Arc<Mutex<ProbeResults>>,
+    id: String,
+    kind: ContainerKind,
+    index: usize,
+    pod_ip: String,
+    started_at: Timestamp,
+}
+
+impl Prober {
+    pub fn new(engine: &Engine, pod: Arc<Pod>, bell: Arc<Notify>) -> Self {
+        Prober {
+            runtime: engine.runtime.clone(),
+            clock: engine.clock,
+            events: engine.events.clone(),
+            pod,
+            bell,
+            results: Default::default(),
+            tasks: HashMap::new(),
+            deleting: false,
+        }
+    }
+
+    /// Starts probing instances that newly run and stops probing those that no longer do;
+    /// once the pod is being deleted only readiness goes on. Returns the current results.
+    pub fn sync(&mut self, observed: &Observed, deleting: bool) -> ProbeResults {
+        let running: HashSet<&str> =
+            observed.containers.iter().filter(|c| c.state == RunState::Running).map(|c| c.id.as_str()).collect();
+        self.tasks.retain(|id, _| running.contains(id.as_str()));
+        if deleting && !self.deleting {
+            self.deleting = true;
+            for t in self.tasks.values_mut() {
+                t.killing.drain(..).for_each(|h| h.abort());
+            }
+        }
+        let pod_ip = observed.sandbox.as_ref().and_then(|s| s.ip.clone()).unwrap_or_default();
+        for c in observed.containers.iter().filter(|c| c.state == RunState::Running) {
+            if self.tasks.contains_key(&c.id) {
+                continue;
+            }
+            let spec = pod::all_containers(&self.pod).find(|s| s.name() == c.name && s.kind == c.kind);
+            let tasks = match spec {
+                Some(sc) => self.start(&sc, c.id.clone(), &pod_ip, c.started_at.unwrap_or_else(|| self.clock.now())),
+                None => Tasks::default(),
+            };
+            self.tasks.insert(c.id.clone(), tasks);
+        }
+        let mut results = self.results.lock().unwrap_or_else(|e| e.into_inner());
+        for kind in [Kind::Startup, Kind::Liveness, Kind::Readiness] {
+            kind.table(&mut results).retain(|id, _| running.contains(id.as_str()));
+        }
+        results.clone()
+    }
+
+    fn start(&self, sc: &SpecContainer, id: String, pod_ip: &str, started_at: Timestamp) -> Tasks {
+        let c = sc.container;
+        let mut tasks = Tasks::default();
+        if c.startup_probe.is_none() && c.liveness_probe.is_none() && c.readiness_probe.is_none() {
+            return tasks;
+        }
+        let inst = Arc::new(Instance {
+            runtime: self.runtime.clone(),
+            clock: self.clock,
+            events: self.events.clone(),
+            pod: self.pod.clone(),
+            bell: self.bell.clone(),
+            results: self.results.clone(),
+            id,
+            kind: sc.kind,
+            index: sc.index,
+            pod_ip: pod_ip.to_string(),
+            started_at,
+        });
+        // Until the startup probe succeeds, liveness and readiness wait.
+        let (started_tx, started_rx) = watch::channel(c.startup_probe.is_none());
+        if c.startup_probe.is_some() && !self.deleting {
+            let h = tokio::spawn(run(inst.clone(), Kind::Startup, None, Some(started_tx)));
+            tasks.killing.push(h.abort_handle());
+        }
+        if c.liveness_probe.is_some() && !self.deleting {
+            let h = tokio::spawn(run(inst.clone(), Kind::Liveness, Some(started_rx.clone()), None));
+            tasks.killing.push(h.abort_handle());
+        }
+        if c.readiness_probe.is_some() {
+            tasks.readiness = Some(tokio::spawn(run(inst, Kind::Readiness, Some(started_rx), None)).abort_handle());
+        }
+        tasks
+    }
+}
+
+impl Instance {
+    fn container(&self) -> Option<&Container> {
+        pod::find(&self.pod, self.kind, self.index).map(|s| s.container)
+    }
+
+    fn field_path(&self) -> Option<String> {
+        pod::find(&self.pod, self.kind, self.index).map(|s| s.field_path())
+    }
+
+    fn event(&self, reason: &str, message: String) {
+        self.events.record(&self.pod, self.field_path(), EventType::Warning, reason, message, self.clock.now());
+    }
+
+    fn publish(&self, kind: Kind, value: bool) {
+        let mut r = self.results.lock().unwrap_or_else(|e| e.into_inner());
+        if kind.table(&mut r).insert(self.id.clone(), value) != Some(value) {
+            self.bell.notify_one();
+        }
+    }
+
+    /// One attempt, tried again while the probe cannot be run at all.
+    async fn attempt(&self, probe: &Probe, container: &Container) -> Outcome {
+        let target = Target { runtime: self.runtime.as_ref(), container_id: &self.id, container, pod_ip: &self.pod_ip };
+        let mut outcome = Outcome::Error(String::new());
+        for _ in 0..MAX_TRIES {
+            outcome = probe::attempt(&target, probe).await;
+            if !matches!(outcome, Outcome::Error(_)) {
+                break;
+            }
+        }
+        outcome
+    }
+}
+
+fn secs(v: Option<i32>, default: i64) -> SignedDuration {
+    SignedDuration::from_secs(v.map_or(default, i64::from))
+}
+
+/// Probes on the schedule `startedAt + initialDelaySeconds + k × periodSeconds` until the
+/// result is final (startup succeeded, startup or liveness failed).
+async fn run(
+    inst: Arc<Instance>,
+    kind: Kind,
+    started: Option<watch::Receiver<bool>>,
+    started_tx: Option<watch::Sender<bool>>,
+) {
+    let Some(probe) = inst.container().and_then(|c| kind.of(c)).cloned() else { return };
+    if let Some(mut started) = started
+        && started.wait_for(|s| *s).await.is_err()
+    {
+        return;
+    }
+    let period = secs(probe.period_seconds, 10).max(SignedDuration::from_secs(1));
+    let success_threshold = probe.success_threshold.unwrap_or(1).max(1);
+    let failure_threshold = probe.failure_threshold.unwrap_or(3).max(1);
+    let mut at = inst.started_at + secs(probe.initial_delay_seconds, 0);
+    let now = inst.clock.now();
+    while at < now {
+        at += period;
+    }
+    let (mut successes, mut failures) = (0, 0);
+    loop {
+        inst.clock.sleep_until(at).await;
+        let late = inst.clock.now().duration_since(at);
+        tracing::trace!(target: "podwright::probe", late_us = late.as_micros() as i64, "probe");
+        let Some(container) = inst.container() else { return };
+        match inst.attempt(&probe, container).await {
+            Outcome::Success => (successes, failures) = (successes + 1, 0),
+            Outcome::Warning(w) => {
+                (successes, failures) = (successes + 1, 0);
+                inst.event("ProbeWarning", format!("{} probe warning: {w}", kind.word()));
+            }
+            Outcome::Failure(out) => {
+                (successes, failures) = (0, failures + 1);
+                inst.event("Unhealthy", format!("{} probe failed: {out}", kind.word()));
+            }
+            Outcome::Error(e) => inst.event("Unhealthy", format!("{} probe errored: {e}", kind.word())),
+        }
+        if successes >= success_threshold {
+            inst.publish(kind, true);
+            if let Some(tx) = &started_tx {
+                let _ = tx.send(true);
+                return;
+            }
+        } else if failures >= failure_threshold {
+            inst.publish(kind, false);
+            if kind != Kind::Readiness {
+                return;
+            }
+        }
+        let now = inst.clock.now();
+        while at <= now {
+            at += period;
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! Probes, hooks and termination in virtual time: a pod worker with its prober against the
+//! fake runtime, whose exec replies are scripted.
+
+mod common;
+use common::*;
+use k8s_openapi::api::core::v1::Pod;
+use podwright_runtime::ExecResult;
+use podwright_runtime::fake::{Behaviour, Call, ExecBehaviour};
+use std::time::Duration;
+
+const SECOND: Duration = Duration::from_secs(1);
+
+/// A pod from the JSON of its `spec`, with the busybox image filled in for every container.
+fn pod_with(spec: serde_json::Value) -> Pod {
+    let mut spec = spec;
+    for list in ["initContainers", "containers"] {
+        for c in spec[list].as_array_mut().into_iter().flatten() {
+            c["image"] = "localhost/busybox:1.36".into();
+            c["imagePullPolicy"] = "IfNotPresent".into();
+        }
+    }
+    spec["terminationGracePeriodSeconds"] = spec.get("terminationGracePeriodSeconds").cloned().unwrap_or(30.into());
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "sim", "namespace": "default", "uid": "uid-lifecycle"},
+        "spec": spec,
+    }))
+    .unwrap()
+}
+
+fn exec(cmd: &str) -> serde_json::Value {
+    serde_json::json!({"command": ["sh", "-c", cmd]})
+}
+
+fn events(sim: &Sim, reason: &str) -> Vec<(String, i32)> {
+    sim.engine
+        .events
+        .snapshot()
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .map(|e| (e.message.unwrap_or_default(), e.count.unwrap_or(0)))
+        .collect()
+}
+
+/// (virtual seconds, container) of every StopContainer call, with its timeout in seconds.
+fn stops(sim: &Sim) -> Vec<(f64, String, u64)> {
+    sim.fake
+        .calls()
+        .into_iter()
+        .filter_map(|(t, c)| match c {
+            Call::StopContainer { name, timeout } => Some((sim.at(t), name, timeout.as_secs())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_liveness_probe_restarts_the_container_every_threshold() {
+    let sim = Sim::new();
+    sim.fake.script("app", vec![Behaviour::RunForever]);
+    sim.fake.script_exec("app", vec![ExecResult { exit_code: 1, stdout: b"not alive".to_vec(), stderr: vec![] }]);
+    let p = pod_with(serde_json::json!({
+        "restartPolicy": "Always",
+        "containers": [{"name": "app", "livenessProbe": {"exec": exec("false"), "periodSeconds": 10, "failureThreshold": 3}}],
+    }));
+    let history = sim.run(p, Duration::from_secs(95)).await;
+    // Probes at +0, +10, +20 fail; the third kills it and a new instance starts at once.
+    let starts: Vec<f64> = sim.starts().into_iter().map(|(t, _)| t).collect();
+    let gaps: Vec<i64> = starts.windows(2).map(|w| (w[1] - w[0]).round() as i64).collect();
+    assert_eq!(gaps, vec![20, 20, 20, 20], "{starts:?}");
+    assert_eq!(history.iter().map(|p| app(p).restart_count).max(), Some(4));
+    let killing = events(&sim, "Killing");
+    assert!(killing.contains(&("Container app failed liveness probe, will be restarted".into(), 4)), "{killing:?}");
+    // Three failures for each of the four killed instances, two for the last one.
+    assert_eq!(events(&sim, "Unhealthy"), vec![("Liveness probe failed: not alive".to_string(), 14)]);
+    let last = app(history.last().unwrap());
+    let previous = last.last_state.as_ref().unwrap().terminated.as_ref().unwrap();
+    assert_eq!(previous.exit_code, 143, "stopped with TERM");
+}
+
+#[tokio::test(start_paused = true)]
+async fn liveness_kill_under_never_fails_the_pod_without_restart() {
+    let sim = Sim::new();
+    sim.fake.script("app", vec![Behaviour::RunForever]);
+    sim.fake.script_exec("app", vec![ExecBehaviour::exit(1)]);
+    let p = pod_with(serde_json::json!({
+        "restartPolicy": "Never",
+        "containers": [{"name": "app", "livenessProbe": {"exec": exec("false"), "periodSeconds": 1, "failureThreshold": 2}}],
+    }));
+    let history = sim.run(p, Duration::from_secs(60)).await;
+    assert_eq!(phase(history.last().unwrap()), "Failed");
+    assert_eq!(sim.starts().len(), 1);
+    assert!(events(&sim, "Killing").iter().any(|(m, _)| m == "Container app failed liveness probe"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sidecars_startup_probe_gates_the_next_init_container() {
+    let sim = Sim::new();
+    sim.fake.script("side", vec![Behaviour::RunForever]);
+    sim.fake.script_exec(
+        "side",
+        vec![ExecBehaviour::exit(1), ExecBehaviour::exit(1), ExecBehaviour::exit(1), ExecBehaviour::exit(0)],
+    );
+    sim.fake.script("i1", vec![Behaviour::Exit { code: 0, after: SECOND }]);
+    sim.fake.script("app", vec![Behaviour::Exit { code: 0, after: SECOND }]);
+    let p = pod_with(serde_json::json!({
+        "restartPolicy": "Never",
+        "initContainers": [
+            {"name": "side", "restartPolicy": "Always", "startupProbe": {"exec": exec("test -f /ready"), "periodSeconds": 2, "failureThreshold": 10}},
+            {"name": "i1"},
+        ],
+        "containers": [{"name": "app"}],
+    }));
+    let history = sim.run(p, Duration::from_secs(60)).await;
+    let starts = sim.starts();
+    let names: Vec<&str> = starts.iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(names, ["side", "i1", "app"]);
+    // Three failures at +0, +2, +4, success at +6: only then does i1 start.
+    assert_eq!((starts[1].0 - starts[0].0).round() as i64, 6, "{starts:?}");
+    // Until then the sidecar runs but is not started, and the pod is Init:0/2.
+    let before: Vec<&Pod> = history.iter().filter(|p| init(p, 0).state.as_ref().unwrap().running.is_some()).collect();
+    assert_eq!(init(before[0], 0).started, Some(false));
+    assert_eq!(phase(history.last().unwrap()), "Succeeded", "the sidecar does not keep the pod from completing");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sidecar_is_restarted_under_never_and_the_pod_still_succeeds() {
+    let sim = Sim::new();
+    sim.fake.script("side", vec![Behaviour::Exit { code: 1, after: SECOND }]);
+    sim.fake.script("app", vec![Behaviour::Exit { code: 0, after: Duration::from_secs(40) }]);
+    let p = pod_with(serde_json::json!({
+        "restartPolicy": "Never",
+        "initContainers": [{"name": "side", "restartPolicy": "Always"}],
+        "containers": [{"name": "app"}],
+    }));
+    let history = sim.run(p, Duration::from_secs(120)).await;
+    let last = history.last().unwrap();
+    assert_eq!(phase(last), "Succeeded");
+    // Exits at +1, restarted at once, exits at +2, back-off 10 s, then 20 s.
+    let side: Vec<f64> = sim.starts().into_iter().filter(|(_, n)| n == "side").map(|(t, _)| t).collect();
+    let gaps: Vec<i64> = side.windows(2).map(|w| (w[1] - w[0]).round() as i64).collect();
+    assert_eq!(&gaps[..3], &[1, 11, 21], "{side:?}");
+    assert!(init(last, 0).restart_count >= 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn readiness_drives_ready_and_the_pod_conditions() {
+    let sim = Sim::new();
+    sim.fake.script("app", vec![Behaviour::RunForever]);
+    sim.fake.script_exec("app", vec![ExecBehaviour::exit(1), ExecBehaviour::exit(0), ExecBehaviour::exit(0)]);
+    let p = pod_with(serde_json::json!({
+        "restartPolicy": "Always",
+        "containers": [{"name": "app", "readinessProbe": {"exec": exec("true"), "periodSeconds": 5, "successThreshold": 2}}],
+    }));
+    let history = sim.run(p, Duration::from_secs(30)).await;
+    let ready_at = history.iter().position(|p| app(p).ready).expect("became ready");
+    assert!(history[..ready_at].iter().all(|p| !app(p).ready));
+    let conditions = history[ready_at].status.as_ref().unwrap().conditions.clone().unwrap();
+    let status = |t: &str| conditions.iter().find(|c| c.type_ == t).map(|c| c.status.clone());
+    assert_eq!((status("ContainersReady"), status("Ready")), (Some("True".into()), Some("True".into())));
+    // Fail at +0, succeed at +5 and +10: ready from +10 (successThreshold 2).
+    let running_at = history.iter().position(|p| app(p).state.as_ref().unwrap().running.is_some()).unwrap();
+    assert!(ready_at > running_at);
+    assert_eq!(events(&sim, "Unhealthy"), vec![("Readiness probe failed: ".to_string(), 1)]);
+    assert_eq!(sim.fake.calls().iter().filter(|(_, c)| matches!(c, Call::ExecSync { .. })).count(), 7);
+}
+
+fn sidecar_pod(app_pre_stop: u64) -> Pod {
+    pod_with(serde_json::json!({
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": 10,
+        "initContainers": [
+            {"name": "s1", "restartPolicy": "Always", "lifecycle": {"preStop": {"sleep": {"seconds": 1}}}},
+            {"name": "s2", "restartPolicy": "Always"},
+        ],
+        "containers": [{"name": "app", "lifecycle": {"preStop": {"sleep": {"seconds": app_pre_stop}}}}],
+    }))
+}
+
+#[tokio::test(start_paused = true)]
+async fn deletion_stops_apps_first_then_sidecars_in_reverse_order() {
+    let sim = Sim::new();
+    for n in ["s1", "s2", "app"] {
+        sim.fake.script(n, vec![Behaviour::RunForever]);
+    }
+    sim.run(sidecar_pod(3), Duration::from_secs(20)).await;
+    // Deleted at +20. The app's preStop takes 3 s, then TERM with the 7 s left; s2 waits for
+    // it and s1 (whose preStop ran at once) for s2, each with what is left of the 10 s.
+    let expected = [(23.0, "app", 7), (23.0, "s2", 7), (23.0, "s1", 7)].map(|(t, n, g)| (t, n.to_string(), g));
+    assert_eq!(stops(&sim), expected);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sidecars_wait_for_its_turn_is_bounded_by_the_grace_period() {
+    let sim = Sim::new();
+    sim.fake.script("s1", vec![Behaviour::RunForever]);
+    sim.fake.script("s2", vec![Behaviour::RunForever]);
+    sim.fake.script("app", vec![Behaviour::IgnoreTerm]);
+    sim.run(sidecar_pod(1), Duration::from_secs(20)).await;
+    // The app ignores TERM and is killed at +30; the sidecars stop waiting when the grace
+    // period is over and get the minimum 2 s.
+    let stops = stops(&sim);
+    assert_eq!(stops[0], (21.0, "app".to_string(), 9));
+    let mut rest: Vec<(f64, String, u64)> = stops[1..].to_vec();
+    rest.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(rest, [(30.0, "s1".to_string(), 2), (30.0, "s2".to_string(), 2)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_overrunning_pre_stop_is_cut_at_the_grace_period_and_the_stop_gets_two_seconds() {
+    let sim = Sim::new();
+    sim.fake.script("app", vec![Behaviour::IgnoreTerm]);
+    let p = pod_with(serde_json::json!({
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": 3,
+        "containers": [{"name": "app", "lifecycle": {"preStop": {"sleep": {"seconds": 10}}}}],
+    }));
+    let history = sim.run(p, Duration::from_secs(5)).await;
+    assert_eq!(stops(&sim), vec![(8.0, "app".to_string(), 2)]);
+    let t = app(history.last().unwrap()).state.as_ref().unwrap().terminated.clone().unwrap();
+    assert_eq!(t.exit_code, 137);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_pre_stop_is_reported_and_termination_goes_on() {
+    let sim = Sim::new();
+    sim.fake.script("app", vec![Behaviour::RunForever]);
+    sim.fake.script_exec("app", vec![ExecBehaviour::exit(7)]);
+    let p = pod_with(serde_json::json!({
+        "restartPolicy": "Always",
+        "containers": [{"name": "app", "lifecycle": {"preStop": {"exec": exec("exit 7")}}}],
+    }));
+    sim.run(p, Duration::from_secs(5)).await;
+    assert_eq!(events(&sim, "FailedPreStopHook"), vec![("PreStopHook failed".to_string(), 1)]);
+    assert_eq!(stops(&sim), vec![(5.0, "app".to_string(), 30)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_post_start_kills_the_container_and_it_is_restarted_with_back_off() {
+    let sim = Sim::new();
+    sim.fake.script("app", vec![Behaviour::RunForever]);
+    sim.fake.script_exec("app", vec![ExecBehaviour::exit(1)]);
+    let p = pod_with(serde_json::json!({
+        "restartPolicy": "Always",
+        "containers": [{"name": "app", "lifecycle": {"postStart": {"exec": exec("exit 1")}}}],
+    }));
+    let history = sim.run(p, Duration::from_secs(40)).await;
+    assert!(events(&sim, "FailedPostStartHook").iter().any(|(m, _)| m == "PostStartHook failed"));
+    assert!(events(&sim, "Killing").iter().any(|(m, _)| m == "FailedPostStartHook"));
+    let starts: Vec<i64> = sim.starts().into_iter().map(|(t, _)| t.round() as i64).collect();
+    assert_eq!(&starts[..3], &[0, 0, 10], "first restart at once, then back-off");
+    // The container never shows Running: postStart had not completed.
+    assert!(history.iter().all(|p| app(p).state.as_ref().unwrap().running.is_none()));
+    assert!(history.iter().any(|p| waiting(app(p)) == Some("CrashLoopBackOff")));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_post_start_hook_holds_the_container_until_it_completes() {
+    let sim = Sim::new();
+    sim.fake.script("app", vec![Behaviour::Exit { code: 0, after: Duration::from_secs(10) }]);
+    let p = pod_with(serde_json::json!({
+        "restartPolicy": "Never",
+        "containers": [{"name": "app", "lifecycle": {"postStart": {"sleep": {"seconds": 3}}}}],
+    }));
+    let history = sim.run_timed(p, Duration::from_secs(60)).await;
+    let (at, first_running) = history.iter().find(|(_, p)| app(p).state.as_ref().unwrap().running.is_some()).unwrap();
+    assert_eq!((at.round() as i64, phase(first_running)), (3, "Running"));
+    assert!(history.iter().filter(|(t, _)| *t < 3.0).all(|(_, p)| waiting(app(p)) == Some("ContainerCreating")));
+    assert_eq!(phase(&history.last().unwrap().1), "Succeeded");
+}
