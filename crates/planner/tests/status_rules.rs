@@ -230,3 +230,82 @@ fn a_pod_deleted_during_init_ends_failed_once_nothing_runs() {
     w.deleting = true;
     assert_eq!(w.status().phase.as_deref(), Some("Failed"));
 }
+
+/// The pod with a probe (JSON) on one container.
+fn probed(mut p: k8s_openapi::api::core::v1::Pod, name: &str, field: &str) -> k8s_openapi::api::core::v1::Pod {
+    let spec = p.spec.as_mut().unwrap();
+    let c =
+        spec.init_containers.iter_mut().flatten().chain(spec.containers.iter_mut()).find(|c| c.name == name).unwrap();
+    let probe = Some(serde_json::from_value(serde_json::json!({"exec": {"command": ["true"]}})).unwrap());
+    match field {
+        "startupProbe" => c.startup_probe = probe,
+        _ => c.readiness_probe = probe,
+    }
+    p
+}
+
+#[test]
+fn probe_results_drive_started_ready_and_the_ready_conditions() {
+    // (probe field, result for the instance, started, ready, Ready condition)
+    let rows = [
+        ("readinessProbe", None, true, false, "False"),
+        ("readinessProbe", Some(false), true, false, "False"),
+        ("readinessProbe", Some(true), true, true, "True"),
+        ("startupProbe", None, false, false, "False"),
+        ("startupProbe", Some(false), false, false, "False"),
+        ("startupProbe", Some(true), true, true, "True"),
+    ];
+    for (field, result, started, ready, condition) in rows {
+        let p = probed(pod(&[], &["app"], "Always"), "app", field);
+        let mut w = World::new(p.clone()).with_sandbox().with(running(&p, "app", 0, 1));
+        if let Some(r) = result {
+            let table =
+                if field == "startupProbe" { &mut w.observed.probes.startup } else { &mut w.observed.probes.readiness };
+            table.insert("app-0".into(), r);
+        }
+        let s = w.status();
+        let app = &s.container_statuses.as_ref().unwrap()[0];
+        assert_eq!((app.started, app.ready), (Some(started), ready), "{field} {result:?}");
+        assert_eq!(cond(&s, "Ready").0, condition, "{field} {result:?}");
+        assert_eq!(cond(&s, "ContainersReady").0, condition, "{field} {result:?}");
+    }
+}
+
+#[test]
+fn an_unready_sidecar_keeps_the_pod_unready_and_an_unstarted_one_uninitialized() {
+    let p = probed(probed(pod(&["+side"], &["app"], "Always"), "side", "readinessProbe"), "side", "startupProbe");
+    let base = World::new(p.clone()).with_sandbox().with(running(&p, "side", 0, 1));
+    // Not started: initialization waits, and the app has not started.
+    let s = base.status();
+    assert_eq!(cond(&s, "Initialized").0, "False");
+    assert_eq!(s.init_container_statuses.as_ref().unwrap()[0].started, Some(false));
+    // Started and the app running, but the sidecar not ready: ContainersReady names it.
+    let mut w = World { observed: base.observed.clone(), ..World::new(p.clone()) }.with(running(&p, "app", 0, 2));
+    w.observed.probes.startup.insert("side-0".into(), true);
+    let s = w.status();
+    assert_eq!(cond(&s, "Initialized").0, "True");
+    assert_eq!(
+        cond(&s, "ContainersReady"),
+        ("False", Some("ContainersNotReady"), Some("containers with unready status: [side]"))
+    );
+    w.observed.probes.readiness.insert("side-0".into(), true);
+    assert_eq!(cond(&w.status(), "Ready").0, "True");
+}
+
+#[test]
+fn readiness_gates_hold_ready_until_their_conditions_are_true() {
+    let mut p = pod(&[], &["app"], "Always");
+    p.spec.as_mut().unwrap().readiness_gates =
+        Some(vec![serde_json::from_value(serde_json::json!({"conditionType": "example.com/lb"})).unwrap()]);
+    let w = World::new(p.clone()).with_sandbox().with(running(&p, "app", 0, 1));
+    let s = w.status();
+    assert_eq!(cond(&s, "ContainersReady").0, "True");
+    assert_eq!(
+        cond(&s, "Ready"),
+        (
+            "False",
+            Some("ReadinessGatesNotReady"),
+            Some("corresponding condition of pod readiness gate \"example.com/lb\" does not exist.")
+        )
+    );
+}
