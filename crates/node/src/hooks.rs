@@ -48,9 +48,6 @@ pub async fn run(t: &HookTarget<'_>, handler: &LifecycleHandler) -> Result<(), S
         let path = action.path.clone().unwrap_or_default();
         let fail =
             |e: String| format!("HTTP lifecycle hook ({path}) for Container {c:?} in Pod {pod:?} failed - error: {e}");
-        if action.scheme.as_deref() == Some("HTTPS") {
-            return Err(fail("HTTPS lifecycle hooks are not supported by podwright yet".into()));
-        }
         let req = Request::new(action, t.container, t.pod_ip).map_err(fail)?;
         // Any answer will do: the kubelet does not look at the status code of a hook's GET.
         return http_get::get(&req, UNBOUNDED).await.map(|_| ()).map_err(fail);

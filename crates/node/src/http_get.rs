@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::{Container, HTTPGetAction};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// The kubelet reads at most this much of a response body.
@@ -41,6 +41,7 @@ pub struct Request {
     pub path: String,
     /// `(name, value)`; a `Host` header replaces the request's host header.
     pub headers: Vec<(String, String)>,
+    pub https: bool,
 }
 
 impl Request {
@@ -52,11 +53,12 @@ impl Request {
         // Go's URL formatting puts a slash between host and a relative path.
         let path = if path.starts_with('/') { path } else { format!("/{path}") };
         let headers = action.http_headers.iter().flatten().map(|h| (h.name.clone(), h.value.clone())).collect();
-        Ok(Request { host, port, path, headers })
+        let https = action.scheme.as_deref() == Some("HTTPS");
+        Ok(Request { host, port, path, headers, https })
     }
 
     pub fn url(&self) -> String {
-        format!("http://{}{}", self.authority(), self.path)
+        format!("{}://{}{}", if self.https { "https" } else { "http" }, self.authority(), self.path)
     }
 
     fn authority(&self) -> String {
@@ -128,22 +130,39 @@ fn redirect_target(req: &Request, location: &str) -> Option<Request> {
     if location.starts_with('/') {
         return Some(Request { path: location.to_string(), ..req.clone() });
     }
-    let rest = location.strip_prefix("http://")?;
+    let (https, rest) = match location.strip_prefix("https://") {
+        Some(rest) => (true, rest),
+        None => (false, location.strip_prefix("http://")?),
+    };
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let default_port = if https { 443 } else { 80 };
     let (host, port) = match authority.rsplit_once(':') {
         Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => (h, p.parse().ok()?),
-        _ => (authority, 80),
+        _ => (authority, default_port),
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
     (host == req.host).then(|| Request {
         port,
         path: if path.is_empty() { "/".into() } else { path.to_string() },
+        https,
         ..req.clone()
     })
 }
 
 async fn once(req: &Request) -> Result<(u16, Option<String>, String), String> {
-    let mut stream = TcpStream::connect((req.host.as_str(), req.port)).await.map_err(|e| dial_error(req, &e))?;
+    let tcp = TcpStream::connect((req.host.as_str(), req.port)).await.map_err(|e| dial_error(req, &e))?;
+    if req.https {
+        let tls = crate::tls::connector().connect(crate::tls::server_name(&req.host)?, tcp).await;
+        exchange(req, tls.map_err(|e| e.to_string())?).await
+    } else {
+        exchange(req, tcp).await
+    }
+}
+
+async fn exchange(
+    req: &Request,
+    mut stream: impl AsyncRead + AsyncWrite + Unpin,
+) -> Result<(u16, Option<String>, String), String> {
     stream.write_all(&req.bytes()).await.map_err(|e| e.to_string())?;
     let mut buf = Vec::with_capacity(1024);
     let head_end = loop {
@@ -234,7 +253,13 @@ mod tests {
     }
 
     fn req(port: u16, path: &str) -> Request {
-        Request { host: "127.0.0.1".into(), port, path: path.into(), headers: vec![("X-Probe".into(), "1".into())] }
+        Request {
+            host: "127.0.0.1".into(),
+            port,
+            path: path.into(),
+            headers: vec![("X-Probe".into(), "1".into())],
+            https: false,
+        }
     }
 
     #[tokio::test]
@@ -270,5 +295,37 @@ mod tests {
             e,
             format!("Get \"http://127.0.0.1:{port}/\": dial tcp 127.0.0.1:{port}: connect: connection refused")
         );
+    }
+
+    #[tokio::test]
+    async fn https_does_not_check_the_certificate() {
+        use tokio_rustls::rustls::ServerConfig;
+        use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+        let cert = CertificateDer::from(include_bytes!("../tests/fixtures/probe-test-cert.der").to_vec());
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+            include_bytes!("../tests/fixtures/probe-test-key.der").to_vec(),
+        ));
+        let provider = std::sync::Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+        let config = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert], key)
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = l.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let (tcp, _) = l.accept().await.unwrap();
+            let mut s = acceptor.accept(tcp).await.unwrap();
+            let mut buf = vec![0u8; 4096];
+            let n = s.read(&mut buf).await.unwrap();
+            s.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await.unwrap();
+            s.shutdown().await.unwrap();
+            String::from_utf8_lossy(&buf[..n]).into_owned()
+        });
+        let r = get(&Request { https: true, ..req(port, "/secure") }, Duration::from_secs(5)).await.unwrap();
+        assert_eq!(r.status, 204);
+        assert!(server.await.unwrap().starts_with("GET /secure HTTP/1.1\r\n"));
     }
 }

@@ -16,6 +16,7 @@ pub mod observe;
 pub mod probe;
 pub mod prober;
 pub mod termination_message;
+pub mod tls;
 pub mod volumes;
 pub mod worker;
 

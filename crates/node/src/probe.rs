@@ -8,6 +8,9 @@ use podwright_runtime::{RuntimeError, RuntimeService};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// The kubelet keeps at most this much of an exec probe's output.
+const MAX_OUTPUT: usize = 10 * 1024;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Success,
@@ -51,7 +54,11 @@ pub async fn attempt(t: &Target<'_>, probe: &Probe) -> Outcome {
         let cmd = command(exec.command.as_deref().unwrap_or_default(), t.container);
         return match t.runtime.exec_sync(t.container_id, &cmd, timeout).await {
             Ok(r) if r.exit_code == 0 => Outcome::Success,
-            Ok(r) => Outcome::Failure(String::from_utf8_lossy(&[r.stdout, r.stderr].concat()).into_owned()),
+            Ok(r) => {
+                let mut output = [r.stdout, r.stderr].concat();
+                output.truncate(MAX_OUTPUT);
+                Outcome::Failure(String::from_utf8_lossy(&output).into_owned())
+            }
             Err(RuntimeError::DeadlineExceeded(_)) => {
                 Outcome::Failure(format!("command {:?} timed out", cmd.join(" ")))
             }
@@ -59,9 +66,6 @@ pub async fn attempt(t: &Target<'_>, probe: &Probe) -> Outcome {
         };
     }
     if let Some(action) = &probe.http_get {
-        if action.scheme.as_deref() == Some("HTTPS") {
-            return Outcome::Error("HTTPS probes are not supported by podwright yet".into());
-        }
         let req = match Request::new(action, t.container, t.pod_ip) {
             Ok(r) => r,
             Err(e) => return Outcome::Error(e),
@@ -81,7 +85,7 @@ pub async fn attempt(t: &Target<'_>, probe: &Probe) -> Outcome {
             Err(e) => return Outcome::Error(e),
         };
         let host = action.host.clone().filter(|h| !h.is_empty()).unwrap_or_else(|| t.pod_ip.to_string());
-        let req = Request { host, port, path: String::new(), headers: vec![] };
+        let req = Request { host, port, path: String::new(), headers: vec![], https: false };
         return match tokio::time::timeout(timeout, tokio::net::TcpStream::connect((req.host.as_str(), port))).await {
             Ok(Ok(_)) => Outcome::Success,
             Ok(Err(e)) => Outcome::Failure(http_get::dial_error(&req, &e)),
