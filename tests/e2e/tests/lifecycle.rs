@@ -1,5 +1,5 @@
 //! Lifecycle beyond init containers, for real: termination messages, a Job-like pod with a
-//! sidecar, the active deadline during init, and `--grace-period 0`.
+//! sidecar, the active deadline during init, `--grace-period 0`, and the image's STOPSIGNAL.
 
 use podwright_e2e::*;
 use std::time::{Duration, Instant};
@@ -152,5 +152,32 @@ spec:
     let p = o.single_pod();
     assert_eq!(phase(&p), "Failed", "{}", o.context());
     assert_eq!(container_status(&p, "stubborn")["state"]["terminated"]["exitCode"], 137, "{}", o.context());
+    assert_nothing_left(&p);
+}
+
+#[test]
+fn a_graceful_stop_sends_the_images_stop_signal() {
+    let pod = pod_name("stopsignal");
+    let m = Manifest::new(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: {pod}}}
+spec:
+  terminationGracePeriodSeconds: 20
+  containers:
+  - name: app
+    image: localhost/busybox-stopsignal:1.36
+    command: ['sh', '-c', 'trap "echo got USR1; exit 0" USR1; trap "echo got TERM; exit 1" TERM; echo up; while true; do sleep 0.2; done']
+"#
+    ));
+    let mut r = Running::spawn(&run_args(m.path_str(), &[]), None);
+    assert!(r.wait_for_stderr("[app] up", Duration::from_secs(30)), "{}", r.stderr_so_far());
+    r.signal(libc::SIGINT);
+    let o = r.wait_within(Duration::from_secs(15));
+    o.assert_code(0);
+    assert_eq!(o.output_of("app"), vec!["up", "got USR1"], "{}", o.context());
+    let p = o.single_pod();
+    assert_eq!(container_status(&p, "app")["state"]["terminated"]["exitCode"], 0, "{}", o.context());
     assert_nothing_left(&p);
 }
