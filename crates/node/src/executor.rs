@@ -50,6 +50,8 @@ struct Victim<'a> {
     id: &'a str,
     spec: Option<SpecContainer<'a>>,
     name: &'a str,
+    /// A container that never started gets no `preStop` hook.
+    started: bool,
 }
 
 /// The kubelet never gives a container less than this between TERM and KILL, except when the
@@ -85,7 +87,8 @@ impl Engine {
                 Action::KillContainer { id, name, message, grace } => {
                     let spec = pod::all_containers(st.pod).find(|s| s.name() == name);
                     let ip = st.sandbox.as_ref().and_then(|s| s.ip.clone()).unwrap_or_default();
-                    let victim = Victim { id, spec, name };
+                    let started = st.containers.iter().any(|c| c.id == *id && c.state == RunState::Running);
+                    let victim = Victim { id, spec, name, started };
                     self.kill_container(st.pod, &victim, message.clone(), *grace, &ip, vec![]).await;
                 }
                 Action::RemoveContainer { id, .. } => {
@@ -212,7 +215,7 @@ impl Engine {
                 tracing::warn!(container = %name, "{msg}");
                 // The hook's output stays out of the event: it may hold secrets.
                 self.event(pod, Some(&sc), EventType::Warning, "FailedPostStartHook", "PostStartHook failed".into());
-                let victim = Victim { id: &id, spec: Some(sc), name: &name };
+                let victim = Victim { id: &id, spec: Some(sc), name: &name, started: true };
                 let grace = Duration::from_secs(pod::grace_period_secs(pod) as u64);
                 self.kill_container(pod, &victim, "FailedPostStartHook".into(), grace, &ip, vec![]).await;
             }
@@ -358,7 +361,8 @@ impl Engine {
             let ip = &ip;
             let pod = st.pod;
             async move {
-                let victim = Victim { id: &c.id, spec, name: &c.name };
+                let started = c.state == RunState::Running;
+                let victim = Victim { id: &c.id, spec, name: &c.name, started };
                 self.kill_container(pod, &victim, format!("Stopping container {}", c.name), grace, ip, turn).await;
                 let _ = done.send(true);
             }
