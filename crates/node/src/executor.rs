@@ -244,8 +244,11 @@ impl Engine {
         let spent = || self.clock.now().duration_since(started).as_secs().max(0) as u64;
         let mut stop_after = grace;
         if !grace.is_zero() {
-            let pre_stop =
-                v.spec.as_ref().and_then(|s| s.container.lifecycle.as_ref()?.pre_stop.as_ref().map(|h| (s, h)));
+            let pre_stop = v
+                .spec
+                .as_ref()
+                .filter(|_| v.started)
+                .and_then(|s| s.container.lifecycle.as_ref()?.pre_stop.as_ref().map(|h| (s, h)));
             if let Some((sc, hook)) = pre_stop {
                 let target = self.hook_target(pod, sc.container, v.id, ip);
                 // An overrunning hook is abandoned when the grace period ends.
