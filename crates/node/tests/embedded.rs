@@ -75,7 +75,7 @@ async fn embedded_containerd_starts_once_is_reused_and_stops() {
     let _guard = KillOnPanic(pid);
     let mut imported = [a.imported, b.imported].concat();
     imported.sort();
-    assert_eq!(imported, ["localhost/busybox:1.36", "localhost/pause:3.9"]);
+    assert_eq!(imported, ["localhost/busybox-stopsignal:1.36", "localhost/busybox:1.36", "localhost/pause:3.9"]);
 
     // SAFETY: closing the write end we own.
     unsafe { libc::close(write_end) };
