@@ -120,6 +120,16 @@ pub fn run_file(file: &str, extra: &[&str]) -> Outcome {
     Running::spawn(&run_args(file, extra), None).wait()
 }
 
+/// Runs `podwright run` on a manifest text, waits until stderr shows `needle`, then interrupts
+/// it (Ctrl-C: the pods are deleted gracefully) and waits up to `limit` for it to end.
+pub fn interrupt_when(manifest: &str, extra: &[&str], needle: &str, limit: Duration) -> Outcome {
+    let m = Manifest::new(manifest);
+    let mut r = Running::spawn(&run_args(m.path_str(), extra), None);
+    assert!(r.wait_for_stderr(needle, Duration::from_secs(60)), "never saw {needle:?}:\n{}", r.stderr_so_far());
+    r.signal(libc::SIGINT);
+    r.wait_within(limit)
+}
+
 /// Runs podwright with exactly these arguments and waits for it.
 pub fn podwright(args: &[&str]) -> Outcome {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();

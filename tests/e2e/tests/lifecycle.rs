@@ -130,8 +130,9 @@ fn deadline_events_without_path(o: &Outcome, pod: &str) -> usize {
 #[test]
 fn grace_period_zero_stops_at_once() {
     let pod = pod_name("grace0");
-    let m = Manifest::new(&format!(
-        r#"
+    let o = interrupt_when(
+        &format!(
+            r#"
 apiVersion: v1
 kind: Pod
 metadata: {{name: {pod}}}
@@ -143,11 +144,11 @@ spec:
     image: localhost/busybox:1.36
     command: ['sh', '-c', 'trap "" TERM; echo up; while true; do sleep 1; done']
 "#
-    ));
-    let mut r = Running::spawn(&run_args(m.path_str(), &["--grace-period", "0"]), None);
-    assert!(r.wait_for_stderr("[stubborn] up", Duration::from_secs(30)), "{}", r.stderr_so_far());
-    r.signal(libc::SIGINT);
-    let o = r.wait_within(Duration::from_secs(15));
+        ),
+        &["--grace-period", "0"],
+        "[stubborn] up",
+        Duration::from_secs(15),
+    );
     o.assert_code(1);
     let p = o.single_pod();
     assert_eq!(phase(&p), "Failed", "{}", o.context());
@@ -158,8 +159,9 @@ spec:
 #[test]
 fn a_graceful_stop_sends_the_images_stop_signal() {
     let pod = pod_name("stopsignal");
-    let m = Manifest::new(&format!(
-        r#"
+    let o = interrupt_when(
+        &format!(
+            r#"
 apiVersion: v1
 kind: Pod
 metadata: {{name: {pod}}}
@@ -170,11 +172,11 @@ spec:
     image: localhost/busybox-stopsignal:1.36
     command: ['sh', '-c', 'trap "echo got USR1; exit 0" USR1; trap "echo got TERM; exit 1" TERM; echo up; while true; do sleep 0.2; done']
 "#
-    ));
-    let mut r = Running::spawn(&run_args(m.path_str(), &[]), None);
-    assert!(r.wait_for_stderr("[app] up", Duration::from_secs(30)), "{}", r.stderr_so_far());
-    r.signal(libc::SIGINT);
-    let o = r.wait_within(Duration::from_secs(15));
+        ),
+        &[],
+        "[app] up",
+        Duration::from_secs(15),
+    );
     o.assert_code(0);
     assert_eq!(o.output_of("app"), vec!["up", "got USR1"], "{}", o.context());
     let p = o.single_pod();

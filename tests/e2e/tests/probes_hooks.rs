@@ -164,8 +164,9 @@ spec:
 #[test]
 fn exec_and_sleep_hooks_run_around_the_container() {
     let pod = pod_name("hooks-exec");
-    let m = Manifest::new(&format!(
-        r#"
+    let o = interrupt_when(
+        &format!(
+            r#"
 apiVersion: v1
 kind: Pod
 metadata: {{name: {pod}}}
@@ -194,11 +195,11 @@ spec:
       preStop:
         sleep: {{seconds: 3}}
 "#
-    ));
-    let mut r = Running::spawn(&run_args(m.path_str(), &[]), None);
-    assert!(r.wait_for_stderr("[app] saw post-start", Duration::from_secs(30)), "{}", r.stderr_so_far());
-    r.signal(libc::SIGINT);
-    let o = r.wait_within(Duration::from_secs(30));
+        ),
+        &[],
+        "[app] saw post-start",
+        Duration::from_secs(30),
+    );
     o.assert_code(0);
     let p = o.single_pod();
     assert_eq!(phase(&p), "Succeeded", "{}", o.context());
@@ -261,8 +262,9 @@ spec:
 #[test]
 fn a_pre_stop_hook_that_overruns_the_grace_period_is_cut_short_and_the_container_killed() {
     let pod = pod_name("prestop-overrun");
-    let m = Manifest::new(&format!(
-        r#"
+    let o = interrupt_when(
+        &format!(
+            r#"
 apiVersion: v1
 kind: Pod
 metadata: {{name: {pod}}}
@@ -276,11 +278,11 @@ spec:
       preStop:
         exec: {{command: ['sleep', '30']}}
 "#
-    ));
-    let mut r = Running::spawn(&run_args(m.path_str(), &[]), None);
-    assert!(r.wait_for_stderr("[stubborn] up", Duration::from_secs(30)), "{}", r.stderr_so_far());
-    r.signal(libc::SIGINT);
-    let o = r.wait_within(Duration::from_secs(30));
+        ),
+        &[],
+        "[stubborn] up",
+        Duration::from_secs(30),
+    );
     o.assert_code(1);
     let p = o.single_pod();
     let s = container_status(&p, "stubborn");
