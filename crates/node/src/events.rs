@@ -19,6 +19,8 @@ type Key = (String, Option<String>, String, String);
 /// One recorded event, small; the full v1 `Event` is built only for `snapshot()`.
 #[derive(Debug)]
 struct Record {
+    /// When its first event came, among all records: the order of `snapshot()`.
+    seq: u64,
     pod_name: String,
     namespace: String,
     kind: EventType,
@@ -34,9 +36,10 @@ pub struct EventLog {
 
 #[derive(Debug, Default)]
 struct Log {
-    /// Keys in the order their first event came.
-    order: Vec<Key>,
+    /// Records in no order: a second list of keys for their order would cost a copy of every
+    /// key, and only `snapshot()` needs it.
     records: HashMap<Key, Record>,
+    next_seq: u64,
 }
 
 impl EventLog {
@@ -58,6 +61,7 @@ impl EventLog {
             return;
         }
         let record = Record {
+            seq: log.next_seq,
             pod_name: pod.metadata.name.clone().unwrap_or_default(),
             namespace: pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
             kind,
@@ -65,16 +69,17 @@ impl EventLog {
             first: now,
             last: now,
         };
-        log.order.push(key.clone());
+        log.next_seq += 1;
         log.records.insert(key, record);
     }
 
     /// Every event recorded so far as v1 `Event`s, in the order they first happened.
     pub fn snapshot(&self) -> Vec<Event> {
         let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        log.order
-            .iter()
-            .filter_map(|k| Some((k, log.records.get(k)?)))
+        let mut records: Vec<_> = log.records.iter().collect();
+        records.sort_unstable_by_key(|(_, r)| r.seq);
+        records
+            .into_iter()
             .map(|((uid, field_path, reason, message), r)| Event {
                 metadata: ObjectMeta {
                     name: Some(format!("{}.{:x}", r.pod_name, r.first.as_nanosecond())),
