@@ -43,6 +43,10 @@ pub fn prepare(path: &Path) -> io::Result<()> {
 }
 
 fn read_file(path: &Path) -> Option<String> {
+    // Most instances leave no message: one stat tells so without opening the file.
+    if std::fs::metadata(path).ok()?.len() == 0 {
+        return None;
+    }
     let mut buf = Vec::new();
     std::fs::File::open(path).ok()?.take(MAX_FILE_BYTES).read_to_end(&mut buf).ok()?;
     (!buf.is_empty()).then(|| String::from_utf8_lossy(&buf).into_owned())
