@@ -196,13 +196,15 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
 
     let mut workers = Vec::with_capacity(args.pods);
     for i in 0..args.pods {
-        let pod = pod::instance(&template, &format!("bench-{i}"));
+        let update = PodUpdate::new(&pod::instance(&template, &format!("bench-{i}")));
         let engine = engine.clone();
         workers.push(tokio::spawn(async move {
-            let (tx, rx) = watch::channel(PodUpdate::new(&pod));
+            // The worker shares the spec it publishes, as the CLI's do.
+            let spec = update.spec.clone();
+            let (tx, rx) = watch::channel(update);
             // Kept until the worker returns: a dropped sender would read as "changed".
             let (_delete, delete_rx) = watch::channel(false);
-            PodWorker::new(engine, pod, true).run(tx, delete_rx).await;
+            PodWorker::new(engine, spec, true).run(tx, delete_rx).await;
             rx.borrow().pod()
         }));
     }

@@ -90,7 +90,8 @@ pub async fn run(args: RunArgs) -> u8 {
     for pod in &pods {
         let (tx, rx) = watch::channel(PodUpdate::new(pod));
         let (del_tx, del_rx) = watch::channel(false);
-        let w = PodWorker::new(engine.clone(), pod.clone(), true).with_grace_override(args.grace_period);
+        let spec = tx.borrow().spec.clone();
+        let w = PodWorker::new(engine.clone(), spec, true).with_grace_override(args.grace_period);
         tokio::spawn(w.run(tx, del_rx));
         workers.push((rx, del_tx));
     }

@@ -51,7 +51,12 @@ impl Dispatcher {
     }
 
     pub fn register(&self, container_id: &str, bell: &Arc<Notify>) {
-        self.owners.lock().unwrap_or_else(|e| e.into_inner()).insert(container_id.to_string(), bell.clone());
+        let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+        // Workers register every container they observe on every pass; most are known already.
+        if owners.get(container_id).is_some_and(|b| Arc::ptr_eq(b, bell)) {
+            return;
+        }
+        owners.insert(container_id.to_string(), bell.clone());
     }
 
     pub fn unregister(&self, container_id: &str) {

@@ -13,14 +13,56 @@ pub enum EventType {
     Warning,
 }
 
-/// What identifies an event for folding repeats: pod uid, field path, reason, message.
-type Key = (String, Option<String>, String, String);
+/// What identifies an event for folding repeats (pod uid, field path, reason, message), and the
+/// pod's name and namespace, which the uid fixes. One allocation for all six: a pod records a
+/// dozen events, and six small strings each would weigh more than their text.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Key {
+    /// The parts one after another.
+    text: Box<str>,
+    /// Where each part but the last ends in `text`.
+    ends: [u32; 5],
+    /// Whether the field path (part 1) is given, as opposed to empty.
+    has_field_path: bool,
+}
+
+const UID: usize = 0;
+const FIELD_PATH: usize = 1;
+const REASON: usize = 2;
+const MESSAGE: usize = 3;
+const POD_NAME: usize = 4;
+const NAMESPACE: usize = 5;
+
+impl Key {
+    fn new(parts: [&str; 6], has_field_path: bool) -> Key {
+        let mut text = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+        let mut ends = [0; 5];
+        for (i, part) in parts.into_iter().enumerate() {
+            text.push_str(part);
+            if let Some(end) = ends.get_mut(i) {
+                // An event's text is far below 4 GiB.
+                *end = text.len() as u32;
+            }
+        }
+        Key { text: text.into_boxed_str(), ends, has_field_path }
+    }
+
+    fn part(&self, i: usize) -> &str {
+        let start = i.checked_sub(1).map_or(0, |j| self.ends[j] as usize);
+        let end = self.ends.get(i).map_or(self.text.len(), |e| *e as usize);
+        &self.text[start..end]
+    }
+
+    fn field_path(&self) -> Option<String> {
+        self.has_field_path.then(|| self.part(FIELD_PATH).to_string())
+    }
+}
 
 /// One recorded event, small; the full v1 `Event` is built only for `snapshot()`.
 #[derive(Debug)]
 struct Record {
-    pod_name: String,
-    namespace: String,
+    /// When its first event came, among all records: the order of `snapshot()`.
+    seq: u64,
     kind: EventType,
     count: i32,
     first: Timestamp,
@@ -34,9 +76,10 @@ pub struct EventLog {
 
 #[derive(Debug, Default)]
 struct Log {
-    /// Keys in the order their first event came.
-    order: Vec<Key>,
+    /// Records in no order: a second list of keys for their order would cost a copy of every
+    /// key, and only `snapshot()` needs it.
     records: HashMap<Key, Record>,
+    next_seq: u64,
 }
 
 impl EventLog {
@@ -50,48 +93,51 @@ impl EventLog {
         now: Timestamp,
     ) {
         tracing::debug!(pod = pod.metadata.name.as_deref(), reason, %message, "event");
-        let key = (pod.metadata.uid.clone().unwrap_or_default(), field_path, reason.to_string(), message);
+        let m = &pod.metadata;
+        let parts = [
+            m.uid.as_deref().unwrap_or_default(),
+            field_path.as_deref().unwrap_or_default(),
+            reason,
+            &message,
+            m.name.as_deref().unwrap_or_default(),
+            m.namespace.as_deref().unwrap_or("default"),
+        ];
+        let key = Key::new(parts, field_path.is_some());
         let mut log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = log.records.get_mut(&key) {
             r.count += 1;
             r.last = now;
             return;
         }
-        let record = Record {
-            pod_name: pod.metadata.name.clone().unwrap_or_default(),
-            namespace: pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
-            kind,
-            count: 1,
-            first: now,
-            last: now,
-        };
-        log.order.push(key.clone());
+        let record = Record { seq: log.next_seq, kind, count: 1, first: now, last: now };
+        log.next_seq += 1;
         log.records.insert(key, record);
     }
 
     /// Every event recorded so far as v1 `Event`s, in the order they first happened.
     pub fn snapshot(&self) -> Vec<Event> {
         let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        log.order
-            .iter()
-            .filter_map(|k| Some((k, log.records.get(k)?)))
-            .map(|((uid, field_path, reason, message), r)| Event {
+        let mut records: Vec<_> = log.records.iter().collect();
+        records.sort_unstable_by_key(|(_, r)| r.seq);
+        records
+            .into_iter()
+            .map(|(k, r)| Event {
                 metadata: ObjectMeta {
-                    name: Some(format!("{}.{:x}", r.pod_name, r.first.as_nanosecond())),
-                    namespace: Some(r.namespace.clone()),
+                    name: Some(format!("{}.{:x}", k.part(POD_NAME), r.first.as_nanosecond())),
+                    namespace: Some(k.part(NAMESPACE).to_string()),
                     ..Default::default()
                 },
                 involved_object: ObjectReference {
                     api_version: Some("v1".into()),
                     kind: Some("Pod".into()),
-                    name: Some(r.pod_name.clone()),
-                    namespace: Some(r.namespace.clone()),
-                    uid: Some(uid.clone()),
-                    field_path: field_path.clone(),
+                    name: Some(k.part(POD_NAME).to_string()),
+                    namespace: Some(k.part(NAMESPACE).to_string()),
+                    uid: Some(k.part(UID).to_string()),
+                    field_path: k.field_path(),
                     ..Default::default()
                 },
-                reason: Some(reason.clone()),
-                message: Some(message.clone()),
+                reason: Some(k.part(REASON).to_string()),
+                message: Some(k.part(MESSAGE).to_string()),
                 type_: Some(
                     match r.kind {
                         EventType::Normal => "Normal",
@@ -137,5 +183,10 @@ mod tests {
         assert_eq!(evs[0].involved_object.field_path, fp);
         assert_eq!(evs[0].type_.as_deref(), Some("Warning"));
         assert_eq!(evs[1].reason.as_deref(), Some("Other"));
+        assert_eq!(evs[1].message.as_deref(), Some("x"));
+        assert_eq!(evs[1].involved_object.field_path, None);
+        assert_eq!(evs[1].involved_object.name.as_deref(), Some("p"));
+        assert_eq!(evs[1].involved_object.namespace.as_deref(), Some("default"));
+        assert_eq!(evs[1].involved_object.uid.as_deref(), Some("u"));
     }
 }

@@ -108,7 +108,8 @@ impl Engine {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let config = cri_config::sandbox_config(pod, &self.root, attempt);
         let prepared = volumes::prepare(&self.root, pod)
-            .and_then(|_| std::fs::create_dir_all(cri_config::log_directory(&self.root, uid)));
+            .and_then(|_| std::fs::create_dir_all(cri_config::log_directory(&self.root, uid)))
+            .and_then(|_| std::fs::create_dir_all(crate::termination_message::dir(&self.root, uid)));
         if let Err(e) = prepared {
             self.event(pod, None, EventType::Warning, "FailedMount", format!("Unable to attach or mount volumes: {e}"));
             *st.sandbox_failure = Some(self.clock.now());

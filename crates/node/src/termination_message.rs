@@ -13,21 +13,40 @@ const MAX_FILE_BYTES: u64 = 4096;
 const MAX_LOG_LINES: usize = 80;
 const MAX_LOG_BYTES: usize = 2048;
 
+/// `<root>/pods/<uid>/termination`: one flat directory for every instance's file, made with the
+/// sandbox, so that starting a container creates a file and no directories.
+pub fn dir(root: &Path, uid: &str) -> PathBuf {
+    pod_dir(root, uid).join("termination")
+}
+
+/// `<name>-<restart count>`: unambiguous, as a restart count holds no `-`.
 pub fn host_path(root: &Path, uid: &str, container: &str, restart_count: i32) -> PathBuf {
-    pod_dir(root, uid).join("containers").join(container).join(format!("{restart_count}-termination-log"))
+    dir(root, uid).join(format!("{container}-{restart_count}"))
 }
 
 /// Creates the empty, world-writable file a new instance writes its message to.
 pub fn prepare(path: &Path) -> io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::File::create(path)?;
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let open = || std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o666).open(path);
+    let file = match open() {
+        // A sandbox made before the directory was part of it.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            open()?
+        }
+        opened => opened?,
+    };
+    // The umask filters the mode given at creation; containers may run as any user.
+    file.set_permissions(std::fs::Permissions::from_mode(0o666))
 }
 
 fn read_file(path: &Path) -> Option<String> {
+    // Most instances leave no message: one stat tells so without opening the file.
+    if std::fs::metadata(path).ok()?.len() == 0 {
+        return None;
+    }
     let mut buf = Vec::new();
     std::fs::File::open(path).ok()?.take(MAX_FILE_BYTES).read_to_end(&mut buf).ok()?;
     (!buf.is_empty()).then(|| String::from_utf8_lossy(&buf).into_owned())
@@ -73,6 +92,8 @@ mod tests {
         let root = std::env::temp_dir().join(format!("pw-tm-{}", std::process::id()));
         let file = host_path(&root, "u", "c", 0);
         prepare(&file).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o666);
         let log = log_directory(&root, "u").join("c/0.log");
         std::fs::create_dir_all(log.parent().unwrap()).unwrap();
         std::fs::write(&log, "2024-01-01T00:00:00Z stdout F one\n2024-01-01T00:00:00Z stderr F two\n").unwrap();

@@ -63,11 +63,13 @@ impl PodUpdate {
 }
 
 impl PodWorker {
-    pub fn new(engine: Engine, pod: Pod, events_streamed: bool) -> Self {
+    /// Takes the pod shared (`Arc`) or not: a caller that publishes `PodUpdate`s can hand the
+    /// worker the update's spec rather than a second copy.
+    pub fn new(engine: Engine, pod: impl Into<Arc<Pod>>, events_streamed: bool) -> Self {
         let start_time = engine.clock.now();
         PodWorker {
             engine,
-            pod: Arc::new(pod),
+            pod: pod.into(),
             backoff: Backoff::default(),
             start_failures: BTreeMap::new(),
             start_time,

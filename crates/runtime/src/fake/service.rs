@@ -13,9 +13,12 @@ impl RuntimeService for FakeRuntime {
 
     async fn run_pod_sandbox(&self, config: &PodSandboxConfig, runtime_handler: &str) -> RuntimeResult<String> {
         self.delay().await;
-        let mut state = self.lock();
+        // Copied before taking the lock that every pod's calls wait on.
         let metadata = config.metadata.clone().unwrap_or_default();
         let pod: Arc<str> = metadata.name.as_str().into();
+        let (labels, annotations) = (config.labels.clone(), config.annotations.clone());
+        let log_directory = config.log_directory.clone();
+        let mut state = self.lock();
         if state.log_calls {
             let call = Call::RunPodSandbox { name: metadata.name.clone(), attempt: metadata.attempt };
             self.log(&mut state, Some(pod.clone()), call);
@@ -37,12 +40,12 @@ impl RuntimeService for FakeRuntime {
             created_at: nanos(self.clock.now()),
             network: Some(PodSandboxNetworkStatus { ip, additional_ips: Vec::new() }),
             linux: None,
-            labels: config.labels.clone(),
-            annotations: config.annotations.clone(),
+            labels,
+            annotations,
             runtime_handler: runtime_handler.to_string(),
         };
         state.sandbox_labels.insert(&id, &status.labels);
-        let sandbox = Sandbox { status, seq, pod, log_directory: config.log_directory.clone(), containers: Vec::new() };
+        let sandbox = Sandbox { status, seq, pod, log_directory, containers: Vec::new() };
         state.sandboxes.insert(id.clone(), sandbox);
         self.emit(&id, RuntimeEventKind::Started);
         Ok(id.to_string())
@@ -114,8 +117,12 @@ impl RuntimeService for FakeRuntime {
         _sandbox_config: &PodSandboxConfig,
     ) -> RuntimeResult<String> {
         self.delay().await;
-        let mut state = self.lock();
+        // Copied before taking the lock that every pod's calls wait on.
         let metadata = config.metadata.clone().unwrap_or_default();
+        let image_spec = config.image.clone().unwrap_or_default();
+        let image_name = images::normalize(config.image.as_ref().map_or("", |i| i.image.as_str()));
+        let (labels, annotations) = (config.labels.clone(), config.annotations.clone());
+        let mut state = self.lock();
         if state.log_calls {
             let call = Call::CreateContainer { name: metadata.name.clone(), attempt: metadata.attempt };
             let pod = Self::pod_of(&state, sandbox_id);
@@ -140,8 +147,7 @@ impl RuntimeService for FakeRuntime {
                 metadata.name, sandbox.pod, metadata.attempt
             )));
         }
-        let image_spec = config.image.clone().unwrap_or_default();
-        let Some(image_ref) = state.images.get(&*images::normalize(&image_spec.image)).cloned() else {
+        let Some(image_ref) = state.images.get(&*image_name).cloned() else {
             return Err(RuntimeError::NotFound(format!("failed to resolve image \"{}\": not found", image_spec.image)));
         };
         let log_path = if sandbox.log_directory.is_empty() || config.log_path.is_empty() {
@@ -166,8 +172,8 @@ impl RuntimeService for FakeRuntime {
             image: Some(image_spec),
             image_id: image_ref.clone(),
             image_ref,
-            labels: config.labels.clone(),
-            annotations: config.annotations.clone(),
+            labels,
+            annotations,
             log_path,
             ..Default::default()
         };
