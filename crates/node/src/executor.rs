@@ -89,7 +89,8 @@ impl Engine {
                     let ip = st.sandbox.as_ref().and_then(|s| s.ip.clone()).unwrap_or_default();
                     let started = st.containers.iter().any(|c| c.id == *id && c.state == RunState::Running);
                     let victim = Victim { id, spec, name, started };
-                    self.kill_container(st.pod, &victim, message.clone(), *grace, &ip, vec![]).await;
+                    // Boxed, like every hook-running future: the worker's own future stays small.
+                    Box::pin(self.kill_container(st.pod, &victim, message.clone(), *grace, &ip, vec![])).await;
                 }
                 Action::RemoveContainer { id, .. } => {
                     if let Err(e) = self.runtime.remove_container(id).await {
@@ -208,7 +209,7 @@ impl Engine {
         if let Some(hook) = sc.container.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) {
             let target = self.hook_target(pod, sc.container, &id, &ip);
             let result = tokio::select! {
-                r = hooks::run(&target, hook) => r,
+                r = Box::pin(hooks::run(&target, hook)) => r,
                 // Deletion stops everything anyway; the next pass kills the container.
                 _ = deleted.wait_for(|d| *d) => Ok(()),
             };
@@ -218,7 +219,7 @@ impl Engine {
                 self.event(pod, Some(&sc), EventType::Warning, "FailedPostStartHook", "PostStartHook failed".into());
                 let victim = Victim { id: &id, spec: Some(sc), name: &name, started: true };
                 let grace = Duration::from_secs(pod::grace_period_secs(pod) as u64);
-                self.kill_container(pod, &victim, "FailedPostStartHook".into(), grace, &ip, vec![]).await;
+                Box::pin(self.kill_container(pod, &victim, "FailedPostStartHook".into(), grace, &ip, vec![])).await;
             }
         }
         (name, Ok(()))
@@ -253,7 +254,7 @@ impl Engine {
             if let Some((sc, hook)) = pre_stop {
                 let target = self.hook_target(pod, sc.container, v.id, ip);
                 // An overrunning hook is abandoned when the grace period ends.
-                if let Ok(Err(msg)) = tokio::time::timeout(grace, hooks::run(&target, hook)).await {
+                if let Ok(Err(msg)) = tokio::time::timeout(grace, Box::pin(hooks::run(&target, hook))).await {
                     tracing::warn!(container = %v.name, "{msg}");
                     self.event(pod, Some(sc), EventType::Warning, "FailedPreStopHook", "PreStopHook failed".into());
                 }

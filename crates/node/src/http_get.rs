@@ -172,12 +172,10 @@ async fn exchange(
         if buf.len() > MAX_HEAD {
             return Err("net/http: server response headers exceeded 65536 bytes".into());
         }
-        let mut chunk = [0u8; 4096];
-        let n = stream.read(&mut chunk).await.map_err(|e| e.to_string())?;
-        if n == 0 {
+        // Reading into the heap buffer keeps no 4 KiB array in the probe's future.
+        if stream.read_buf(&mut buf).await.map_err(|e| e.to_string())? == 0 {
             return Err("EOF".into());
         }
-        buf.extend_from_slice(&chunk[..n]);
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
     let mut lines = head.split("\r\n");
@@ -193,10 +191,9 @@ async fn exchange(
         .map(|(_, v)| v.trim().to_string());
     let mut body = buf.split_off(head_end + 4);
     while body.len() < MAX_BODY {
-        let mut chunk = [0u8; 4096];
-        match stream.read(&mut chunk).await {
+        match stream.read_buf(&mut body).await {
             Ok(0) | Err(_) => break,
-            Ok(n) => body.extend_from_slice(&chunk[..n]),
+            Ok(_) => {}
         }
     }
     body.truncate(MAX_BODY);

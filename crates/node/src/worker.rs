@@ -9,7 +9,7 @@ use crate::observe;
 use crate::prober::Prober;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use podwright_planner::{Backoff, Observed, PodContext, StartFailure, plan, pod_status};
+use podwright_planner::{Backoff, Observed, PodContext, StartFailure, plan_in_phase, pod_status};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -137,7 +137,7 @@ impl PodWorker {
                 grace_override: self.grace_override,
             };
             let status = pod_status(&ctx, previous.as_deref());
-            let p = plan(&ctx);
+            let p = plan_in_phase(&ctx, status.phase.as_deref().unwrap_or("Pending"));
             let terminal = matches!(status.phase.as_deref(), Some("Succeeded" | "Failed"));
             let finished = terminal && p.actions.is_empty();
             if previous.as_deref() != Some(&status) || finished {

@@ -13,5 +13,5 @@ pub mod status;
 pub use backoff::Backoff;
 pub use decide::PodContext;
 pub use observed::{ContainerKind, Observed, ObservedContainer, ObservedSandbox, ProbeResults, RunState, StartFailure};
-pub use plan::{Action, Plan, PlanEvent, plan};
+pub use plan::{Action, Plan, PlanEvent, plan, plan_in_phase};
 pub use status::pod_status;

@@ -71,12 +71,17 @@ fn anything_live(ctx: &PodContext) -> bool {
 }
 
 pub fn plan(ctx: &PodContext) -> Plan {
+    plan_in_phase(ctx, status::phase(ctx))
+}
+
+/// `plan()` for a caller that has just computed the pod's status, and with it the phase (the
+/// pod worker): the container statuses are not worked out twice.
+pub fn plan_in_phase(ctx: &PodContext, phase: &str) -> Plan {
     let mut p = Plan { actions: vec![], wake_at: None, backoff: ctx.backoff.clone(), events: vec![] };
     let grace = kill_grace(ctx);
 
     // Terminal: deletion, the deadline, a failed init under Never, or every app container
     // done for good. Kill what lives, start nothing.
-    let phase = status::phase(ctx);
     if ctx.deleting || phase == "Succeeded" || phase == "Failed" || decide::apps_finished(ctx) {
         if anything_live(ctx) {
             if decide::deadline_exceeded(ctx) {
