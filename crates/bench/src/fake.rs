@@ -187,7 +187,7 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
     let template = pod::template()?;
 
     let peak_reset = measure::reset_peak_rss();
-    let rss_before_kib = measure::status_kib("VmRSS")?;
+    let rss_before_kib = measure::status_kib("self", "VmRSS")?;
     if args.heap {
         alloc::start();
     }
@@ -228,7 +228,7 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
     }
     let remove = t1.elapsed();
     let cpu = cpu_time().saturating_sub(cpu0);
-    let rss_peak_kib = measure::status_kib("VmHWM")?;
+    let rss_peak_kib = measure::status_kib("self", "VmHWM")?;
 
     let left = fake.stats();
     if left.sandboxes + left.containers > 0 {

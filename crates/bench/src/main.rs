@@ -4,6 +4,8 @@
 //!   CPU per runtime action, peak RSS per pod.
 //! - `real`: one pod against containerd, by bare CRI calls (the floor) and by a pod worker,
 //!   interleaved: the ratio of their medians, and where podwright's extra time goes.
+//! - `probes`: many pods with exec and httpGet probes, run by the `podwright` binary on
+//!   containerd for a steady window: its CPU and RSS, and how late the probes run.
 //!
 //! Prints a table for people, then `name: value` lines for scripts. Asserts nothing.
 
@@ -12,6 +14,7 @@ mod counted;
 mod fake;
 mod measure;
 mod pod;
+mod probes;
 mod real;
 
 use clap::{Parser, Subcommand};
@@ -30,6 +33,8 @@ enum Command {
     Fake(fake::FakeArgs),
     /// One pod at a time against containerd: bare CRI calls versus a pod worker.
     Real(real::RealArgs),
+    /// Many probed pods run by the `podwright` binary on containerd: CPU, RSS, probe lateness.
+    Probes(probes::ProbesArgs),
 }
 
 #[global_allocator]
@@ -54,6 +59,7 @@ fn main() -> ExitCode {
         match &cli.command {
             Command::Fake(args) => fake::run(args).await.map(|r| r.print()),
             Command::Real(args) => real::run(args).await.map(|r| r.print()),
+            Command::Probes(args) => probes::run(args).await.map(|r| r.print()),
         }
     });
     match result {

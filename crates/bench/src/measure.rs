@@ -1,5 +1,5 @@
-//! Process-level measurements: CPU time (getrusage), resident memory (/proc/self/status), and
-//! summaries of repeated timings.
+//! Process-level measurements: CPU time (getrusage, /proc/<pid>/stat), resident memory
+//! (/proc/<pid>/status), and summaries of repeated timings.
 
 use std::time::Duration;
 
@@ -17,14 +17,41 @@ pub fn cpu_time() -> Duration {
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
-/// A `kB` field of /proc/self/status (`VmRSS`, `VmHWM`), in KiB.
-pub fn status_kib(field: &str) -> Result<u64, String> {
-    let text =
-        std::fs::read_to_string("/proc/self/status").map_err(|e| format!("cannot read /proc/self/status: {e}"))?;
+/// A `kB` field of /proc/<proc>/status (`VmRSS`, `VmHWM`), in KiB; `proc` is `self` or a pid.
+pub fn status_kib(proc: &str, field: &str) -> Result<u64, String> {
+    let path = format!("/proc/{proc}/status");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))?;
     text.lines()
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .ok_or_else(|| format!("no {field} in /proc/self/status"))
+        .ok_or_else(|| format!("no {field} in {path}"))
+}
+
+/// CPU time of another process from /proc/<pid>/stat, at the kernel's tick (usually 10 ms).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ProcCpu {
+    /// User + system time of the process itself.
+    pub own: Duration,
+    /// User + system time of its children that it has waited for.
+    pub reaped: Duration,
+}
+
+pub fn proc_cpu(pid: u32) -> Result<ProcCpu, String> {
+    let path = format!("/proc/{pid}/stat");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    parse_stat(&text).ok_or_else(|| format!("cannot parse {path}"))
+}
+
+fn parse_stat(text: &str) -> Option<ProcCpu> {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = if hz > 0 { hz as f64 } else { 100.0 };
+    // The command name (field 2) is in parentheses and may hold spaces; fields 14-17 (utime,
+    // stime, cutime, cstime) count from the state, field 3, right after it.
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<f64> = rest.split_whitespace().skip(11).take(4).map(|v| v.parse().ok()).collect::<Option<_>>()?;
+    let secs = |ticks: f64| Duration::from_secs_f64(ticks / hz);
+    (f.len() == 4).then(|| ProcCpu { own: secs(f[0] + f[1]), reaped: secs(f[2] + f[3]) })
 }
 
 /// Resets the peak RSS (`VmHWM`) to the current RSS, so the peak measured afterwards belongs to
@@ -62,6 +89,14 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
+/// The nearest-rank `p`th percentile (0 < p <= 100); None for no values.
+pub fn percentile(values: &[f64], p: f64) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0 * v.len() as f64).ceil() as usize).clamp(1, v.len().max(1));
+    v.get(rank - 1).copied()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,6 +112,27 @@ mod tests {
 
     #[test]
     fn reads_own_status() {
-        assert!(status_kib("VmRSS").unwrap() > 0);
+        assert!(status_kib("self", "VmRSS").unwrap() > 0);
+    }
+
+    #[test]
+    fn percentiles() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 50.0), Some(50.0));
+        assert_eq!(percentile(&v, 99.0), Some(99.0));
+        assert_eq!(percentile(&v, 100.0), Some(100.0));
+        assert_eq!(percentile(&[7.0], 99.0), Some(7.0));
+        assert_eq!(percentile(&[], 50.0), None);
+    }
+
+    #[test]
+    fn parses_stat_with_spaces_in_the_name() {
+        let line = "42 (a b) S 1 2 3 4 5 6 7 8 9 10 200 100 30 20 0 0";
+        let cpu = parse_stat(line).unwrap();
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        assert_eq!(cpu.own, Duration::from_secs_f64(300.0 / hz));
+        assert_eq!(cpu.reaped, Duration::from_secs_f64(50.0 / hz));
+        assert!(proc_cpu(std::process::id()).is_ok());
     }
 }

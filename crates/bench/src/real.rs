@@ -23,7 +23,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::watch;
 
 pub const TARGET_RATIO: f64 = 1.10;
-const DEFAULT_ROOT: &str = "/var/lib/podwright-bench";
+pub const DEFAULT_ROOT: &str = "/var/lib/podwright-bench";
 /// How often the floor asks whether a container has exited.
 const POLL: Duration = Duration::from_millis(1);
 /// A pod that takes longer than this is a failure, not a sample.
