@@ -268,3 +268,25 @@ async fn a_post_start_hook_holds_the_container_until_it_completes() {
     assert!(history.iter().filter(|(t, _)| *t < 3.0).all(|(_, p)| waiting(app(p)) == Some("ContainerCreating")));
     assert_eq!(phase(&history.last().unwrap().1), "Succeeded");
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_active_deadline_fails_a_pod_stuck_in_init_and_stops_it() {
+    let sim = Sim::new();
+    sim.fake.script("stuck", vec![Behaviour::RunForever]);
+    let p = pod_with(serde_json::json!({
+        "restartPolicy": "Always",
+        "activeDeadlineSeconds": 30,
+        "initContainers": [{"name": "stuck"}],
+        "containers": [{"name": "app"}],
+    }));
+    let history = sim.run_timed(p, Duration::from_secs(300)).await;
+    let (at, last) = history.last().unwrap();
+    let status = last.status.as_ref().unwrap();
+    assert_eq!((status.phase.as_deref(), status.reason.as_deref()), (Some("Failed"), Some("DeadlineExceeded")));
+    // Counted from the pod's start, init included: stopped at +30 with the pod's grace period.
+    assert_eq!(stops(&sim), vec![(30.0, "stuck".to_string(), 30)]);
+    assert!(*at < 31.0, "finished at +{at}");
+    assert_eq!(sim.starts().len(), 1, "the app never started");
+    let deadline = events(&sim, "DeadlineExceeded");
+    assert_eq!(deadline, vec![("Pod was active on the node longer than the specified deadline".to_string(), 1)]);
+}
