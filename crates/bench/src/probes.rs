@@ -217,7 +217,6 @@ impl Watched {
                 Err(RecvTimeoutError::Disconnected) => break,
             };
             if let Some((at, line)) = line {
-                let line = strip_ansi(&line);
                 if let Some(late_us) = late_us(&line) {
                     let phase = match &stage {
                         Stage::Ramp => &mut report.ramp,
@@ -364,27 +363,6 @@ fn reap(pid: u32) -> Result<(String, Usage), String> {
     Ok((exit, Usage { cpu: tv(usage.ru_utime) + tv(usage.ru_stime), maxrss_kib: usage.ru_maxrss as u64 }))
 }
 
-/// The line without terminal colour codes (the fmt subscriber adds them even into a pipe).
-fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            // CSI: ESC [ parameters, ended by a byte in @..~.
-            if chars.next() == Some('[') {
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// `late_us` of a `podwright::probe` trace line.
 fn late_us(line: &str) -> Option<i64> {
     if !line.contains("podwright::probe") {
@@ -481,12 +459,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_probe_lines_with_and_without_colour() {
+    fn reads_probe_lines() {
         let plain = "2026-01-01T00:00:00.000001Z TRACE podwright::probe: probe late_us=1234";
-        assert_eq!(late_us(&strip_ansi(plain)), Some(1234));
-        let coloured = "\x1b[2m2026-01-01T00:00:00.000001Z\x1b[0m \x1b[35mTRACE\x1b[0m \
-                        \x1b[2mpodwright::probe\x1b[0m\x1b[2m:\x1b[0m probe \x1b[3mlate_us\x1b[0m\x1b[2m=\x1b[0m-7";
-        assert_eq!(late_us(&strip_ansi(coloured)), Some(-7));
+        assert_eq!(late_us(plain), Some(1234));
         assert_eq!(late_us("WARN podwright::worker: late_us=3"), None);
     }
 

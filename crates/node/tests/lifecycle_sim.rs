@@ -290,3 +290,20 @@ async fn the_active_deadline_fails_a_pod_stuck_in_init_and_stops_it() {
     let deadline = events(&sim, "DeadlineExceeded");
     assert_eq!(deadline, vec![("Pod was active on the node longer than the specified deadline".to_string(), 1)]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_exec_probe_that_overruns_its_timeout_fails() {
+    let sim = Sim::new();
+    sim.fake.script("app", vec![Behaviour::RunForever]);
+    sim.fake.script_exec("app", vec![ExecBehaviour::Slow(Duration::from_secs(5), ExecResult::default())]);
+    let p = pod_with(serde_json::json!({
+        "restartPolicy": "Always",
+        "containers": [{"name": "app", "livenessProbe": {"exec": exec("sleep 5"), "timeoutSeconds": 2, "periodSeconds": 10}}],
+    }));
+    sim.run(p, Duration::from_secs(25)).await;
+    // Attempts at +0, +10, +20 each time out after 2 s; the third failure kills the container
+    // at +22, and the new instance's first attempt times out at +24.
+    let unhealthy = events(&sim, "Unhealthy");
+    assert_eq!(unhealthy, vec![("Liveness probe failed: command \"sh -c sleep 5\" timed out".to_string(), 4)]);
+    assert_eq!(stops(&sim)[0], (22.0, "app".to_string(), 30));
+}
