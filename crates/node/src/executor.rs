@@ -9,7 +9,7 @@ use crate::volumes;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use podwright_planner::decide::pull_key;
-use podwright_planner::observed::{ObservedContainer, RunState};
+use podwright_planner::observed::{ObservedContainer, POST_START_HOOK_ERROR, RunState};
 use podwright_planner::pod::{self, SpecContainer};
 use podwright_planner::{Action, Backoff, ContainerKind, ObservedSandbox, StartFailure};
 use podwright_runtime::{Clock, Runtime};
@@ -220,6 +220,7 @@ impl Engine {
                 let victim = Victim { id: &id, spec: Some(sc), name: &name, started: true };
                 let grace = Duration::from_secs(pod::grace_period_secs(pod) as u64);
                 Box::pin(self.kill_container(pod, &victim, "FailedPostStartHook".into(), grace, &ip, vec![])).await;
+                return (name, Err(self.failure(POST_START_HOOK_ERROR, msg)));
             }
         }
         (name, Ok(()))

@@ -65,7 +65,7 @@ pub fn should_restart(pod: &Pod, kind: ContainerKind, newest: Option<&ObservedCo
 pub fn start_or_wait(ctx: &PodContext, sc: &SpecContainer) -> Decision {
     let newest = ctx.observed.newest(sc.name());
     let restart_count = newest.map_or(0, |c| c.restart_count + 1);
-    if let Some(f) = ctx.observed.pending_failure(sc.name()) {
+    if let Some(f) = ctx.observed.failure_before_running(sc.name()) {
         if IMAGE_PULL_FAILURES.contains(&f.reason.as_str()) {
             if let Some(until) = ctx.backoff.blocked_since_update(&pull_key(sc.image()), ctx.now) {
                 return Decision::Wait {

@@ -95,6 +95,9 @@ pub struct ObservedSandbox {
     pub created_at: Timestamp,
 }
 
+/// The start failure of an instance whose `postStart` hook failed.
+pub const POST_START_HOOK_ERROR: &str = "PostStartHookError";
+
 /// Why the last attempt to start a container failed before an instance ran (the kubelet's
 /// reason cache): `ErrImagePull`, `CreateContainerError`, `RunContainerError`, ...
 #[derive(Debug, Clone, PartialEq)]
@@ -164,5 +167,12 @@ impl Observed {
             Some(c) if c.created_at > f.at => None,
             _ => Some(f),
         }
+    }
+
+    /// A pending failure that stopped an instance from running at all. A failed `postStart`
+    /// hook is not one: that instance ran and was killed, so it is restarted under the crash
+    /// back-off like any exited container, and the failure only names the wait.
+    pub fn failure_before_running(&self, name: &str) -> Option<&StartFailure> {
+        self.pending_failure(name).filter(|f| f.reason != POST_START_HOOK_ERROR)
     }
 }

@@ -154,7 +154,7 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
                         grace: Duration::from_secs(pod::grace_period_secs(ctx.pod) as u64),
                     });
                 }
-                if c.state == RunState::Exited && ctx.observed.pending_failure(sc.name()).is_none() {
+                if c.state == RunState::Exited && ctx.observed.failure_before_running(sc.name()).is_none() {
                     let finished = c.finished_at.unwrap_or(c.created_at);
                     p.backoff.next(&sc.backoff_key(), finished, ctx.now);
                 }

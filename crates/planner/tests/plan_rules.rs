@@ -323,3 +323,35 @@ fn probe_failures_are_ignored_while_the_pod_is_deleted() {
     let plan = w.plan();
     assert!(matches!(plan.actions[..], [Action::KillPod { .. }]), "{plan:?}");
 }
+
+#[test]
+fn a_failed_post_start_restarts_under_the_crash_back_off_and_names_the_wait() {
+    let p = pod(&[], &["app"], "Always");
+    let failure = |at| podwright_planner::StartFailure {
+        reason: "PostStartHookError".into(),
+        message: "Exec lifecycle hook ([false]) for Container \"app\" in Pod \"p\" failed".into(),
+        at: t(at),
+    };
+    // The hook failed and the instance was killed: restarted at once the first time, and
+    // meanwhile the status names the hook's error.
+    let mut w = World::new(p.clone()).with_sandbox().with(exited(&p, "app", 0, 137, 1, 2)).at(2);
+    w.observed.start_failures.insert("app".into(), failure(2));
+    let plan = w.plan();
+    assert_eq!(starts(&plan), vec![(App, 0, 1)]);
+    let s = w.status().container_statuses.unwrap().remove(0);
+    let waiting = s.state.as_ref().unwrap().waiting.as_ref().unwrap();
+    assert_eq!(waiting.reason.as_deref(), Some("PostStartHookError"));
+    assert_eq!(s.last_state.unwrap().terminated.unwrap().exit_code, 137);
+    // The second failure waits out the back-off that the restart started, as CrashLoopBackOff.
+    let mut w2 = World::new(p.clone())
+        .with_sandbox()
+        .with(exited(&p, "app", 0, 137, 1, 2))
+        .with(exited(&p, "app", 1, 137, 3, 4))
+        .at(4);
+    w2.backoff = plan.backoff.clone();
+    w2.observed.start_failures.insert("app".into(), failure(4));
+    let plan2 = w2.plan();
+    assert_eq!((starts(&plan2), plan2.wake_at), (vec![], Some(t(14))));
+    let s = w2.status().container_statuses.unwrap().remove(0);
+    assert_eq!(s.state.unwrap().waiting.unwrap().reason.as_deref(), Some("CrashLoopBackOff"));
+}
