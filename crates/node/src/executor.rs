@@ -227,7 +227,15 @@ impl Engine {
     }
 
     fn hook_target<'a>(&'a self, pod: &'a Pod, container: &'a Container, id: &'a str, ip: &'a str) -> HookTarget<'a> {
-        HookTarget { runtime: self.runtime.as_ref(), clock: self.clock, pod, container, container_id: id, pod_ip: ip }
+        HookTarget {
+            runtime: self.runtime.as_ref(),
+            events: &self.events,
+            clock: self.clock,
+            pod,
+            container,
+            container_id: id,
+            pod_ip: ip,
+        }
     }
 
     /// The kubelet's `killContainer`: the `Killing` event, the `preStop` hook bounded by the

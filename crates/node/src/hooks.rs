@@ -1,8 +1,10 @@
 //! Lifecycle hook handlers (`exec`, `httpGet`, `sleep`) for `postStart` and `preStop`, with the
 //! kubelet's failure texts. Bounding a hook by the grace period is the caller's business.
 
+use crate::events::{EventLog, EventType};
 use crate::http_get::{self, Request};
 use crate::probe;
+use crate::tls::HTTP_RESPONSE_TO_HTTPS;
 use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::{Container, LifecycleHandler, Pod};
 use podwright_planner::pod::display_name;
@@ -15,6 +17,7 @@ const UNBOUNDED: Duration = Duration::from_secs(365 * 24 * 3600);
 /// Where a hook runs.
 pub struct HookTarget<'a> {
     pub runtime: &'a dyn RuntimeService,
+    pub events: &'a EventLog,
     pub clock: Clock,
     pub pod: &'a Pod,
     pub container: &'a Container,
@@ -50,11 +53,80 @@ pub async fn run(t: &HookTarget<'_>, handler: &LifecycleHandler) -> Result<(), S
             |e: String| format!("HTTP lifecycle hook ({path}) for Container {c:?} in Pod {pod:?} failed - error: {e}");
         let req = Request::new(action, t.container, t.pod_ip).map_err(fail)?;
         // Any answer will do: the kubelet does not look at the status code of a hook's GET.
-        return http_get::get(&req, UNBOUNDED).await.map(|_| ()).map_err(fail);
+        return match http_get::get(&req, UNBOUNDED).await {
+            Ok(_) => Ok(()),
+            // Hooks predate `scheme`: the kubelet retries an HTTPS hook answered in plain HTTP.
+            Err(e) if req.https && e.ends_with(HTTP_RESPONSE_TO_HTTPS) => {
+                let mut plain = Request { https: false, ..req };
+                plain.headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+                http_get::get(&plain, UNBOUNDED).await.map_err(|_| fail(e))?;
+                let host = format!("{}:{}", plain.host, plain.port);
+                let message =
+                    format!("request to HTTPS lifecycle hook {host} got HTTP response, retry with HTTP succeeded");
+                t.events.record(t.pod, None, EventType::Warning, "LifecycleHTTPFallback", message, t.clock.now());
+                Ok(())
+            }
+            Err(e) => Err(fail(e)),
+        };
     }
     if let Some(sleep) = &handler.sleep {
         t.clock.sleep_until(t.clock.now() + SignedDuration::from_secs(sleep.seconds)).await;
         return Ok(());
     }
     Err(format!("Cannot run handler: invalid handler for Container {c:?} in Pod {pod:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use podwright_runtime::FakeRuntime;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn an_https_hook_answered_in_plain_http_is_retried_over_http() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let mut requests = vec![];
+            for _ in 0..2 {
+                let (mut s, _) = listener.accept().await.unwrap();
+                let mut buf = vec![0u8; 4096];
+                let n = s.read(&mut buf).await.unwrap();
+                requests.push(buf[..n].to_vec());
+                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").await.unwrap();
+            }
+            requests
+        });
+        let clock = Clock::new();
+        let runtime = FakeRuntime::new(clock);
+        let events = EventLog::default();
+        let pod: Pod = serde_json::from_value(serde_json::json!({"metadata": {"name": "p", "uid": "u"}})).unwrap();
+        let container: Container = serde_json::from_value(serde_json::json!({"name": "c"})).unwrap();
+        let handler: LifecycleHandler = serde_json::from_value(serde_json::json!({"httpGet": {
+            "host": "127.0.0.1", "port": port, "path": "/hook", "scheme": "HTTPS",
+            "httpHeaders": [{"name": "Authorization", "value": "secret"}],
+        }}))
+        .unwrap();
+        let target = HookTarget {
+            runtime: runtime.as_ref(),
+            events: &events,
+            clock,
+            pod: &pod,
+            container: &container,
+            container_id: "id",
+            pod_ip: "10.0.0.9",
+        };
+        assert_eq!(run(&target, &handler).await, Ok(()));
+        let requests = server.await.unwrap();
+        // The first connection got a TLS hello; the retry is plain HTTP without the credentials.
+        assert_eq!(requests[0][0], 0x16, "a TLS handshake record");
+        let retry = String::from_utf8_lossy(&requests[1]);
+        assert!(retry.starts_with("GET /hook HTTP/1.1\r\n") && !retry.contains("secret"), "{retry}");
+        let fallback = events.snapshot().into_iter().find(|e| e.reason.as_deref() == Some("LifecycleHTTPFallback"));
+        let message = fallback.expect("a LifecycleHTTPFallback event").message.unwrap();
+        assert_eq!(
+            message,
+            format!("request to HTTPS lifecycle hook 127.0.0.1:{port} got HTTP response, retry with HTTP succeeded")
+        );
+    }
 }

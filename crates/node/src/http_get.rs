@@ -153,7 +153,7 @@ async fn once(req: &Request) -> Result<(u16, Option<String>, String), String> {
     let tcp = TcpStream::connect((req.host.as_str(), req.port)).await.map_err(|e| dial_error(req, &e))?;
     if req.https {
         let tls = crate::tls::connector().connect(crate::tls::server_name(&req.host)?, tcp).await;
-        exchange(req, tls.map_err(|e| e.to_string())?).await
+        exchange(req, tls.map_err(|e| crate::tls::handshake_error(&e))?).await
     } else {
         exchange(req, tcp).await
     }
@@ -292,6 +292,13 @@ mod tests {
             e,
             format!("Get \"http://127.0.0.1:{port}/\": dial tcp 127.0.0.1:{port}: connect: connection refused")
         );
+    }
+
+    #[tokio::test]
+    async fn https_answered_in_plain_http_reads_like_go() {
+        let (port, _server) = serve(vec!["HTTP/1.1 400 Bad Request\r\n\r\n"]).await;
+        let e = get(&Request { https: true, ..req(port, "/") }, Duration::from_secs(2)).await.unwrap_err();
+        assert_eq!(e, format!("Get \"https://127.0.0.1:{port}/\": http: server gave HTTP response to HTTPS client"));
     }
 
     #[tokio::test]

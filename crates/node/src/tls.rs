@@ -6,7 +6,10 @@ use tokio_rustls::TlsConnector;
 use tokio_rustls::rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use tokio_rustls::rustls::crypto::{CryptoProvider, ring, verify_tls12_signature, verify_tls13_signature};
 use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use tokio_rustls::rustls::{ClientConfig, DigitallySignedStruct, Error, SignatureScheme};
+use tokio_rustls::rustls::{ClientConfig, DigitallySignedStruct, Error, InvalidMessage, SignatureScheme};
+
+/// Go's error when an HTTPS request is answered in plain HTTP; the kubelet's hooks look for it.
+pub const HTTP_RESPONSE_TO_HTTPS: &str = "http: server gave HTTP response to HTTPS client";
 
 /// Accepts any certificate, but still checks that the handshake is signed by its key.
 #[derive(Debug)]
@@ -66,4 +69,14 @@ pub fn connector() -> TlsConnector {
 /// The name sent in SNI: the host as given (an IP address is sent as none, per the RFC).
 pub fn server_name(host: &str) -> Result<ServerName<'static>, String> {
     ServerName::try_from(host.to_string()).map_err(|e| format!("invalid host name {host:?}: {e}"))
+}
+
+/// A failed handshake in Go's words where the kubelet depends on them.
+pub fn handshake_error(e: &std::io::Error) -> String {
+    let tls = e.get_ref().and_then(|inner| inner.downcast_ref::<Error>());
+    if matches!(tls, Some(Error::InvalidMessage(InvalidMessage::InvalidContentType))) {
+        HTTP_RESPONSE_TO_HTTPS.to_string()
+    } else {
+        e.to_string()
+    }
 }
