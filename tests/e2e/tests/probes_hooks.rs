@@ -325,3 +325,27 @@ spec:
     assert!(!o.statuses(&pod).iter().any(|s| s == "Running"), "never Running: {}", o.context());
     assert_nothing_left(&p);
 }
+
+/// The example shipped in examples/web-with-sidecar.yaml: a sidecar server gated by its startup
+/// probe, a client that uses it, and the sidecar stopped once the client is done.
+#[test]
+fn example_web_with_sidecar() {
+    let file = workspace_dir().join("examples/web-with-sidecar.yaml");
+    let o = run_file(file.to_str().unwrap(), &[]);
+    o.assert_code(0);
+    let p = o.single_pod();
+    assert_eq!(phase(&p), "Succeeded", "{}", o.context());
+    assert_eq!(o.output_of("client"), vec!["hello from the sidecar"; 3], "{}", o.context());
+    assert_eq!(o.output_of("web"), vec!["web: stopping"], "{}", o.context());
+    let (web, client) = (container_status(&p, "web"), container_status(&p, "client"));
+    assert!(terminated_time(web, "startedAt") <= terminated_time(client, "startedAt"), "{}", o.context());
+    assert!(terminated_time(web, "finishedAt") >= terminated_time(client, "finishedAt"), "{}", o.context());
+    assert_eq!(web["state"]["terminated"]["exitCode"], 0, "stopped by TERM, trapped: {}", o.context());
+    // While the client ran, both were ready.
+    assert!(
+        o.progress("web-with-sidecar").iter().any(|l| l.status == "Running" && l.ready == "2/2"),
+        "{}",
+        o.context()
+    );
+    assert_nothing_left(&p);
+}
