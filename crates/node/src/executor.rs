@@ -54,6 +54,20 @@ struct Victim<'a> {
     started: bool,
 }
 
+impl<'a> Victim<'a> {
+    /// An instance the runtime reported, with its spec container.
+    fn observed(pod: &'a Pod, c: &'a ObservedContainer) -> Self {
+        let spec = pod::all_containers(pod).find(|s| s.name() == c.name);
+        Victim { id: &c.id, spec, name: &c.name, started: c.state == RunState::Running }
+    }
+}
+
+impl PodState<'_> {
+    fn pod_ip(&self) -> &str {
+        self.sandbox.as_ref().and_then(|s| s.ip.as_deref()).unwrap_or_default()
+    }
+}
+
 /// The kubelet never gives a container less than this between TERM and KILL, except when the
 /// caller asked for an immediate stop.
 const MINIMUM_GRACE_SECS: u64 = 2;
@@ -84,13 +98,14 @@ impl Engine {
             match &actions[i] {
                 Action::KillPod { grace } => self.kill_pod(st, *grace).await,
                 Action::CreateSandbox { attempt } => self.create_sandbox(st, *attempt).await,
-                Action::KillContainer { id, name, message, grace } => {
-                    let spec = pod::all_containers(st.pod).find(|s| s.name() == name);
-                    let ip = st.sandbox.as_ref().and_then(|s| s.ip.clone()).unwrap_or_default();
-                    let started = st.containers.iter().any(|c| c.id == *id && c.state == RunState::Running);
-                    let victim = Victim { id, spec, name, started };
-                    // Boxed, like every hook-running future: the worker's own future stays small.
-                    Box::pin(self.kill_container(st.pod, &victim, message.clone(), *grace, &ip, vec![])).await;
+                Action::KillContainer { id, message, grace, .. } => {
+                    // The planner only kills instances it observed.
+                    if let Some(c) = st.containers.iter().find(|c| c.id == *id) {
+                        let victim = Victim::observed(st.pod, c);
+                        // Boxed, like every hook-running future: the worker's future stays small.
+                        let kill = self.kill_container(st.pod, &victim, message.clone(), *grace, st.pod_ip(), vec![]);
+                        Box::pin(kill).await;
+                    }
                 }
                 Action::RemoveContainer { id, .. } => {
                     if let Err(e) = self.runtime.remove_container(id).await {
@@ -356,7 +371,7 @@ impl Engine {
     async fn kill_pod(&self, st: &mut PodState<'_>, grace: Duration) {
         let running: Vec<&ObservedContainer> =
             st.containers.iter().filter(|c| matches!(c.state, RunState::Running | RunState::Created)).collect();
-        let ip = st.sandbox.as_ref().and_then(|s| s.ip.clone()).unwrap_or_default();
+        let ip = st.pod_ip();
         let position = |c: &ObservedContainer| pod::init_containers(st.pod).position(|s| s.name() == c.name);
         let (done_tx, done_rx): (Vec<_>, Vec<_>) = running.iter().map(|_| watch::channel(false)).unzip();
         let kills = running.iter().zip(done_tx).map(|(c, done)| {
@@ -371,12 +386,9 @@ impl Engine {
             } else {
                 vec![]
             };
-            let spec = pod::all_containers(st.pod).find(|s| s.name() == c.name);
-            let ip = &ip;
             let pod = st.pod;
             async move {
-                let started = c.state == RunState::Running;
-                let victim = Victim { id: &c.id, spec, name: &c.name, started };
+                let victim = Victim::observed(pod, c);
                 self.kill_container(pod, &victim, format!("Stopping container {}", c.name), grace, ip, turn).await;
                 let _ = done.send(true);
             }

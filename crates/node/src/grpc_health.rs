@@ -22,7 +22,7 @@ const SERVING: i32 = 1;
 
 /// `Ok` when the service answers SERVING; otherwise the kubelet's failure text.
 pub async fn check(host: &str, port: u16, service: &str, timeout: Duration) -> Result<(), String> {
-    let addr = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+    let addr = crate::http_get::authority(host, port);
     let secs = timeout.as_secs_f64();
     let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
         .map_err(|e| format!("failed to connect service {addr:?}: {e}"))?

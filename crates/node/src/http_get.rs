@@ -33,6 +33,11 @@ pub fn resolve_port(port: &IntOrString, container: &Container) -> Result<u16, St
     u16::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| format!("invalid port number: {n}"))
 }
 
+/// `host:port`, with an IPv6 address in brackets.
+pub fn authority(host: &str, port: u16) -> String {
+    if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
+}
+
 /// Where a GET goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
@@ -62,11 +67,7 @@ impl Request {
     }
 
     fn authority(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
+        authority(&self.host, self.port)
     }
 
     fn bytes(&self) -> Vec<u8> {
@@ -150,7 +151,7 @@ fn redirect_target(req: &Request, location: &str) -> Option<Request> {
 }
 
 async fn once(req: &Request) -> Result<(u16, Option<String>, String), String> {
-    let tcp = TcpStream::connect((req.host.as_str(), req.port)).await.map_err(|e| dial_error(req, &e))?;
+    let tcp = TcpStream::connect((req.host.as_str(), req.port)).await.map_err(|e| dial_error(&req.authority(), &e))?;
     if req.https {
         let tls = crate::tls::connector().connect(crate::tls::server_name(&req.host)?, tcp).await;
         exchange(req, tls.map_err(|e| crate::tls::handshake_error(&e))?).await
@@ -201,13 +202,13 @@ async fn exchange(
 }
 
 /// Go's dial error text: `dial tcp 10.0.0.5:8080: connect: connection refused`.
-pub fn dial_error(req: &Request, e: &std::io::Error) -> String {
+pub fn dial_error(authority: &str, e: &std::io::Error) -> String {
     let what = match e.kind() {
         std::io::ErrorKind::ConnectionRefused => "connect: connection refused".to_string(),
         std::io::ErrorKind::TimedOut => "i/o timeout".to_string(),
         _ => format!("connect: {e}"),
     };
-    format!("dial tcp {}: {what}", req.authority())
+    format!("dial tcp {authority}: {what}")
 }
 
 #[cfg(test)]

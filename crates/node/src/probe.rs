@@ -85,11 +85,11 @@ pub async fn attempt(t: &Target<'_>, probe: &Probe) -> Outcome {
             Err(e) => return Outcome::Error(e),
         };
         let host = action.host.clone().filter(|h| !h.is_empty()).unwrap_or_else(|| t.pod_ip.to_string());
-        let req = Request { host, port, path: String::new(), headers: vec![], https: false };
-        return match tokio::time::timeout(timeout, tokio::net::TcpStream::connect((req.host.as_str(), port))).await {
+        let authority = http_get::authority(&host, port);
+        return match tokio::time::timeout(timeout, tokio::net::TcpStream::connect((host.as_str(), port))).await {
             Ok(Ok(_)) => Outcome::Success,
-            Ok(Err(e)) => Outcome::Failure(http_get::dial_error(&req, &e)),
-            Err(_) => Outcome::Failure(http_get::dial_error(&req, &std::io::ErrorKind::TimedOut.into())),
+            Ok(Err(e)) => Outcome::Failure(http_get::dial_error(&authority, &e)),
+            Err(_) => Outcome::Failure(http_get::dial_error(&authority, &std::io::ErrorKind::TimedOut.into())),
         };
     }
     if let Some(action) = &probe.grpc {

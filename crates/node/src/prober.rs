@@ -67,24 +67,26 @@ impl Drop for Tasks {
 }
 
 pub struct Prober {
-    runtime: Arc<dyn Runtime>,
-    clock: Clock,
-    events: Arc<EventLog>,
-    pod: Arc<Pod>,
-    bell: Arc<Notify>,
-    results: Arc<Mutex<ProbeResults>>,
+    shared: Arc<Shared>,
+    /// No container of the pod has a probe: there is nothing to do.
+    idle: bool,
     tasks: HashMap<String, Tasks>,
     deleting: bool,
 }
 
-/// One instance being probed, shared by its probe tasks.
-struct Instance {
+/// What the prober and every probe task of one pod hold in common.
+struct Shared {
     runtime: Arc<dyn Runtime>,
     clock: Clock,
     events: Arc<EventLog>,
     pod: Arc<Pod>,
     bell: Arc<Notify>,
-    results: Arc<Mutex<ProbeResults>>,
+    results: Mutex<ProbeResults>,
+}
+
+/// One instance being probed, shared by its probe tasks.
+struct Instance {
+    shared: Arc<Shared>,
     id: String,
     kind: ContainerKind,
     index: usize,
@@ -94,21 +96,27 @@ struct Instance {
 
 impl Prober {
     pub fn new(engine: &Engine, pod: Arc<Pod>, bell: Arc<Notify>) -> Self {
-        Prober {
+        let idle = pod::all_containers(&pod).all(|sc| {
+            let c = sc.container;
+            c.startup_probe.is_none() && c.liveness_probe.is_none() && c.readiness_probe.is_none()
+        });
+        let shared = Shared {
             runtime: engine.runtime.clone(),
             clock: engine.clock,
             events: engine.events.clone(),
             pod,
             bell,
             results: Default::default(),
-            tasks: HashMap::new(),
-            deleting: false,
-        }
+        };
+        Prober { shared: Arc::new(shared), idle, tasks: HashMap::new(), deleting: false }
     }
 
     /// Starts probing instances that newly run and stops probing those that no longer do;
     /// once the pod is being deleted only readiness goes on. Returns the current results.
     pub fn sync(&mut self, observed: &Observed, deleting: bool) -> ProbeResults {
+        if self.idle {
+            return ProbeResults::default();
+        }
         let running: HashSet<&str> =
             observed.containers.iter().filter(|c| c.state == RunState::Running).map(|c| c.id.as_str()).collect();
         self.tasks.retain(|id, _| running.contains(id.as_str()));
@@ -118,19 +126,20 @@ impl Prober {
                 t.killing.drain(..).for_each(|h| h.abort());
             }
         }
-        let pod_ip = observed.sandbox.as_ref().and_then(|s| s.ip.clone()).unwrap_or_default();
+        let pod_ip = observed.sandbox.as_ref().and_then(|s| s.ip.as_deref()).unwrap_or_default();
         for c in observed.containers.iter().filter(|c| c.state == RunState::Running) {
             if self.tasks.contains_key(&c.id) {
                 continue;
             }
-            let spec = pod::all_containers(&self.pod).find(|s| s.name() == c.name && s.kind == c.kind);
+            let spec = pod::all_containers(&self.shared.pod).find(|s| s.name() == c.name && s.kind == c.kind);
+            let started_at = c.started_at.unwrap_or_else(|| self.shared.clock.now());
             let tasks = match spec {
-                Some(sc) => self.start(&sc, c.id.clone(), &pod_ip, c.started_at.unwrap_or_else(|| self.clock.now())),
+                Some(sc) => self.start(&sc, c.id.clone(), pod_ip, started_at),
                 None => Tasks::default(),
             };
             self.tasks.insert(c.id.clone(), tasks);
         }
-        let mut results = self.results.lock().unwrap_or_else(|e| e.into_inner());
+        let mut results = self.shared.results.lock().unwrap_or_else(|e| e.into_inner());
         for kind in [Kind::Startup, Kind::Liveness, Kind::Readiness] {
             kind.table(&mut results).retain(|id, _| running.contains(id.as_str()));
         }
@@ -144,12 +153,7 @@ impl Prober {
             return tasks;
         }
         let inst = Arc::new(Instance {
-            runtime: self.runtime.clone(),
-            clock: self.clock,
-            events: self.events.clone(),
-            pod: self.pod.clone(),
-            bell: self.bell.clone(),
-            results: self.results.clone(),
+            shared: self.shared.clone(),
             id,
             kind: sc.kind,
             index: sc.index,
@@ -175,27 +179,35 @@ impl Prober {
 
 impl Instance {
     fn container(&self) -> Option<&Container> {
-        pod::find(&self.pod, self.kind, self.index).map(|s| s.container)
+        pod::find(&self.shared.pod, self.kind, self.index).map(|s| s.container)
     }
 
     fn field_path(&self) -> Option<String> {
-        pod::find(&self.pod, self.kind, self.index).map(|s| s.field_path())
+        pod::find(&self.shared.pod, self.kind, self.index).map(|s| s.field_path())
     }
 
     fn event(&self, reason: &str, message: String) {
-        self.events.record(&self.pod, self.field_path(), EventType::Warning, reason, message, self.clock.now());
+        self.shared.events.record(
+            &self.shared.pod,
+            self.field_path(),
+            EventType::Warning,
+            reason,
+            message,
+            self.shared.clock.now(),
+        );
     }
 
     fn publish(&self, kind: Kind, value: bool) {
-        let mut r = self.results.lock().unwrap_or_else(|e| e.into_inner());
+        let mut r = self.shared.results.lock().unwrap_or_else(|e| e.into_inner());
         if kind.table(&mut r).insert(self.id.clone(), value) != Some(value) {
-            self.bell.notify_one();
+            self.shared.bell.notify_one();
         }
     }
 
     /// One attempt, tried again while the probe cannot be run at all.
     async fn attempt(&self, probe: &Probe, container: &Container) -> Outcome {
-        let target = Target { runtime: self.runtime.as_ref(), container_id: &self.id, container, pod_ip: &self.pod_ip };
+        let target =
+            Target { runtime: self.shared.runtime.as_ref(), container_id: &self.id, container, pod_ip: &self.pod_ip };
         let mut outcome = Outcome::Error(String::new());
         for _ in 0..MAX_TRIES {
             outcome = probe::attempt(&target, probe).await;
@@ -229,14 +241,14 @@ async fn run(
     let success_threshold = probe.success_threshold.unwrap_or(1).max(1);
     let failure_threshold = probe.failure_threshold.unwrap_or(3).max(1);
     let mut at = inst.started_at + secs(probe.initial_delay_seconds, 0);
-    let now = inst.clock.now();
+    let now = inst.shared.clock.now();
     while at < now {
         at += period;
     }
     let (mut successes, mut failures) = (0, 0);
     loop {
-        inst.clock.sleep_until(at).await;
-        let late = inst.clock.now().duration_since(at);
+        inst.shared.clock.sleep_until(at).await;
+        let late = inst.shared.clock.now().duration_since(at);
         tracing::trace!(target: "podwright::probe", late_us = late.as_micros() as i64, "probe");
         let Some(container) = inst.container() else { return };
         match inst.attempt(&probe, container).await {
@@ -263,7 +275,7 @@ async fn run(
                 return;
             }
         }
-        let now = inst.clock.now();
+        let now = inst.shared.clock.now();
         while at <= now {
             at += period;
         }
