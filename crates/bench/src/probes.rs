@@ -6,7 +6,7 @@
 
 use crate::measure::{self, ProcCpu, proc_cpu};
 use crate::real::DEFAULT_ROOT;
-use podwright_node::embedded::EmbeddedRuntime;
+use podwright_containerd::EmbeddedRuntime;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

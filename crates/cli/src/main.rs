@@ -126,7 +126,7 @@ fn check(file: &str) -> u8 {
 }
 
 async fn runtime_cmd(action: RuntimeAction, root: PathBuf) -> u8 {
-    let embedded = podwright_node::embedded::EmbeddedRuntime::new(&root);
+    let embedded = podwright_containerd::EmbeddedRuntime::new(&root);
     match action {
         RuntimeAction::Start => match embedded.ensure_running().await {
             Ok(_) => {

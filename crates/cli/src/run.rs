@@ -3,8 +3,8 @@
 
 use crate::{RuntimeArgs, exit, output};
 use k8s_openapi::api::core::v1::Pod;
+use podwright_containerd::EmbeddedRuntime;
 use podwright_node::dispatch::Dispatcher;
-use podwright_node::embedded::EmbeddedRuntime;
 use podwright_node::events::EventLog;
 use podwright_node::{Engine, PodUpdate, PodWorker, logs};
 use podwright_runtime::cri;

@@ -1,10 +1,9 @@
 //! The node agent: pod workers that run the planner's decisions against a runtime, the
-//! executor, events, volumes, checkpoints, log following and the embedded containerd.
+//! executor, events, volumes, checkpoints and log following.
 
 pub mod checkpoint;
 pub mod cri_config;
 pub mod dispatch;
-pub mod embedded;
 pub mod events;
 pub mod executor;
 pub mod grpc_health;

@@ -3,7 +3,7 @@
 //!
 //! It uses its own root (`$PODWRIGHT_TEST_ROOT-embedded`) because it stops containerd at the end.
 
-use podwright_node::embedded::{EmbeddedRuntime, SANDBOX_IMAGE};
+use podwright_containerd::{EmbeddedRuntime, SANDBOX_IMAGE};
 use podwright_runtime::ImageService;
 use std::path::PathBuf;
 use std::time::Instant;
