@@ -1,0 +1,198 @@
+//! Pod validation as the API server does it on create
+//! (`pkg/apis/core/validation/validation.go` `ValidatePodCreate`), with the
+//! same field paths, error kinds, wording and order. Run it on a defaulted
+//! pod (see [`crate::defaults::apply_defaults`]).
+//!
+//! Feature-gated behaviour follows the defaults of Kubernetes 1.33 (the API
+//! version this crate is built against): sidecars allowed, relaxed
+//! environment variable names, zero-second sleep hooks allowed.
+//!
+//! Not covered (accepted without checks): label/annotation syntax, resource
+//! quantities and requests-vs-limits, security contexts, affinity,
+//! tolerations, topology spread, most network-storage volume sources,
+//! mount propagation, resize policies, OS-specific rules.
+
+mod containers;
+mod env;
+mod probes_and_hooks;
+mod volume_mounts;
+mod volumes;
+
+use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use self::containers::{validate_containers, validate_init_containers};
+use self::volumes::validate_volumes;
+pub use crate::field_error::{ErrorKind, FieldError, FieldPath, InvalidPod};
+use crate::formats::{inclusive_range_error, is_dns1123_label, name_is_dns_label, name_is_dns_subdomain};
+
+const INIT_FORBIDDEN: &str = "may not be set for init containers without restartPolicy=Always";
+const IS_NEGATIVE: &str = "must be greater than or equal to 0";
+const FILE_MODE_ERROR: &str = "must be a number between 0 and 0777 (octal), both inclusive";
+
+type Errors = Vec<FieldError>;
+
+/// Validate a (defaulted) pod for creation. Returns every error found, in
+/// the order the API server reports them; empty means valid.
+pub fn validate_pod(pod: &Pod) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    validate_object_meta(&pod.metadata, &FieldPath::new("metadata"), &mut errs);
+
+    let empty = PodSpec::default();
+    let spec = pod.spec.as_ref().unwrap_or(&empty);
+    let spec_path = FieldPath::new("spec");
+    validate_pod_spec(spec, &spec_path, &mut errs);
+
+    // validateContainersOnlyForPod
+    for (list, field) in [
+        (spec.containers.as_slice(), "containers"),
+        (spec.init_containers.as_deref().unwrap_or_default(), "initContainers"),
+    ] {
+        for (i, c) in list.iter().enumerate() {
+            let image = c.image.as_deref().unwrap_or_default();
+            if image.len() != image.trim().len() {
+                errs.push(FieldError::invalid(
+                    spec_path.child(field).index(i).child("image"),
+                    image,
+                    "must not have leading or trailing whitespace",
+                ));
+            }
+        }
+    }
+
+    // ValidatePodCreate
+    if spec.ephemeral_containers.as_ref().is_some_and(|e| !e.is_empty()) {
+        errs.push(FieldError::forbidden(spec_path.child("ephemeralContainers"), "cannot be set on create"));
+    }
+    if spec.node_name.as_deref().is_some_and(|n| !n.is_empty())
+        && spec.scheduling_gates.as_ref().is_some_and(|g| !g.is_empty())
+    {
+        errs.push(FieldError::forbidden(
+            spec_path.child("nodeName"),
+            "cannot be set until all schedulingGates have been cleared",
+        ));
+    }
+    errs
+}
+
+/// Validate, and wrap any errors in an [`InvalidPod`] (kubectl's message).
+pub fn check_pod(pod: &Pod) -> Result<(), InvalidPod> {
+    let errs = validate_pod(pod);
+    if errs.is_empty() { Ok(()) } else { Err(InvalidPod::new(pod.metadata.name.clone().unwrap_or_default(), errs)) }
+}
+
+fn str_or_empty(s: &Option<String>) -> &str {
+    s.as_deref().unwrap_or_default()
+}
+
+fn validate_object_meta(meta: &ObjectMeta, path: &FieldPath, errs: &mut Errors) {
+    let generate_name = str_or_empty(&meta.generate_name);
+    if !generate_name.is_empty() {
+        for msg in name_is_dns_subdomain(generate_name, true) {
+            errs.push(FieldError::invalid(path.child("generateName"), generate_name, msg));
+        }
+    }
+    let name = str_or_empty(&meta.name);
+    if name.is_empty() {
+        errs.push(FieldError::required(path.child("name"), "name or generateName is required"));
+    } else {
+        for msg in name_is_dns_subdomain(name, false) {
+            errs.push(FieldError::invalid(path.child("name"), name, msg));
+        }
+    }
+    let namespace = str_or_empty(&meta.namespace);
+    if namespace.is_empty() {
+        errs.push(FieldError::required(path.child("namespace"), ""));
+    } else {
+        for msg in name_is_dns_label(namespace, false) {
+            errs.push(FieldError::invalid(path.child("namespace"), namespace, msg));
+        }
+    }
+}
+
+fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
+    let grace = spec.termination_grace_period_seconds;
+    match grace {
+        None => errs.push(FieldError::required(path.child("terminationGracePeriodSeconds"), "")),
+        // Upstream coerces negative values at admission; this agent rejects them.
+        Some(g) if g < 0 => errs.push(FieldError::invalid(path.child("terminationGracePeriodSeconds"), g, IS_NEGATIVE)),
+        Some(_) => {}
+    }
+
+    let volumes = validate_volumes(spec.volumes.as_deref().unwrap_or_default(), &path.child("volumes"), errs);
+    validate_containers(&spec.containers, &volumes, grace, &path.child("containers"), errs);
+    validate_init_containers(
+        spec.init_containers.as_deref().unwrap_or_default(),
+        &spec.containers,
+        &volumes,
+        grace,
+        &path.child("initContainers"),
+        errs,
+    );
+
+    // restartPolicy
+    let restart = str_or_empty(&spec.restart_policy);
+    match restart {
+        "Always" | "OnFailure" | "Never" => {}
+        "" => errs.push(FieldError::required(path.child("restartPolicy"), "")),
+        other => {
+            errs.push(FieldError::not_supported(path.child("restartPolicy"), other, &["Always", "OnFailure", "Never"]))
+        }
+    }
+
+    // dnsPolicy and dnsConfig
+    let dns_policy = str_or_empty(&spec.dns_policy);
+    match dns_policy {
+        "ClusterFirstWithHostNet" | "ClusterFirst" | "Default" | "None" => {}
+        "" => errs.push(FieldError::required(path.child("dnsPolicy"), "")),
+        other => errs.push(FieldError::not_supported(
+            path.child("dnsPolicy"),
+            other,
+            &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"],
+        )),
+    }
+    if dns_policy == "None" {
+        match &spec.dns_config {
+            None => errs.push(FieldError::required(
+                path.child("dnsConfig"),
+                "must provide `dnsConfig` when `dnsPolicy` is None",
+            )),
+            Some(c) if c.nameservers.as_ref().is_none_or(|n| n.is_empty()) => errs.push(FieldError::required(
+                path.child("dnsConfig").child("nameservers"),
+                "must provide at least one DNS nameserver when `dnsPolicy` is None",
+            )),
+            Some(_) => {}
+        }
+    }
+
+    for (field, value) in [("serviceAccountName", &spec.service_account_name), ("nodeName", &spec.node_name)] {
+        let v = str_or_empty(value);
+        if !v.is_empty() {
+            for msg in name_is_dns_subdomain(v, false) {
+                errs.push(FieldError::invalid(path.child(field), v, msg));
+            }
+        }
+    }
+
+    if let Some(v) = spec.active_deadline_seconds
+        && !(1..=i64::from(i32::MAX)).contains(&v)
+    {
+        errs.push(FieldError::invalid(
+            path.child("activeDeadlineSeconds"),
+            v,
+            inclusive_range_error(1, i64::from(i32::MAX)),
+        ));
+    }
+
+    for (field, value) in [("hostname", &spec.hostname), ("subdomain", &spec.subdomain)] {
+        let v = str_or_empty(value);
+        if !v.is_empty() {
+            for msg in is_dns1123_label(v) {
+                errs.push(FieldError::invalid(path.child(field), v, msg));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
