@@ -1,7 +1,9 @@
 //! `podwright`: run Kubernetes pods on a CRI runtime with the kubelet's semantics.
 
+mod check;
 mod output;
 mod run;
+mod runtime;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -42,29 +44,15 @@ enum Command {
     /// Run the pods of a manifest until they finish, then remove them.
     Run(run::RunArgs),
     /// Validate a manifest and print what `run` would run.
-    Check {
-        /// Manifest file (YAML or JSON, several documents allowed); `-` reads stdin.
-        #[arg(short = 'f', long = "filename")]
-        file: String,
-    },
+    Check(check::CheckArgs),
     /// The embedded containerd.
     Runtime {
         #[command(subcommand)]
-        action: RuntimeAction,
+        action: runtime::RuntimeAction,
         /// Where the embedded containerd lives (as given to `run --root-dir`).
         #[arg(long, default_value = "/var/lib/podwright", global = true)]
         root_dir: PathBuf,
     },
-}
-
-#[derive(Subcommand)]
-enum RuntimeAction {
-    /// Start the embedded containerd (or reuse the running one) and print its endpoint.
-    Start,
-    /// Is the embedded containerd running?
-    Status,
-    /// Stop the embedded containerd.
-    Stop,
 }
 
 fn main() -> ExitCode {
@@ -85,8 +73,8 @@ fn main() -> ExitCode {
     let code = rt.block_on(async {
         match cli.command {
             Command::Run(args) => run::run(args).await,
-            Command::Check { file } => check(&file),
-            Command::Runtime { action, root_dir } => runtime_cmd(action, root_dir).await,
+            Command::Check(args) => check::check(&args.file),
+            Command::Runtime { action, root_dir } => runtime::runtime_cmd(action, root_dir).await,
         }
     });
     // Workers and followers are done; do not wait for idle blocking threads.
@@ -111,56 +99,5 @@ pub fn load(file: &str) -> Result<Vec<k8s_openapi::api::core::v1::Pod>, u8> {
             eprintln!("{e}");
             Err(exit::INVALID)
         }
-    }
-}
-
-fn check(file: &str) -> u8 {
-    let pods = match load(file) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
-    for pod in &pods {
-        println!("{}", output::describe_plan(pod));
-    }
-    exit::SUCCEEDED
-}
-
-async fn runtime_cmd(action: RuntimeAction, root: PathBuf) -> u8 {
-    let embedded = podwright_containerd::EmbeddedRuntime::new(&root);
-    match action {
-        RuntimeAction::Start => match embedded.ensure_running().await {
-            Ok(_) => {
-                println!("{}", embedded.endpoint());
-                exit::SUCCEEDED
-            }
-            Err(e) => {
-                eprintln!("podwright: {e}");
-                exit::NO_RUNTIME
-            }
-        },
-        RuntimeAction::Status => match embedded.status().await {
-            Ok(s) => {
-                println!("{s}");
-                exit::SUCCEEDED
-            }
-            Err(e) => {
-                eprintln!("podwright: {e}");
-                exit::FAILED
-            }
-        },
-        RuntimeAction::Stop => match embedded.stop().await {
-            Ok(true) => {
-                println!("stopped the embedded containerd under {}", root.display());
-                exit::SUCCEEDED
-            }
-            Ok(false) => {
-                println!("the embedded containerd under {} was not running", root.display());
-                exit::SUCCEEDED
-            }
-            Err(e) => {
-                eprintln!("podwright: {e}");
-                exit::FAILED
-            }
-        },
     }
 }
