@@ -6,15 +6,13 @@ use crate::counted::Counted;
 use crate::measure::{self, cpu_time};
 use crate::pod;
 use k8s_openapi::api::core::v1::Pod;
-use podwright_node::dispatch::Dispatcher;
-use podwright_node::events::EventLog;
-use podwright_node::{Engine, PodUpdate, PodWorker, cri_config};
+use podwright_node::cri::config as cri_config;
+use podwright_node::{EventLog, Node};
 use podwright_planner::pod::all_containers;
 use podwright_runtime::{Behaviour, Clock, FakeRuntime, Runtime, RuntimeService};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
 
 pub const TARGET_LIFECYCLES_PER_S: f64 = 2000.0;
 pub const TARGET_KIB_PER_POD: f64 = 50.0;
@@ -176,14 +174,8 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
     let fake = new_fake();
     let counted = Arc::new(Counted::new(fake.clone(), false));
     let runtime: Arc<dyn Runtime> = counted.clone();
-    let engine = Engine {
-        dispatcher: Dispatcher::start(runtime.subscribe()),
-        runtime,
-        clock: fake.clock(),
-        root: root.clone(),
-        events: Arc::new(EventLog::default()),
-        log_sink: None,
-    };
+    let event_log = Arc::new(EventLog::default());
+    let workers = Node::new(runtime, &root).clock(fake.clock()).events(event_log.clone()).build();
     let template = pod::template()?;
 
     let peak_reset = measure::reset_peak_rss();
@@ -194,38 +186,17 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
     let cpu0 = cpu_time();
     let t0 = Instant::now();
 
-    let mut workers = Vec::with_capacity(args.pods);
     for i in 0..args.pods {
-        let update = PodUpdate::new(&pod::instance(&template, &format!("bench-{i}")));
-        let engine = engine.clone();
-        workers.push(tokio::spawn(async move {
-            // The worker shares the spec it publishes, as the CLI's do.
-            let spec = update.spec.clone();
-            let (tx, rx) = watch::channel(update);
-            // Kept until the worker returns: a dropped sender would read as "changed".
-            let (_delete, delete_rx) = watch::channel(false);
-            PodWorker::new(engine, spec, true).run(tx, delete_rx).await;
-            rx.borrow().pod()
-        }));
+        workers.update(pod::instance(&template, &format!("bench-{i}"))).map_err(|e| e.to_string())?;
     }
-    let mut finished = Vec::with_capacity(args.pods);
-    for w in workers {
-        finished.push(w.await.map_err(|e| format!("a pod worker panicked: {e}"))?);
-    }
+    workers.wait_finished().await;
     let run = t0.elapsed();
+    // Kept like the CLI keeps them, for `-o json`.
+    let finished: Vec<Pod> = workers.latest().iter().map(|u| u.pod()).collect();
     let heap_finished = alloc::live();
 
     let t1 = Instant::now();
-    let removals: Vec<_> = finished
-        .iter()
-        .map(|p| {
-            let (engine, p) = (engine.clone(), p.clone());
-            tokio::spawn(async move { engine.remove_pod(&p).await })
-        })
-        .collect();
-    for r in removals {
-        r.await.map_err(|e| format!("removing a pod panicked: {e}"))?;
-    }
+    workers.remove_finished().await;
     let remove = t1.elapsed();
     let cpu = cpu_time().saturating_sub(cpu0);
     let rss_peak_kib = measure::status_kib("self", "VmHWM")?;
@@ -238,11 +209,12 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
         ));
     }
     let succeeded = finished.iter().filter(|p| pod::phase(p) == Some("Succeeded")).count();
-    let events = engine.events.snapshot().len();
+    let events = event_log.snapshot().len();
     let removed = alloc::live();
     drop(finished);
     let after_pods = alloc::live();
-    drop(engine);
+    drop(workers);
+    drop(event_log);
     let after_engine = alloc::live();
     let heap = match args.heap {
         true => Some(Heap {

@@ -9,18 +9,17 @@ use crate::pod;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use podwright_containerd::EmbeddedRuntime;
-use podwright_node::dispatch::Dispatcher;
-use podwright_node::events::EventLog;
-use podwright_node::{Engine, PodUpdate, PodWorker, cri_config, volumes};
+use podwright_node::cri::config as cri_config;
+use podwright_node::{Node, PodUpdate, PodWorkers, StatusStream, layout, volumes};
 use podwright_planner::pod::all_containers;
 use podwright_runtime::cri_api::ContainerState;
-use podwright_runtime::{Clock, Runtime, RuntimeEventKind, RuntimeService};
+use podwright_runtime::{Runtime, RuntimeEventKind, RuntimeService};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::watch;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 pub const TARGET_RATIO: f64 = 1.10;
 pub const DEFAULT_ROOT: &str = "/var/lib/podwright-bench";
@@ -65,7 +64,8 @@ type EventTimes = Arc<Mutex<Vec<(Instant, String)>>>;
 
 struct Bench {
     counted: Arc<Counted>,
-    engine: Engine,
+    workers: PodWorkers,
+    statuses: tokio::sync::Mutex<UnboundedReceiver<PodUpdate>>,
     events: EventTimes,
     template: Pod,
     root: PathBuf,
@@ -114,15 +114,16 @@ pub async fn run(args: &RealArgs) -> Result<RealReport, String> {
             }
         }
     });
-    let engine = Engine {
-        dispatcher: Dispatcher::start(runtime.subscribe()),
-        runtime,
-        clock: Clock::new(),
+    let (stream, statuses) = StatusStream::new();
+    let workers = Node::new(runtime, &args.root_dir).status(Arc::new(stream)).build();
+    let bench = Bench {
+        counted,
+        workers,
+        statuses: tokio::sync::Mutex::new(statuses),
+        events,
+        template: pod::template()?,
         root: args.root_dir.clone(),
-        events: Arc::new(EventLog::default()),
-        log_sink: None,
     };
-    let bench = Bench { counted, engine, events, template: pod::template()?, root: args.root_dir.clone() };
 
     for i in 0..args.warmup {
         bench.floor(&format!("warm-floor-{i}")).await?;
@@ -166,7 +167,7 @@ impl Bench {
         let rt: &dyn Runtime = self.counted.as_ref();
         let pod = pod::instance(&self.template, name);
         let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let log_dir = cri_config::log_directory(&self.root, &uid);
+        let log_dir = layout::log_directory(&self.root, &uid);
         std::fs::create_dir_all(&log_dir).map_err(|e| format!("cannot create {}: {e}", log_dir.display()))?;
         let sandbox_config = cri_config::sandbox_config(&pod, &self.root, 0);
         self.counted.take_timeline();
@@ -224,20 +225,19 @@ impl Bench {
     /// podwright: a pod worker from its start until it publishes phase Succeeded.
     async fn podwright(&self, name: &str) -> Result<Trace, String> {
         let pod = pod::instance(&self.template, name);
-        let (tx, mut rx) = watch::channel(PodUpdate::new(&pod));
-        let (delete, delete_rx) = watch::channel(false);
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let mut statuses = self.statuses.lock().await;
         self.counted.take_timeline();
         self.events.lock().unwrap_or_else(|e| e.into_inner()).clear();
         let reads0 = self.counted.reads();
         let (wall0, t0) = (Timestamp::now(), Instant::now());
 
-        let worker = tokio::spawn(PodWorker::new(self.engine.clone(), pod.clone(), true).run(tx, delete_rx));
+        self.workers.update(pod).map_err(|e| e.to_string())?;
         let outcome = tokio::time::timeout(RUN_LIMIT, async {
             loop {
-                if rx.changed().await.is_err() {
-                    return Err("the worker ended before the pod succeeded".to_string());
-                }
-                let upd = rx.borrow_and_update();
+                let Some(upd) = statuses.recv().await else {
+                    return Err("the status stream ended before the pod succeeded".to_string());
+                };
                 match upd.phase() {
                     Some("Succeeded") => return Ok(t0.elapsed()),
                     Some("Failed") => return Err(format!("the pod failed: {:?}", upd.status)),
@@ -253,11 +253,11 @@ impl Bench {
 
         // Not timed: let the worker stop the sandbox and finish, then remove everything.
         if outcome.is_err() {
-            let _ = delete.send(true);
+            self.workers.delete(&uid, None);
         }
-        let _ = tokio::time::timeout(RUN_LIMIT, worker).await;
+        let _ = tokio::time::timeout(RUN_LIMIT, self.workers.wait_finished()).await;
+        while statuses.try_recv().is_ok() {}
         let rt: &dyn Runtime = self.counted.as_ref();
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
         let listed = rt.list_containers(&cri_config::pod_selector(&uid)).await.unwrap_or_default();
         let (mut exits, mut events) = ([None; 3], [None; 3]);
         for c in &listed {
@@ -270,10 +270,8 @@ impl Bench {
                     .map(|(at, _)| at.saturating_duration_since(t0).as_secs_f64() * 1e3);
             }
         }
-        let last = rx.borrow().pod();
-        self.engine.remove_pod(&last).await;
+        self.workers.remove(&uid).await;
         self.counted.take_timeline();
-        drop(delete);
         let total = outcome?.as_secs_f64() * 1e3;
         Ok(Trace { total, spans, exits, events, reads })
     }

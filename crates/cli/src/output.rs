@@ -2,7 +2,40 @@
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Pod};
+use podwright_node::{PodUpdate, StatusSink};
 use podwright_planner::pod;
+use podwright_runtime::Clock;
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Mutex;
+
+/// `run`'s status sink: a progress line on stderr whenever a pod's kubectl columns change.
+pub struct Progress {
+    clock: Clock,
+    started: Timestamp,
+    /// The last line of each pod, by UID.
+    last: Mutex<HashMap<String, String>>,
+}
+
+impl Progress {
+    pub fn new(clock: Clock, started: Timestamp) -> Self {
+        Progress { clock, started, last: Mutex::default() }
+    }
+}
+
+impl StatusSink for Progress {
+    fn publish(&self, update: &PodUpdate) {
+        let now = self.clock.now();
+        let Some(columns) = progress_columns(&update.pod(), now) else { return };
+        let uid = update.spec.metadata.uid.clone().unwrap_or_default();
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.get(&uid) != Some(&columns) {
+            let elapsed = now.duration_since(self.started).as_secs_f64();
+            let _ = writeln!(std::io::stderr(), "{elapsed:>7.2}s  {columns}");
+            last.insert(uid, columns);
+        }
+    }
+}
 
 /// The columns a progress line shows for a pod (kubectl's STATUS, READY, RESTARTS), once it
 /// has a status.
@@ -42,7 +75,7 @@ pub fn describe_plan(p: &Pod) -> String {
         "pod/{} (namespace {}, restartPolicy {}, terminationGracePeriodSeconds {}): valid",
         p.metadata.name.as_deref().unwrap_or(""),
         p.metadata.namespace.as_deref().unwrap_or("default"),
-        pod::restart_policy(p),
+        pod::restart_policy(p).as_str(),
         pod::grace_period_secs(p),
     );
     for sc in pod::all_containers(p) {

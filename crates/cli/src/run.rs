@@ -1,14 +1,14 @@
-//! `podwright run`: start a worker per pod, stream output and progress, stop on completion,
-//! timeout or a signal, tear everything down, print the final pods and events.
+//! `podwright run`: the manifest file as the pod source and the terminal as the status sink;
+//! stop on completion, timeout or a signal, tear everything down, print the final pods and events.
 
 use crate::{RuntimeArgs, exit, output};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podwright_containerd::EmbeddedRuntime;
-use podwright_node::dispatch::Dispatcher;
-use podwright_node::events::EventLog;
-use podwright_node::{Engine, PodUpdate, PodWorker, logs};
+use podwright_node::source::FileSource;
+use podwright_node::{EventLog, Node, logs};
 use podwright_runtime::cri;
-use podwright_runtime::{Clock, Runtime, RuntimeService};
+use podwright_runtime::{Clock, RuntimeService};
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,78 +68,50 @@ pub async fn run(args: RunArgs) -> u8 {
             return exit::NO_RUNTIME;
         }
     };
-    let runtime: Arc<dyn Runtime> = Arc::new(runtime);
     let clock = Clock::new();
     let started = clock.now();
     for p in &mut pods {
-        p.metadata.creation_timestamp.get_or_insert(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(started));
+        p.metadata.creation_timestamp.get_or_insert(Time(started));
     }
+    let events = Arc::new(EventLog::default());
+    let mut node = Node::new(Arc::new(runtime), &args.runtime.root_dir)
+        .clock(clock)
+        .events(events.clone())
+        .status(Arc::new(output::Progress::new(clock, started)));
     let (log_tx, log_rx) = mpsc::unbounded_channel();
+    if !args.quiet {
+        node = node.follow_logs(log_tx);
+    }
     let (stop_logs, stop_logs_rx) = watch::channel(false);
     let followers = tokio::spawn(logs::follow_all(log_rx, stop_logs_rx));
-    let engine = Engine {
-        dispatcher: Dispatcher::start(runtime.subscribe()),
-        runtime,
-        clock,
-        root: args.runtime.root_dir.clone(),
-        events: Arc::new(EventLog::default()),
-        log_sink: (!args.quiet).then_some(log_tx),
-    };
-
-    let mut workers = vec![];
-    for pod in &pods {
-        let (tx, rx) = watch::channel(PodUpdate::new(pod));
-        let (del_tx, del_rx) = watch::channel(false);
-        let spec = tx.borrow().spec.clone();
-        let w = PodWorker::new(engine.clone(), spec, true).with_grace_override(args.grace_period);
-        tokio::spawn(w.run(tx, del_rx));
-        workers.push((rx, del_tx));
-    }
+    let workers = node.build();
+    workers.follow(FileSource::new(pods)).await;
 
     let mut sigint = signal(SignalKind::interrupt()).ok();
     let mut sigterm = signal(SignalKind::terminate()).ok();
     let deadline = args.timeout.map(|t| tokio::time::Instant::now() + Duration::from_secs_f64(t.max(0.0)));
     let mut timed_out = false;
-    let mut deleting = false;
-    let mut last_lines: Vec<String> = vec![String::new(); workers.len()];
-    loop {
-        // A progress line for each pod whose kubectl columns changed.
-        let now = engine.clock.now();
-        for (i, (rx, _)) in workers.iter_mut().enumerate() {
-            let upd = rx.borrow_and_update().clone();
-            let Some(columns) = output::progress_columns(&upd.pod(), now) else { continue };
-            if columns != last_lines[i] {
-                let elapsed = now.duration_since(started).as_secs_f64();
-                let _ = writeln!(std::io::stderr(), "{elapsed:>7.2}s  {columns}");
-                last_lines[i] = columns;
-            }
+    let stop = tokio::select! {
+        _ = workers.wait_finished() => false,
+        _ = recv_signal(&mut sigint) => true,
+        _ = recv_signal(&mut sigterm) => true,
+        _ = sleep_until_opt(deadline) => {
+            timed_out = true;
+            true
         }
-        if workers.iter().all(|(rx, _)| rx.borrow().finished) {
-            break;
-        }
-        let changed = futures_any(&mut workers);
-        tokio::select! {
-            _ = changed => {}
-            _ = recv_signal(&mut sigint) , if !deleting => { deleting = true; }
-            _ = recv_signal(&mut sigterm), if !deleting => { deleting = true; }
-            _ = sleep_until_opt(deadline), if !deleting => { deleting = true; timed_out = true; }
-        }
-        if deleting {
-            for (_, del) in &workers {
-                let _ = del.send(true);
-            }
-        }
+    };
+    if stop {
+        workers.delete_all(args.grace_period);
+        workers.wait_finished().await;
     }
 
-    let final_pods: Vec<Pod> = workers.iter().map(|(rx, _)| rx.borrow().pod()).collect();
-    for p in &final_pods {
-        engine.remove_pod(p).await;
-    }
+    let final_pods: Vec<Pod> = workers.latest().iter().map(|u| u.pod()).collect();
+    workers.remove_finished().await;
     let _ = stop_logs.send(true);
     let _ = followers.await;
 
     if let Some(fmt) = args.output.as_deref() {
-        let list = output::final_list(&final_pods, &engine.events.snapshot());
+        let list = output::final_list(&final_pods, &events.snapshot());
         let text = if fmt == "yaml" {
             serde_yaml::to_string(&list).unwrap_or_default()
         } else {
@@ -169,13 +141,4 @@ async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
     }
-}
-
-/// Resolves when any pod's update channel changes.
-async fn futures_any(workers: &mut [(watch::Receiver<PodUpdate>, watch::Sender<bool>)]) {
-    let futs: Vec<_> = workers.iter_mut().map(|(rx, _)| Box::pin(rx.changed())).collect();
-    if futs.is_empty() {
-        return;
-    }
-    let _ = futures_util::future::select_all(futs).await;
 }

@@ -6,17 +6,13 @@ use k8s_openapi::api::core::v1::Pod;
 use podwright_planner::Backoff;
 use serde::{Deserialize, Serialize};
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Checkpoint {
     pub pod: Pod,
     pub start_time: Option<Timestamp>,
     pub backoff: Backoff,
-}
-
-pub fn path(root: &Path, uid: &str) -> PathBuf {
-    crate::volumes::pod_dir(root, uid).join("checkpoint.json")
 }
 
 /// The same fields, borrowed: a checkpoint is written without copying the pod.
@@ -30,7 +26,7 @@ pub struct CheckpointRef<'a> {
 /// Writes atomically (temporary file, then rename) so a crash never leaves half a checkpoint.
 pub fn save(root: &Path, cp: &CheckpointRef) -> io::Result<()> {
     let uid = cp.pod.metadata.uid.as_deref().unwrap_or_default();
-    let p = path(root, uid);
+    let p = crate::layout::checkpoint(root, uid);
     if let Some(dir) = p.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -40,7 +36,7 @@ pub fn save(root: &Path, cp: &CheckpointRef) -> io::Result<()> {
 }
 
 pub fn load(root: &Path, uid: &str) -> io::Result<Option<Checkpoint>> {
-    match std::fs::read(path(root, uid)) {
+    match std::fs::read(crate::layout::checkpoint(root, uid)) {
         Ok(b) => serde_json::from_slice(&b).map(Some).map_err(io::Error::other),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),

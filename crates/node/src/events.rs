@@ -69,6 +69,36 @@ struct Record {
     last: Timestamp,
 }
 
+/// Where a pod's events go: [`EventLog`] for `run` (printed with the final pods), the local
+/// API's store and a real API server later. Called from pod workers as things happen, so an
+/// implementation must not block for long.
+pub trait EventSink: Send + Sync {
+    fn record(
+        &self,
+        pod: &Pod,
+        field_path: Option<String>,
+        kind: EventType,
+        reason: &str,
+        message: String,
+        now: Timestamp,
+    );
+}
+
+impl EventSink for EventLog {
+    fn record(
+        &self,
+        pod: &Pod,
+        field_path: Option<String>,
+        kind: EventType,
+        reason: &str,
+        message: String,
+        now: Timestamp,
+    ) {
+        EventLog::record(self, pod, field_path, kind, reason, message, now);
+    }
+}
+
+/// The events of every pod in memory, with repeats folded, as v1 `Event`s on demand.
 #[derive(Debug, Default)]
 pub struct EventLog {
     inner: Mutex<Log>,

@@ -1,23 +1,27 @@
-//! The node agent: pod workers that run the planner's decisions against a runtime, the
-//! executor, events, volumes, checkpoints and log following.
+//! The node layer every mode shares: [`PodWorkers`] (one pod worker per pod, built by
+//! [`Node`]), the seams the modes plug into ([`PodSource`], [`StatusSink`], [`EventSink`]), the
+//! executor that applies the planner's decisions through the runtime, probes and hooks, the CRI
+//! configs, and every path under the root directory.
 
 pub mod checkpoint;
-pub mod cri_config;
+pub mod cri;
 pub mod dispatch;
 pub mod events;
 pub mod executor;
-pub mod grpc_health;
-pub mod hooks;
-pub mod http_get;
-pub mod labels;
+pub mod layout;
 pub mod logs;
-pub mod observe;
-pub mod probe;
-pub mod prober;
+pub mod node;
+pub mod pod_workers;
+pub mod probes;
+pub mod sinks;
+pub mod source;
 pub mod termination_message;
-pub mod tls;
 pub mod volumes;
 pub mod worker;
 
-pub use executor::Engine;
-pub use worker::{PodUpdate, PodWorker};
+pub use events::{EventLog, EventSink, EventType};
+pub use node::{Engine, Node};
+pub use pod_workers::PodWorkers;
+pub use sinks::{StatusSink, StatusStream};
+pub use source::{PodChange, PodSource};
+pub use worker::PodUpdate;

@@ -2,27 +2,15 @@
 //! `terminationMessagePath`; after the container exits, the file (or, with
 //! `FallbackToLogsOnError`, the end of its log) becomes the terminated state's `message`.
 
-use crate::cri_config::log_directory;
-use crate::volumes::pod_dir;
+use crate::layout;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The kubelet's limits: the file is read up to 4096 bytes; the log fallback takes the last
 /// 80 lines, at most 2048 bytes.
 const MAX_FILE_BYTES: u64 = 4096;
 const MAX_LOG_LINES: usize = 80;
 const MAX_LOG_BYTES: usize = 2048;
-
-/// `<root>/pods/<uid>/termination`: one flat directory for every instance's file, made with the
-/// sandbox, so that starting a container creates a file and no directories.
-pub fn dir(root: &Path, uid: &str) -> PathBuf {
-    pod_dir(root, uid).join("termination")
-}
-
-/// `<name>-<restart count>`: unambiguous, as a restart count holds no `-`.
-pub fn host_path(root: &Path, uid: &str, container: &str, restart_count: i32) -> PathBuf {
-    dir(root, uid).join(format!("{container}-{restart_count}"))
-}
 
 /// Creates the empty, world-writable file a new instance writes its message to.
 pub fn prepare(path: &Path) -> io::Result<()> {
@@ -77,9 +65,9 @@ pub fn read(
     policy: &str,
     exit_code: i32,
 ) -> Option<String> {
-    read_file(&host_path(root, uid, container, restart_count)).or_else(|| {
+    read_file(&layout::termination_message(root, uid, container, restart_count)).or_else(|| {
         (policy == "FallbackToLogsOnError" && exit_code != 0)
-            .then(|| log_tail(&log_directory(root, uid).join(container).join(format!("{restart_count}.log"))))?
+            .then(|| log_tail(&layout::container_log(root, uid, container, restart_count)))?
     })
 }
 
@@ -90,11 +78,11 @@ mod tests {
     #[test]
     fn file_first_then_log_fallback_on_error_only() {
         let root = std::env::temp_dir().join(format!("pw-tm-{}", std::process::id()));
-        let file = host_path(&root, "u", "c", 0);
+        let file = layout::termination_message(&root, "u", "c", 0);
         prepare(&file).unwrap();
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o666);
-        let log = log_directory(&root, "u").join("c/0.log");
+        let log = layout::container_log(&root, "u", "c", 0);
         std::fs::create_dir_all(log.parent().unwrap()).unwrap();
         std::fs::write(&log, "2024-01-01T00:00:00Z stdout F one\n2024-01-01T00:00:00Z stderr F two\n").unwrap();
         assert_eq!(read(&root, "u", "c", 0, "File", 1), None);

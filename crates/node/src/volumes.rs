@@ -1,17 +1,9 @@
 //! Pod volumes on the host: `emptyDir` directories that live as long as the pod.
 
+use crate::layout;
 use k8s_openapi::api::core::v1::Pod;
 use std::io;
-use std::path::{Path, PathBuf};
-
-/// Where a pod's files live: `<root>/pods/<uid>`.
-pub fn pod_dir(root: &Path, uid: &str) -> PathBuf {
-    root.join("pods").join(uid)
-}
-
-pub fn empty_dir_path(root: &Path, uid: &str, volume: &str) -> PathBuf {
-    pod_dir(root, uid).join("volumes/kubernetes.io~empty-dir").join(volume)
-}
+use std::path::Path;
 
 /// Creates every `emptyDir` of the pod (idempotent): the sandbox is not "ready" for
 /// containers until its volumes are.
@@ -19,7 +11,7 @@ pub fn prepare(root: &Path, pod: &Pod) -> io::Result<()> {
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
     for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
         if v.empty_dir.is_some() {
-            let dir = empty_dir_path(root, uid, &v.name);
+            let dir = layout::empty_dir(root, uid, &v.name);
             std::fs::create_dir_all(&dir)?;
             // Containers may run as any user; an emptyDir is world-writable like the kubelet's.
             use std::os::unix::fs::PermissionsExt;
@@ -31,7 +23,7 @@ pub fn prepare(root: &Path, pod: &Pod) -> io::Result<()> {
 
 /// Removes the pod's directory (volumes and logs) once the pod is gone.
 pub fn cleanup(root: &Path, uid: &str) -> io::Result<()> {
-    match std::fs::remove_dir_all(pod_dir(root, uid)) {
+    match std::fs::remove_dir_all(layout::pod_dir(root, uid)) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
     }

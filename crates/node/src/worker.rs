@@ -1,37 +1,54 @@
 //! The pod worker: observe, compute status, plan, execute, then sleep until a container of the
-//! pod changes, a planned time comes, or deletion is asked for. Level-triggered: every pass
-//! starts again from what the runtime says.
+//! pod changes, a planned time comes, or the pod is updated or deleted. Level-triggered: every
+//! pass starts again from what the runtime says and from the newest pod it was given.
 
 use crate::checkpoint::{self, CheckpointRef};
+use crate::cri::observe;
 use crate::events::EventType;
-use crate::executor::{Engine, PodState};
-use crate::observe;
-use crate::prober::Prober;
+use crate::executor::SyncResult;
+use crate::node::Engine;
+use crate::probes::prober::Prober;
+use crate::sinks::StatusSink;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use podwright_planner::{Backoff, Observed, PodContext, StartFailure, plan_in_phase, pod_status};
+use podwright_planner::decide::pull_key;
+use podwright_planner::pod;
+use podwright_planner::{
+    Backoff, Observed, Phase, PodContext, StartFailure, StartFailureReason, plan_in_phase, pod_status,
+};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// How long to wait before creating a sandbox again after it failed.
-const SANDBOX_RETRY: SignedDuration = SignedDuration::from_secs(10);
-/// The safety-net relist when the runtime streams events, and when it does not.
-const RELIST_WITH_EVENTS: SignedDuration = SignedDuration::from_secs(5);
-const RELIST_WITHOUT_EVENTS: SignedDuration = SignedDuration::from_secs(1);
+/// The safety-net relist: container exits arrive as runtime events.
+const RELIST: SignedDuration = SignedDuration::from_secs(5);
 /// How long to wait before trying again when the runtime could not be read.
 const OBSERVE_RETRY: Duration = Duration::from_secs(1);
 
-pub struct PodWorker {
-    engine: Engine,
-    pod: Arc<Pod>,
-    backoff: Backoff,
-    start_failures: BTreeMap<String, StartFailure>,
-    start_time: Timestamp,
-    sandbox_failure: Option<Timestamp>,
-    events_streamed: bool,
-    grace_override: Option<i64>,
+/// What a pod worker is told to do: run this version of the pod, or stop it.
+#[derive(Debug, Clone)]
+pub struct Desired {
+    pub pod: Arc<Pod>,
+    pub deletion: Option<Deletion>,
+}
+
+/// A deletion and its grace period (the kubelet's `KillPodOptions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deletion {
+    /// Seconds instead of the pod's `terminationGracePeriodSeconds`; 0 stops at once.
+    pub grace: Option<i64>,
+}
+
+impl Deletion {
+    /// A later deletion may shorten the grace period, never lengthen it.
+    pub fn and(self, later: Deletion) -> Deletion {
+        let grace = match (self.grace, later.grace) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Deletion { grace }
+    }
 }
 
 /// What the worker publishes on every status change: the pod as given and its status, shared
@@ -46,8 +63,8 @@ pub struct PodUpdate {
 
 impl PodUpdate {
     /// The update before the first status.
-    pub fn new(pod: &Pod) -> Self {
-        PodUpdate { spec: Arc::new(pod.clone()), status: None, finished: false }
+    pub fn new(pod: Arc<Pod>) -> Self {
+        PodUpdate { spec: pod, status: None, finished: false }
     }
 
     /// The whole pod, status included.
@@ -62,60 +79,114 @@ impl PodUpdate {
     }
 }
 
+/// Resolves once deletion is asked for; never if the pod's owner has gone without asking.
+pub(crate) async fn deletion_asked(mut desired: watch::Receiver<Desired>) {
+    if desired.wait_for(|d| d.deletion.is_some()).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// What the worker remembers between passes that the runtime cannot tell it.
+struct Memory {
+    backoff: Backoff,
+    start_failures: BTreeMap<String, StartFailure>,
+    start_time: Timestamp,
+    sandbox_failure: Option<Timestamp>,
+}
+
+pub(crate) struct PodWorker {
+    engine: Engine,
+    status_sink: Arc<dyn StatusSink>,
+    desired: watch::Receiver<Desired>,
+    published: watch::Sender<PodUpdate>,
+    pod: Arc<Pod>,
+    memory: Memory,
+}
+
 impl PodWorker {
-    /// Takes the pod shared (`Arc`) or not: a caller that publishes `PodUpdate`s can hand the
-    /// worker the update's spec rather than a second copy.
-    pub fn new(engine: Engine, pod: impl Into<Arc<Pod>>, events_streamed: bool) -> Self {
-        let start_time = engine.clock.now();
-        PodWorker {
-            engine,
-            pod: pod.into(),
+    pub(crate) fn new(
+        engine: Engine,
+        status_sink: Arc<dyn StatusSink>,
+        desired: watch::Receiver<Desired>,
+        published: watch::Sender<PodUpdate>,
+    ) -> Self {
+        let pod = desired.borrow().pod.clone();
+        let memory = Memory {
             backoff: Backoff::default(),
             start_failures: BTreeMap::new(),
-            start_time,
+            start_time: engine.clock.now(),
             sandbox_failure: None,
-            events_streamed,
-            grace_override: None,
-        }
-    }
-
-    /// Stop with this grace period (seconds, 0 = at once) when deleted, instead of the pod's.
-    pub fn with_grace_override(mut self, secs: Option<i64>) -> Self {
-        self.grace_override = secs;
-        self
+        };
+        PodWorker { engine, status_sink, desired, published, pod, memory }
     }
 
     fn checkpoint(&self) {
-        let cp = CheckpointRef { pod: &self.pod, start_time: Some(self.start_time), backoff: &self.backoff };
+        let m = &self.memory;
+        let cp = CheckpointRef { pod: &self.pod, start_time: Some(m.start_time), backoff: &m.backoff };
         if let Err(e) = checkpoint::save(&self.engine.root, &cp) {
             tracing::warn!(%e, "could not write the pod's checkpoint");
         }
     }
 
+    /// Folds what a pass did into what the worker remembers.
+    fn fold(&mut self, result: SyncResult) {
+        let m = &mut self.memory;
+        if result.sandbox_created {
+            m.sandbox_failure = None;
+        }
+        if let Some(at) = result.sandbox_failed {
+            m.sandbox_failure = Some(at);
+        }
+        for name in result.started {
+            m.start_failures.remove(&name);
+        }
+        let mut backoff_changed = false;
+        for (name, f) in result.start_failures {
+            if f.reason == StartFailureReason::ErrImagePull
+                && let Some(sc) = pod::all_containers(&self.pod).find(|s| s.name() == name)
+            {
+                m.backoff.next(&pull_key(sc.image()), f.at, f.at);
+                backoff_changed = true;
+            }
+            m.start_failures.insert(name, f);
+        }
+        if backoff_changed {
+            self.checkpoint();
+        }
+    }
+
     /// Runs the pod until it has finished (terminal phase, nothing running), publishing every
-    /// new status on `updates`. `delete` turning true starts graceful termination.
-    pub async fn run(mut self, updates: watch::Sender<PodUpdate>, mut delete: watch::Receiver<bool>) {
+    /// new status. A new pod on `desired` is planned with from the next pass on; a deletion
+    /// starts graceful termination.
+    pub(crate) async fn run(mut self) {
         let uid = self.pod.metadata.uid.clone().unwrap_or_default();
         let bell = self.engine.dispatcher.bell();
         self.checkpoint();
-        let spec = self.pod.clone();
         let mut previous: Option<Arc<PodStatus>> = None;
         let mut messages = observe::MessageCache::new();
+        // Updates may change images and the deadline only, which probes do not depend on.
         let mut prober = Prober::new(&self.engine, self.pod.clone(), bell.clone());
+        // The owner may drop its sender without deleting: the worker then goes on alone.
+        let mut desired_open = true;
         loop {
-            let deleting = *delete.borrow();
-            let (sandboxes, containers) =
-                match observe::observe(self.engine.runtime.as_ref(), &uid, &self.engine.root, &mut messages).await {
-                    Ok(o) => o,
-                    Err(e) => {
-                        tracing::warn!(%e, "could not read the pod's state from the runtime");
-                        tokio::select! {
-                            _ = tokio::time::sleep(OBSERVE_RETRY) => {}
-                            _ = delete.changed() => {}
-                        }
-                        continue;
+            let desired = self.desired.borrow_and_update().clone();
+            if !Arc::ptr_eq(&desired.pod, &self.pod) {
+                self.pod = desired.pod;
+                self.checkpoint();
+            }
+            let deletion = desired.deletion;
+            let observed = observe::observe(self.engine.runtime.as_ref(), &uid, &self.engine.root, &mut messages).await;
+            let (sandboxes, containers) = match observed {
+                Ok(o) => o,
+                Err(e) => {
+                    tracing::warn!(%e, "could not read the pod's state from the runtime");
+                    tokio::select! {
+                        _ = tokio::time::sleep(OBSERVE_RETRY) => {}
+                        r = self.desired.changed(), if desired_open => desired_open = r.is_ok(),
                     }
-                };
+                    continue;
+                }
+            };
             for c in &containers {
                 self.engine.dispatcher.register(&c.id, &bell);
             }
@@ -123,26 +194,29 @@ impl PodWorker {
             let mut observed = Observed {
                 sandbox: sandboxes.last().cloned(),
                 containers,
-                start_failures: self.start_failures.clone(),
+                start_failures: self.memory.start_failures.clone(),
                 probes: Default::default(),
+                sandbox_failure: self.memory.sandbox_failure,
             };
-            observed.probes = prober.sync(&observed, deleting);
+            observed.probes = prober.sync(&observed, deletion.is_some());
             let ctx = PodContext {
                 pod: &self.pod,
                 observed: &observed,
-                backoff: &self.backoff,
+                backoff: &self.memory.backoff,
                 now,
-                start_time: Some(self.start_time),
-                deleting,
-                grace_override: self.grace_override,
+                start_time: Some(self.memory.start_time),
+                deleting: deletion.is_some(),
+                grace_override: deletion.and_then(|d| d.grace),
             };
             let status = pod_status(&ctx, previous.as_deref());
-            let p = plan_in_phase(&ctx, status.phase.as_deref().unwrap_or("Pending"));
-            let terminal = matches!(status.phase.as_deref(), Some("Succeeded" | "Failed"));
-            let finished = terminal && p.actions.is_empty();
+            let phase = status.phase.as_deref().and_then(Phase::parse).unwrap_or(Phase::Pending);
+            let p = plan_in_phase(&ctx, phase);
+            let finished = phase.is_terminal() && p.actions.is_empty();
             if previous.as_deref() != Some(&status) || finished {
                 let status = Arc::new(status);
-                updates.send_replace(PodUpdate { spec: spec.clone(), status: Some(status.clone()), finished });
+                let update = PodUpdate { spec: self.pod.clone(), status: Some(status.clone()), finished };
+                self.status_sink.publish(&update);
+                self.published.send_replace(update);
                 previous = Some(status);
             }
             if finished {
@@ -152,41 +226,20 @@ impl PodWorker {
                 let kind = if e.warning { EventType::Warning } else { EventType::Normal };
                 self.engine.events.record(&self.pod, e.field_path.clone(), kind, e.reason, e.message.clone(), now);
             }
-            let backoff_changed = p.backoff != self.backoff;
-            self.backoff = p.backoff;
-            if backoff_changed {
+            if p.backoff != self.memory.backoff {
+                self.memory.backoff = p.backoff;
                 self.checkpoint();
             }
-
-            let mut actions = p.actions;
-            let mut wake_at = p.wake_at;
-            // A sandbox that failed to be created is retried after a pause, not in a loop.
-            if let Some(retry) = self.sandbox_failure.map(|f| f + SANDBOX_RETRY).filter(|r| now < *r)
-                && actions.iter().any(|a| matches!(a, podwright_planner::Action::CreateSandbox { .. }))
-            {
-                actions.clear();
-                wake_at = Some(wake_at.map_or(retry, |w| w.min(retry)));
-            }
-            if !actions.is_empty() {
-                let mut st = PodState {
-                    pod: &self.pod,
-                    backoff: &mut self.backoff,
-                    start_failures: &mut self.start_failures,
-                    sandbox: observed.sandbox.clone(),
-                    containers: &observed.containers,
-                    bell: &bell,
-                    sandbox_failure: &mut self.sandbox_failure,
-                    deleted: delete.clone(),
-                };
-                self.engine.execute(&mut st, actions).await;
+            if !p.actions.is_empty() {
+                let result = self.engine.execute(&self.pod, &observed, p.actions, &bell, &self.desired).await;
+                self.fold(result);
                 continue;
             }
-            let relist = if self.events_streamed { RELIST_WITH_EVENTS } else { RELIST_WITHOUT_EVENTS };
-            let until = wake_at.map_or(now + relist, |w| w.min(now + relist));
+            let until = p.wake_at.map_or(now + RELIST, |w| w.min(now + RELIST));
             tokio::select! {
                 _ = bell.notified() => {}
                 _ = self.engine.clock.sleep_until(until) => {}
-                _ = delete.changed() => {}
+                r = self.desired.changed(), if desired_open => desired_open = r.is_ok(),
             }
         }
     }

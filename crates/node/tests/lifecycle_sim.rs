@@ -33,8 +33,7 @@ fn exec(cmd: &str) -> serde_json::Value {
 }
 
 fn events(sim: &Sim, reason: &str) -> Vec<(String, i32)> {
-    sim.engine
-        .events
+    sim.events
         .snapshot()
         .into_iter()
         .filter(|e| e.reason.as_deref() == Some(reason))

@@ -44,7 +44,7 @@ async fn failing_init_under_always_backs_off_10_20_40_and_the_app_never_starts()
     assert!(history.iter().all(|p| waiting(app(p)) == Some("PodInitializing")));
     assert!(history.iter().any(|p| waiting(init(p, 0)) == Some("CrashLoopBackOff")));
     assert!(history.iter().all(|p| phase(p) == "Pending" || phase(p) == "Failed"));
-    let backoffs = sim.engine.events.snapshot().into_iter().filter(|e| e.reason.as_deref() == Some("BackOff")).count();
+    let backoffs = sim.events.snapshot().into_iter().filter(|e| e.reason.as_deref() == Some("BackOff")).count();
     assert!(backoffs >= 1);
 }
 
@@ -96,7 +96,7 @@ async fn missing_image_becomes_err_image_pull_and_nothing_is_left_running() {
     let history = sim.run(p, Duration::from_secs(30)).await;
     let reasons: Vec<&str> = history.iter().filter_map(|p| waiting(app(p))).collect();
     assert!(reasons.contains(&"ErrImagePull"), "{reasons:?}");
-    let events = sim.engine.events.snapshot();
+    let events = sim.events.snapshot();
     assert!(events.iter().any(|e| e.message.as_deref() == Some("Error: ErrImagePull")));
     assert!(events.iter().all(|e| e.involved_object.field_path.as_deref().is_none_or(|f| f == "spec.containers{app}")));
     let pulls = sim.fake.calls().iter().filter(|(_, c)| matches!(c, Call::PullImage { .. })).count();
@@ -109,7 +109,7 @@ async fn events_name_the_container_field_path_and_count_repeats() {
     sim.fake.script("init-mydb", vec![Behaviour::Exit { code: 0, after: Duration::ZERO }]);
     sim.fake.script("app", vec![Behaviour::Exit { code: 0, after: Duration::ZERO }]);
     sim.run(pod(&["init-mydb"], &["app"], "Never"), Duration::from_secs(30)).await;
-    let events = sim.engine.events.snapshot();
+    let events = sim.events.snapshot();
     let started = events
         .iter()
         .find(|e| {

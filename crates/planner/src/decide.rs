@@ -4,14 +4,13 @@
 use crate::backoff::{Backoff, go_duration};
 use crate::observed::{ContainerKind, Observed, ObservedContainer, RunState};
 use crate::pod::{self, SpecContainer};
+use crate::words::{RestartPolicy, StartFailureReason, WaitingReason};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 
 /// Retry delay after a start failure that has no back-off of its own (the kubelet re-syncs a
 /// pod whose sync failed after 10 s).
 pub const START_RETRY: SignedDuration = SignedDuration::from_secs(10);
-
-pub const IMAGE_PULL_FAILURES: [&str; 2] = ["ErrImagePull", "ImagePullBackOff"];
 
 /// Everything a decision reads.
 #[derive(Debug, Clone, Copy)]
@@ -39,7 +38,7 @@ pub enum Decision {
     /// Start a new instance.
     Start { restart_count: i32 },
     /// Must not start before `until`; `reason` is the waiting reason the status shows.
-    Wait { until: Timestamp, reason: &'static str, message: String },
+    Wait { until: Timestamp, reason: WaitingReason, message: String },
 }
 
 /// Whether the newest instance should be replaced by a new one (the kubelet's
@@ -51,11 +50,11 @@ pub fn should_restart(pod: &Pod, kind: ContainerKind, newest: Option<&ObservedCo
         RunState::Created | RunState::Unknown => true,
         RunState::Exited => match kind {
             ContainerKind::Sidecar => true,
-            ContainerKind::Init => c.failed() && pod::restart_policy(pod) != "Never",
+            ContainerKind::Init => c.failed() && pod::restart_policy(pod) != RestartPolicy::Never,
             ContainerKind::App => match pod::restart_policy(pod) {
-                "Never" => false,
-                "OnFailure" => c.exit_code != 0,
-                _ => true,
+                RestartPolicy::Never => false,
+                RestartPolicy::OnFailure => c.exit_code != 0,
+                RestartPolicy::Always => true,
             },
         },
     }
@@ -66,18 +65,18 @@ pub fn start_or_wait(ctx: &PodContext, sc: &SpecContainer) -> Decision {
     let newest = ctx.observed.newest(sc.name());
     let restart_count = newest.map_or(0, |c| c.restart_count + 1);
     if let Some(f) = ctx.observed.failure_before_running(sc.name()) {
-        if IMAGE_PULL_FAILURES.contains(&f.reason.as_str()) {
+        if f.reason == StartFailureReason::ErrImagePull {
             if let Some(until) = ctx.backoff.blocked_since_update(&pull_key(sc.image()), ctx.now) {
                 return Decision::Wait {
                     until,
-                    reason: "ImagePullBackOff",
+                    reason: WaitingReason::ImagePullBackOff,
                     message: format!("Back-off pulling image \"{}\"", sc.image()),
                 };
             }
         } else if ctx.now < f.at + START_RETRY {
             return Decision::Wait {
                 until: f.at + START_RETRY,
-                reason: static_reason(&f.reason),
+                reason: WaitingReason::StartFailed(f.reason),
                 message: f.message.clone(),
             };
         }
@@ -89,7 +88,7 @@ pub fn start_or_wait(ctx: &PodContext, sc: &SpecContainer) -> Decision {
         if let Some(until) = ctx.backoff.blocked_until(&key, finished, ctx.now) {
             return Decision::Wait {
                 until,
-                reason: "CrashLoopBackOff",
+                reason: WaitingReason::CrashLoopBackOff,
                 message: format!(
                     "back-off {} restarting failed container={} pod={}",
                     go_duration(ctx.backoff.window(&key)),
@@ -121,21 +120,6 @@ pub fn decide(ctx: &PodContext, sc: &SpecContainer) -> Decision {
 /// The image back-off key (the kubelet keys pulls by pod and image).
 pub fn pull_key(image: &str) -> String {
     format!("pull:{image}")
-}
-
-/// Start-failure reasons are a closed set of the kubelet's words.
-fn static_reason(reason: &str) -> &'static str {
-    const KNOWN: [&str; 8] = [
-        "CreateContainerConfigError",
-        "CreateContainerError",
-        "RunContainerError",
-        "PostStartHookError",
-        "ErrImageNeverPull",
-        "InvalidImageName",
-        "ImageInspectError",
-        "ErrImagePull",
-    ];
-    KNOWN.iter().find(|k| **k == reason).copied().unwrap_or("CreateContainerError")
 }
 
 /// Whether a sidecar counts as started: running, and its startup probe (if any) succeeded.
@@ -185,7 +169,7 @@ pub fn init_progress(ctx: &PodContext) -> InitProgress {
                 if c.succeeded() {
                     continue;
                 }
-                if c.failed() && pod::restart_policy(ctx.pod) == "Never" {
+                if c.failed() && pod::restart_policy(ctx.pod) == RestartPolicy::Never {
                     return InitProgress::Failed(i);
                 }
                 return InitProgress::At(i);

@@ -1,6 +1,7 @@
 //! What the pod worker saw in the runtime, in the planner's terms. The node crate builds these
 //! from CRI statuses and the labels podwright puts on every sandbox and container.
 
+use crate::words::{ProbeKind, StartFailureReason};
 use jiff::Timestamp;
 use std::collections::BTreeMap;
 
@@ -95,14 +96,11 @@ pub struct ObservedSandbox {
     pub created_at: Timestamp,
 }
 
-/// The start failure of an instance whose `postStart` hook failed.
-pub const POST_START_HOOK_ERROR: &str = "PostStartHookError";
-
 /// Why the last attempt to start a container failed before an instance ran (the kubelet's
 /// reason cache): `ErrImagePull`, `CreateContainerError`, `RunContainerError`, ...
 #[derive(Debug, Clone, PartialEq)]
 pub struct StartFailure {
-    pub reason: String,
+    pub reason: StartFailureReason,
     pub message: String,
     pub at: Timestamp,
 }
@@ -120,12 +118,12 @@ pub struct ProbeResults {
 }
 
 impl ProbeResults {
-    /// The probe whose failure means the instance must be killed: `"liveness"` or `"startup"`.
-    pub fn failed(&self, id: &str) -> Option<&'static str> {
+    /// The probe whose failure means the instance must be killed: liveness or startup.
+    pub fn failed(&self, id: &str) -> Option<ProbeKind> {
         if self.startup.get(id) == Some(&false) {
-            Some("startup")
+            Some(ProbeKind::Startup)
         } else if self.liveness.get(id) == Some(&false) {
-            Some("liveness")
+            Some(ProbeKind::Liveness)
         } else {
             None
         }
@@ -146,6 +144,8 @@ pub struct Observed {
     /// Keyed by container name.
     pub start_failures: BTreeMap<String, StartFailure>,
     pub probes: ProbeResults,
+    /// When creating a sandbox last failed, if it has not succeeded since.
+    pub sandbox_failure: Option<Timestamp>,
 }
 
 impl Observed {
@@ -173,6 +173,6 @@ impl Observed {
     /// hook is not one: that instance ran and was killed, so it is restarted under the crash
     /// back-off like any exited container, and the failure only names the wait.
     pub fn failure_before_running(&self, name: &str) -> Option<&StartFailure> {
-        self.pending_failure(name).filter(|f| f.reason != POST_START_HOOK_ERROR)
+        self.pending_failure(name).filter(|f| f.reason != StartFailureReason::PostStartHookError)
     }
 }

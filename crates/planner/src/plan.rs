@@ -3,10 +3,11 @@
 
 use crate::backoff::Backoff;
 use crate::decide::{self, Decision, InitProgress, PodContext};
-use crate::observed::{ContainerKind, RunState};
+use crate::observed::{ContainerKind, ObservedContainer, RunState};
 use crate::pod::{self, SpecContainer};
 use crate::status;
-use jiff::Timestamp;
+use crate::words::{Phase, PullPolicy, RestartPolicy, WaitingReason};
+use jiff::{SignedDuration, Timestamp};
 use std::time::Duration;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -19,11 +20,12 @@ pub enum Action {
     CreateSandbox {
         attempt: u32,
     },
-    /// Pull (per policy), create and start a new instance of a spec container.
+    /// Pull (per `pull`), create and start a new instance of a spec container.
     StartContainer {
         kind: ContainerKind,
         index: usize,
         restart_count: i32,
+        pull: PullPolicy,
     },
     KillContainer {
         id: String,
@@ -70,19 +72,22 @@ fn anything_live(ctx: &PodContext) -> bool {
         || ctx.observed.containers.iter().any(|c| matches!(c.state, RunState::Running | RunState::Created))
 }
 
+/// How long to wait before creating a sandbox again after it failed.
+pub const SANDBOX_RETRY: SignedDuration = SignedDuration::from_secs(10);
+
 pub fn plan(ctx: &PodContext) -> Plan {
     plan_in_phase(ctx, status::phase(ctx))
 }
 
 /// `plan()` for a caller that has just computed the pod's status, and with it the phase (the
 /// pod worker): the container statuses are not worked out twice.
-pub fn plan_in_phase(ctx: &PodContext, phase: &str) -> Plan {
+pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
     let mut p = Plan { actions: vec![], wake_at: None, backoff: ctx.backoff.clone(), events: vec![] };
     let grace = kill_grace(ctx);
 
     // Terminal: deletion, the deadline, a failed init under Never, or every app container
     // done for good. Kill what lives, start nothing.
-    if ctx.deleting || phase == "Succeeded" || phase == "Failed" || decide::apps_finished(ctx) {
+    if ctx.deleting || phase.is_terminal() || decide::apps_finished(ctx) {
         if anything_live(ctx) {
             if decide::deadline_exceeded(ctx) {
                 p.events.push(PlanEvent {
@@ -103,6 +108,14 @@ pub fn plan_in_phase(ctx: &PodContext, phase: &str) -> Plan {
     let sandbox_ok = ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready && s.ip.is_some());
     if !sandbox_ok {
         plan_new_sandbox(ctx, &mut p, grace);
+        return p;
+    }
+    // The init-containers proposal: changing an init container's image is equivalent to
+    // restarting the pod. Everything stops, and every init container runs again in a new sandbox.
+    if pod::init_containers(ctx.pod)
+        .any(|sc| ctx.observed.newest(sc.name()).is_some_and(|c| definition_changed(&sc, c)))
+    {
+        restart_pod(ctx, &mut p, grace);
         return p;
     }
 
@@ -136,9 +149,20 @@ pub fn kill_grace(ctx: &PodContext) -> Duration {
     Duration::from_secs(secs.max(0) as u64)
 }
 
+/// Whether the instance was made from another definition of the container (another image).
+/// An instance without a hash predates hashing and is taken as current.
+fn definition_changed(sc: &SpecContainer, c: &ObservedContainer) -> bool {
+    !c.hash.is_empty() && c.hash != sc.hash()
+}
+
+/// The start of a new instance of `sc`.
+fn start(sc: &SpecContainer, restart_count: i32) -> Action {
+    Action::StartContainer { kind: sc.kind, index: sc.index, restart_count, pull: PullPolicy::of(sc.container) }
+}
+
 /// Acts on one container's decision.
 fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
-    if restart_unhealthy(ctx, sc, p) {
+    if restart_changed(ctx, sc, p) || restart_unhealthy(ctx, sc, p) {
         return;
     }
     match decide::decide(ctx, sc) {
@@ -159,12 +183,12 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
                     p.backoff.next(&sc.backoff_key(), finished, ctx.now);
                 }
             }
-            p.actions.push(Action::StartContainer { kind: sc.kind, index: sc.index, restart_count });
+            p.actions.push(start(sc, restart_count));
         }
         Decision::Wait { until, reason, .. } => {
             p.wake(until);
             match reason {
-                "CrashLoopBackOff" => p.events.push(PlanEvent {
+                WaitingReason::CrashLoopBackOff => p.events.push(PlanEvent {
                     warning: true,
                     reason: "BackOff",
                     message: format!(
@@ -174,16 +198,36 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
                     ),
                     field_path: Some(sc.field_path()),
                 }),
-                "ImagePullBackOff" => p.events.push(PlanEvent {
+                WaitingReason::ImagePullBackOff => p.events.push(PlanEvent {
                     warning: false,
                     reason: "BackOff",
                     message: format!("Back-off pulling image \"{}\"", sc.image()),
                     field_path: Some(sc.field_path()),
                 }),
-                _ => {}
+                WaitingReason::StartFailed(_) => {}
             }
         }
     }
+}
+
+/// A running app container whose definition changed (a new image) is killed and started again
+/// from the new definition in the same pass, whatever the restart policy, as the kubelet does.
+fn restart_changed(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) -> bool {
+    if sc.kind != ContainerKind::App {
+        return false;
+    }
+    let Some(c) = ctx.observed.newest(sc.name()).filter(|c| c.state == RunState::Running) else { return false };
+    if !definition_changed(sc, c) {
+        return false;
+    }
+    p.actions.push(Action::KillContainer {
+        id: c.id.clone(),
+        name: c.name.clone(),
+        message: format!("Container {} definition changed, will be restarted", sc.name()),
+        grace: Duration::from_secs(pod::grace_period_secs(ctx.pod) as u64),
+    });
+    p.actions.push(start(sc, c.restart_count + 1));
+    true
 }
 
 /// A running instance whose liveness or startup probe failed is killed and, unless the pod
@@ -192,7 +236,7 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
 fn restart_unhealthy(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) -> bool {
     let Some(c) = ctx.observed.newest(sc.name()).filter(|c| c.state == RunState::Running) else { return false };
     let Some(probe) = ctx.observed.probes.failed(&c.id) else { return false };
-    let restart = sc.kind == ContainerKind::Sidecar || pod::restart_policy(ctx.pod) != "Never";
+    let restart = sc.kind == ContainerKind::Sidecar || pod::restart_policy(ctx.pod) != RestartPolicy::Never;
     let message = if sc.kind.is_init_list() {
         format!("Init container {} failed {probe} probe", sc.name())
     } else if restart {
@@ -200,9 +244,8 @@ fn restart_unhealthy(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) -> bool
     } else {
         format!("Container {} failed {probe} probe", sc.name())
     };
-    let spec = if probe == "liveness" { &sc.container.liveness_probe } else { &sc.container.startup_probe };
-    let secs =
-        spec.as_ref().and_then(|p| p.termination_grace_period_seconds).unwrap_or(pod::grace_period_secs(ctx.pod));
+    let probe_grace = probe.spec(sc.container).and_then(|p| p.termination_grace_period_seconds);
+    let secs = probe_grace.unwrap_or(pod::grace_period_secs(ctx.pod));
     p.actions.push(Action::KillContainer {
         id: c.id.clone(),
         name: c.name.clone(),
@@ -210,7 +253,7 @@ fn restart_unhealthy(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) -> bool
         grace: Duration::from_secs(secs.max(0) as u64),
     });
     if restart {
-        p.actions.push(Action::StartContainer { kind: sc.kind, index: sc.index, restart_count: c.restart_count + 1 });
+        p.actions.push(start(sc, c.restart_count + 1));
     }
     true
 }
@@ -223,20 +266,38 @@ fn unknown_state_message(sc: &SpecContainer) -> String {
     }
 }
 
-/// No usable sandbox: make one, unless a `Never` pod already ran in a sandbox that is gone.
+/// No usable sandbox: make one, unless a `Never` pod already ran in a sandbox that is gone, or
+/// the last attempt failed less than [`SANDBOX_RETRY`] ago.
 fn plan_new_sandbox(ctx: &PodContext, p: &mut Plan, grace: Duration) {
-    let old = ctx.observed.sandbox.as_ref();
+    if ctx.observed.sandbox.is_some()
+        && pod::restart_policy(ctx.pod) == RestartPolicy::Never
+        && !ctx.observed.containers.is_empty()
+    {
+        if anything_live(ctx) {
+            p.actions.push(Action::KillPod { grace });
+        }
+        return;
+    }
+    if let Some(retry) = ctx.observed.sandbox_failure.map(|f| f + SANDBOX_RETRY).filter(|r| ctx.now < *r) {
+        if anything_live(ctx) {
+            p.actions.push(Action::KillPod { grace });
+        }
+        p.wake(retry);
+        return;
+    }
+    restart_pod(ctx, p, grace);
+}
+
+/// Stops whatever lives, forgets the init containers' records (a new sandbox re-runs every one
+/// of them) and makes a new sandbox.
+fn restart_pod(ctx: &PodContext, p: &mut Plan, grace: Duration) {
     if anything_live(ctx) {
         p.actions.push(Action::KillPod { grace });
     }
-    if old.is_some() && pod::restart_policy(ctx.pod) == "Never" && !ctx.observed.containers.is_empty() {
-        return;
-    }
-    // A new sandbox re-runs every init container: their old records go.
     for c in ctx.observed.containers.iter().filter(|c| c.kind.is_init_list()) {
         p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
     }
-    p.actions.push(Action::CreateSandbox { attempt: old.map_or(0, |s| s.attempt + 1) });
+    p.actions.push(Action::CreateSandbox { attempt: ctx.observed.sandbox.as_ref().map_or(0, |s| s.attempt + 1) });
 }
 
 /// Keeps the newest instance of each init container (for its logs and status) and the two

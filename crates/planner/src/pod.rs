@@ -2,8 +2,9 @@
 //! policy, the keys that tie back-off and hashes to a container definition.
 
 use crate::observed::ContainerKind;
+use crate::words::RestartPolicy;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
-use podwright_api::container_kind::{ContainerKind as api_kind, is_sidecar};
+use podwright_api::container_kind::{ContainerKind as ApiKind, PodContainer, pod_containers};
 
 /// A container of the spec with where it came from.
 #[derive(Debug, Clone, Copy)]
@@ -21,7 +22,7 @@ impl SpecContainer<'_> {
 
     /// The event `fieldPath`, e.g. `spec.initContainers{init-mydb}`.
     pub fn field_path(&self) -> String {
-        let list = if self.kind.is_init_list() { api_kind::Init } else { api_kind::Regular };
+        let list = if self.kind.is_init_list() { ApiKind::Init } else { ApiKind::Regular };
         podwright_api::container_kind::field_path(list, &self.container.name)
     }
 
@@ -53,32 +54,39 @@ pub fn spec(pod: &Pod) -> &PodSpec {
     pod.spec.as_ref().unwrap_or_else(|| EMPTY.get_or_init(PodSpec::default))
 }
 
+impl<'a> From<PodContainer<'a>> for SpecContainer<'a> {
+    fn from(c: PodContainer<'a>) -> Self {
+        let kind = if c.is_sidecar() {
+            ContainerKind::Sidecar
+        } else if c.kind == ApiKind::Init {
+            ContainerKind::Init
+        } else {
+            ContainerKind::App
+        };
+        SpecContainer { kind, index: c.index, container: c.container }
+    }
+}
+
+/// Init containers in spec order, then app containers: `podwright_api`'s walker, with sidecars
+/// told apart.
+pub fn all_containers(pod: &Pod) -> impl Iterator<Item = SpecContainer<'_>> {
+    pod_containers(pod).map(SpecContainer::from)
+}
+
 pub fn init_containers(pod: &Pod) -> impl Iterator<Item = SpecContainer<'_>> {
-    spec(pod).init_containers.iter().flatten().enumerate().map(|(index, container)| SpecContainer {
-        kind: if is_sidecar(container) { ContainerKind::Sidecar } else { ContainerKind::Init },
-        index,
-        container,
-    })
+    all_containers(pod).filter(|c| c.kind.is_init_list())
 }
 
 pub fn app_containers(pod: &Pod) -> impl Iterator<Item = SpecContainer<'_>> {
-    spec(pod).containers.iter().enumerate().map(|(index, container)| SpecContainer {
-        kind: ContainerKind::App,
-        index,
-        container,
-    })
-}
-
-pub fn all_containers(pod: &Pod) -> impl Iterator<Item = SpecContainer<'_>> {
-    init_containers(pod).chain(app_containers(pod))
+    all_containers(pod).filter(|c| c.kind == ContainerKind::App)
 }
 
 pub fn find<'a>(pod: &'a Pod, kind: ContainerKind, index: usize) -> Option<SpecContainer<'a>> {
     all_containers(pod).find(|c| c.index == index && c.kind.is_init_list() == kind.is_init_list())
 }
 
-pub fn restart_policy(pod: &Pod) -> &str {
-    spec(pod).restart_policy.as_deref().unwrap_or("Always")
+pub fn restart_policy(pod: &Pod) -> RestartPolicy {
+    RestartPolicy::of(pod)
 }
 
 pub fn has_init_containers(pod: &Pod) -> bool {

@@ -4,6 +4,7 @@
 use crate::decide::{self, Decision, PodContext};
 use crate::observed::{ContainerKind, ObservedContainer, RunState};
 use crate::pod::{self, SpecContainer};
+use crate::words::{Phase, RestartPolicy, WaitingReason};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
@@ -118,19 +119,19 @@ pub fn container_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStatus
 /// The waiting state of a container the planner is holding back, if it is.
 fn held_back(ctx: &PodContext, sc: &SpecContainer) -> Option<ContainerState> {
     match decide::start_or_wait(ctx, sc) {
-        Decision::Wait { reason: "ImagePullBackOff", message, .. } => {
+        Decision::Wait { reason: WaitingReason::ImagePullBackOff, message, .. } => {
             // Right after a failed pull the kubelet shows ErrImagePull; afterwards the back-off.
             let f = ctx.observed.pending_failure(sc.name())?;
             if ctx.now < f.at + SignedDuration::from_secs(1) {
-                Some(waiting(&f.reason, Some(f.message.clone())))
+                Some(waiting(f.reason.as_str(), Some(f.message.clone())))
             } else {
-                Some(waiting("ImagePullBackOff", Some(message)))
+                Some(waiting(WaitingReason::ImagePullBackOff.as_str(), Some(message)))
             }
         }
-        Decision::Wait { reason, message, .. } => Some(waiting(reason, Some(message))),
+        Decision::Wait { reason, message, .. } => Some(waiting(reason.as_str(), Some(message))),
         _ => {
             let f = ctx.observed.pending_failure(sc.name())?;
-            Some(waiting(&f.reason, Some(f.message.clone())))
+            Some(waiting(f.reason.as_str(), Some(f.message.clone())))
         }
     }
 }
@@ -163,9 +164,9 @@ fn phase_of(
     ctx: &PodContext,
     inits: &[(SpecContainer, ContainerStatus)],
     apps: &[(SpecContainer, ContainerStatus)],
-) -> &'static str {
+) -> Phase {
     if decide::deadline_exceeded(ctx) {
-        return "Failed";
+        return Phase::Failed;
     }
     let (mut pending_init, mut failed_init, mut running, mut waiting, mut stopped, mut succeeded, mut unknown) =
         (0, 0, 0, 0, 0, 0, 0);
@@ -224,43 +225,43 @@ fn phase_of(
         }
     }
     let policy = pod::restart_policy(ctx.pod);
-    if failed_init > 0 && policy == "Never" {
-        return "Failed";
+    if failed_init > 0 && policy == RestartPolicy::Never {
+        return Phase::Failed;
     }
     if pending_init > 0 && !app_started {
-        return "Pending";
+        return Phase::Pending;
     }
     if waiting > 0 {
-        return "Pending";
+        return Phase::Pending;
     }
     if running > 0 && unknown == 0 {
-        return "Running";
+        return Phase::Running;
     }
     if running == 0 && stopped > 0 && unknown == 0 {
         let pod_is_terminal = ctx.deleting || decide::apps_finished(ctx);
         if pod_is_terminal {
-            return if stopped == succeeded { "Succeeded" } else { "Failed" };
+            return if stopped == succeeded { Phase::Succeeded } else { Phase::Failed };
         }
         return match policy {
-            "Always" => "Running",
-            _ if stopped == succeeded => "Succeeded",
-            "Never" => "Failed",
-            _ => "Running",
+            RestartPolicy::Always => Phase::Running,
+            _ if stopped == succeeded => Phase::Succeeded,
+            RestartPolicy::Never => Phase::Failed,
+            RestartPolicy::OnFailure => Phase::Running,
         };
     }
-    "Pending"
+    Phase::Pending
 }
 
 /// The pod's phase now.
-pub fn phase(ctx: &PodContext) -> &'static str {
+pub fn phase(ctx: &PodContext) -> Phase {
     deleted_phase(ctx, phase_of(ctx, &init_statuses(ctx), &app_statuses(ctx)))
 }
 
 /// A deleted pod whose containers have all stopped is terminal: if its containers do not say
 /// `Succeeded`, it `Failed` (the kubelet never leaves a terminated pod `Pending` or `Running`).
-fn deleted_phase(ctx: &PodContext, phase: &'static str) -> &'static str {
+fn deleted_phase(ctx: &PodContext, phase: Phase) -> Phase {
     let live = ctx.observed.containers.iter().any(|c| matches!(c.state, RunState::Running | RunState::Created));
-    if ctx.deleting && !live && phase != "Succeeded" { "Failed" } else { phase }
+    if ctx.deleting && !live && phase != Phase::Succeeded { Phase::Failed } else { phase }
 }
 
 fn condition(kind: &str, ok: bool, reason: Option<&str>, message: Option<String>) -> PodCondition {
@@ -280,7 +281,7 @@ fn go_list(names: &[&str]) -> String {
 
 fn conditions(
     ctx: &PodContext,
-    phase: &str,
+    phase: Phase,
     inits: &[(SpecContainer, ContainerStatus)],
     apps: &[(SpecContainer, ContainerStatus)],
 ) -> Vec<PodCondition> {
@@ -293,7 +294,7 @@ fn conditions(
         .filter(|(sc, s)| if sc.kind == ContainerKind::Sidecar { s.started != Some(true) } else { !s.ready })
         .map(|(_, s)| s.name.as_str())
         .collect();
-    out.push(if phase == "Succeeded" {
+    out.push(if phase == Phase::Succeeded {
         condition("Initialized", true, Some("PodCompleted"), None)
     } else if app_started || incomplete.is_empty() {
         condition("Initialized", true, None, None)
@@ -313,7 +314,7 @@ fn conditions(
         .filter(|(_, s)| !s.ready)
         .map(|(_, s)| s.name.as_str())
         .collect();
-    let containers_ready = if phase == "Succeeded" {
+    let containers_ready = if phase == Phase::Succeeded {
         condition("ContainersReady", false, Some("PodCompleted"), None)
     } else if unready.is_empty() {
         condition("ContainersReady", true, None, None)
@@ -360,13 +361,13 @@ fn readiness_gates(ctx: &PodContext) -> PodCondition {
 pub fn pod_status(ctx: &PodContext, previous: Option<&PodStatus>) -> PodStatus {
     let inits = init_statuses(ctx);
     let apps = app_statuses(ctx);
-    let mut phase = deleted_phase(ctx, phase_of(ctx, &inits, &apps)).to_string();
-    let prev_phase = previous.and_then(|p| p.phase.as_deref());
+    let mut phase = deleted_phase(ctx, phase_of(ctx, &inits, &apps));
+    let prev_phase = previous.and_then(|p| Phase::parse(p.phase.as_deref()?));
     // Phases never leave Succeeded or Failed.
-    if let Some(pp @ ("Succeeded" | "Failed")) = prev_phase {
-        phase = pp.to_string();
+    if let Some(pp) = prev_phase.filter(|p| p.is_terminal()) {
+        phase = pp;
     }
-    let mut conds = conditions(ctx, &phase, &inits, &apps);
+    let mut conds = conditions(ctx, phase, &inits, &apps);
     let prev_conds = previous.and_then(|p| p.conditions.as_ref());
     for c in &mut conds {
         let prev = prev_conds.and_then(|pc| pc.iter().find(|p| p.type_ == c.type_));
@@ -377,14 +378,14 @@ pub fn pod_status(ctx: &PodContext, previous: Option<&PodStatus>) -> PodStatus {
     }
     let (reason, message) = if decide::deadline_exceeded(ctx) {
         (Some("DeadlineExceeded".to_string()), Some(DEADLINE_MESSAGE.to_string()))
-    } else if prev_phase == Some(phase.as_str()) {
+    } else if prev_phase == Some(phase) {
         (previous.and_then(|p| p.reason.clone()), previous.and_then(|p| p.message.clone()))
     } else {
         (None, None)
     };
     let ip = ctx.observed.sandbox.as_ref().and_then(|s| s.ip.clone());
     PodStatus {
-        phase: Some(phase),
+        phase: Some(phase.as_str().to_string()),
         reason,
         message,
         conditions: Some(conds),

@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use k8s_openapi::api::core::v1::Pod;
-use podwright_planner::{Action, ContainerKind::*};
+use podwright_planner::{Action, ContainerKind::*, StartFailureReason};
 
 #[test]
 fn a_new_pod_gets_a_sandbox_first() {
@@ -206,7 +206,11 @@ fn image_pull_failure_waits_out_its_back_off() {
     let mut w = World::new(p.clone()).with_sandbox().at(1);
     w.observed.start_failures.insert(
         "app".into(),
-        podwright_planner::StartFailure { reason: "ErrImagePull".into(), message: "not found".into(), at: t(0) },
+        podwright_planner::StartFailure {
+            reason: StartFailureReason::ErrImagePull,
+            message: "not found".into(),
+            at: t(0),
+        },
     );
     w.backoff.next("pull:localhost/app:1", t(0), t(0));
     let plan = w.plan();
@@ -328,7 +332,7 @@ fn probe_failures_are_ignored_while_the_pod_is_deleted() {
 fn a_failed_post_start_restarts_under_the_crash_back_off_and_names_the_wait() {
     let p = pod(&[], &["app"], "Always");
     let failure = |at| podwright_planner::StartFailure {
-        reason: "PostStartHookError".into(),
+        reason: StartFailureReason::PostStartHookError,
         message: "Exec lifecycle hook ([false]) for Container \"app\" in Pod \"p\" failed".into(),
         at: t(at),
     };

@@ -3,14 +3,12 @@
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
-use podwright_node::dispatch::Dispatcher;
-use podwright_node::events::EventLog;
-use podwright_node::{Engine, PodUpdate, PodWorker};
+use podwright_node::{EventLog, Node, PodUpdate, PodWorkers, StatusStream};
+use podwright_runtime::Clock;
 use podwright_runtime::fake::{Call, FakeRuntime};
-use podwright_runtime::{Clock, RuntimeService};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 pub fn epoch() -> Timestamp {
     Timestamp::from_second(1_700_000_000).unwrap()
@@ -34,7 +32,10 @@ pub fn pod(inits: &[&str], apps: &[&str], policy: &str) -> Pod {
 
 pub struct Sim {
     pub fake: Arc<FakeRuntime>,
-    pub engine: Engine,
+    pub workers: PodWorkers,
+    pub events: Arc<EventLog>,
+    pub clock: Clock,
+    statuses: tokio::sync::Mutex<UnboundedReceiver<PodUpdate>>,
     _root: tempdir::Dir,
 }
 
@@ -47,6 +48,9 @@ mod tempdir {
     }
 }
 
+/// Something done to the pod workers at a virtual time.
+pub type Step = Box<dyn FnOnce(&PodWorkers)>;
+
 impl Sim {
     pub fn new() -> Sim {
         let clock = Clock::starting_at(epoch());
@@ -54,15 +58,11 @@ impl Sim {
         fake.add_image("localhost/busybox:1.36");
         let root =
             std::env::temp_dir().join(format!("pw-sim-{}-{:?}", std::process::id(), std::thread::current().id()));
-        let engine = Engine {
-            runtime: fake.clone(),
-            clock,
-            root: root.clone(),
-            dispatcher: Dispatcher::start(fake.subscribe()),
-            events: Arc::new(EventLog::default()),
-            log_sink: None,
-        };
-        Sim { fake, engine, _root: tempdir::Dir(root) }
+        let events = Arc::new(EventLog::default());
+        let (stream, statuses) = StatusStream::new();
+        let workers =
+            Node::new(fake.clone(), root.clone()).clock(clock).events(events.clone()).status(Arc::new(stream)).build();
+        Sim { fake, workers, events, clock, statuses: tokio::sync::Mutex::new(statuses), _root: tempdir::Dir(root) }
     }
 
     /// Runs the pod until it finishes or `limit` of virtual time passes (then deletes it);
@@ -73,26 +73,39 @@ impl Sim {
 
     /// Like `run`, with the virtual second each status was published at.
     pub async fn run_timed(&self, pod: Pod, limit: Duration) -> Vec<(f64, Pod)> {
-        let (tx, mut rx) = watch::channel(PodUpdate::new(&pod));
-        let (del_tx, del_rx) = watch::channel(false);
-        let worker = tokio::spawn(PodWorker::new(self.engine.clone(), pod, true).run(tx, del_rx));
+        self.run_steps(pod, limit, vec![]).await
+    }
+
+    /// Like `run_timed`, doing each step when its virtual second (from the start) comes.
+    pub async fn run_steps(&self, pod: Pod, limit: Duration, mut steps: Vec<(f64, Step)>) -> Vec<(f64, Pod)> {
+        let uid = pod.metadata.uid.clone().unwrap();
+        let start = tokio::time::Instant::now();
+        steps.push((
+            limit.as_secs_f64(),
+            Box::new(move |w: &PodWorkers| {
+                w.delete(&uid, None);
+            }),
+        ));
+        steps.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut steps = std::collections::VecDeque::from(steps);
+        self.workers.update(pod).unwrap();
+        let mut statuses = self.statuses.lock().await;
         let mut history = vec![];
-        let mut deadline = Some(tokio::time::Instant::now() + limit);
         loop {
+            let next = steps.front().map(|(at, _)| start + Duration::from_secs_f64(*at));
             tokio::select! {
-                r = rx.changed() => {
-                    if r.is_err() { break; }
-                    let upd = rx.borrow_and_update().clone();
-                    history.push((self.at(self.engine.clock.now()), upd.pod()));
-                    if upd.finished { break; }
+                u = statuses.recv() => {
+                    let Some(u) = u else { break };
+                    history.push((self.at(self.clock.now()), u.pod()));
+                    if u.finished { break; }
                 }
-                _ = tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)), if deadline.is_some() => {
-                    deadline = None;
-                    let _ = del_tx.send(true);
+                _ = tokio::time::sleep_until(next.unwrap_or(start)), if next.is_some() => {
+                    let (_, step) = steps.pop_front().unwrap();
+                    step(&self.workers);
                 }
             }
         }
-        worker.await.unwrap();
+        self.workers.wait_finished().await;
         history
     }
 

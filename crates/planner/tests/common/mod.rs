@@ -130,7 +130,7 @@ pub fn starts(p: &Plan) -> Vec<(ContainerKind, usize, i32)> {
     p.actions
         .iter()
         .filter_map(|a| match a {
-            Action::StartContainer { kind, index, restart_count } => Some((*kind, *index, *restart_count)),
+            Action::StartContainer { kind, index, restart_count, .. } => Some((*kind, *index, *restart_count)),
             _ => None,
         })
         .collect()

@@ -153,8 +153,8 @@ fn redirect_target(req: &Request, location: &str) -> Option<Request> {
 async fn once(req: &Request) -> Result<(u16, Option<String>, String), String> {
     let tcp = TcpStream::connect((req.host.as_str(), req.port)).await.map_err(|e| dial_error(&req.authority(), &e))?;
     if req.https {
-        let tls = crate::tls::connector().connect(crate::tls::server_name(&req.host)?, tcp).await;
-        exchange(req, tls.map_err(|e| crate::tls::handshake_error(&e))?).await
+        let tls = crate::probes::tls::connector().connect(crate::probes::tls::server_name(&req.host)?, tcp).await;
+        exchange(req, tls.map_err(|e| crate::probes::tls::handshake_error(&e))?).await
     } else {
         exchange(req, tcp).await
     }
@@ -306,9 +306,9 @@ mod tests {
     async fn https_does_not_check_the_certificate() {
         use tokio_rustls::rustls::ServerConfig;
         use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-        let cert = CertificateDer::from(include_bytes!("../tests/fixtures/probe-test-cert.der").to_vec());
+        let cert = CertificateDer::from(include_bytes!("../../tests/fixtures/probe-test-cert.der").to_vec());
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
-            include_bytes!("../tests/fixtures/probe-test-key.der").to_vec(),
+            include_bytes!("../../tests/fixtures/probe-test-key.der").to_vec(),
         ));
         let provider = std::sync::Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
         let config = ServerConfig::builder_with_provider(provider)

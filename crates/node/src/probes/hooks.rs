@@ -1,10 +1,10 @@
 //! Lifecycle hook handlers (`exec`, `httpGet`, `sleep`) for `postStart` and `preStop`, with the
 //! kubelet's failure texts. Bounding a hook by the grace period is the caller's business.
 
-use crate::events::{EventLog, EventType};
-use crate::http_get::{self, Request};
-use crate::probe;
-use crate::tls::HTTP_RESPONSE_TO_HTTPS;
+use crate::events::{EventSink, EventType};
+use crate::probes::http_get::{self, Request};
+use crate::probes::probe;
+use crate::probes::tls::HTTP_RESPONSE_TO_HTTPS;
 use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::{Container, LifecycleHandler, Pod};
 use podwright_planner::pod::display_name;
@@ -17,7 +17,7 @@ const UNBOUNDED: Duration = Duration::from_secs(365 * 24 * 3600);
 /// Where a hook runs.
 pub struct HookTarget<'a> {
     pub runtime: &'a dyn RuntimeService,
-    pub events: &'a EventLog,
+    pub events: &'a dyn EventSink,
     pub clock: Clock,
     pub pod: &'a Pod,
     pub container: &'a Container,
@@ -79,6 +79,7 @@ pub async fn run(t: &HookTarget<'_>, handler: &LifecycleHandler) -> Result<(), S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::EventLog;
     use podwright_runtime::FakeRuntime;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -1,8 +1,8 @@
 //! One probe attempt of any kind (`exec`, `httpGet`, `tcpSocket`, `grpc`) against one container
 //! instance, with the kubelet's outcome texts.
 
-use crate::cri_config::expand;
-use crate::http_get::{self, Request};
+use crate::cri::config::expand;
+use crate::probes::http_get::{self, Request};
 use k8s_openapi::api::core::v1::{Container, Probe};
 use podwright_runtime::{RuntimeError, RuntimeService};
 use std::collections::BTreeMap;
@@ -97,7 +97,7 @@ pub async fn attempt(t: &Target<'_>, probe: &Probe) -> Outcome {
             return Outcome::Error(format!("invalid port number: {}", action.port));
         };
         let service = action.service.as_deref().unwrap_or_default();
-        return match crate::grpc_health::check(t.pod_ip, port, service, timeout).await {
+        return match crate::probes::grpc_health::check(t.pod_ip, port, service, timeout).await {
             Ok(()) => Outcome::Success,
             Err(e) => Outcome::Failure(e),
         };

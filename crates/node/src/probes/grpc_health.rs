@@ -22,13 +22,13 @@ const SERVING: i32 = 1;
 
 /// `Ok` when the service answers SERVING; otherwise the kubelet's failure text.
 pub async fn check(host: &str, port: u16, service: &str, timeout: Duration) -> Result<(), String> {
-    let addr = crate::http_get::authority(host, port);
+    let addr = crate::probes::http_get::authority(host, port);
     let secs = timeout.as_secs_f64();
     let endpoint = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
         .map_err(|e| format!("failed to connect service {addr:?}: {e}"))?
         .connect_timeout(timeout)
         .timeout(timeout)
-        .user_agent(crate::http_get::USER_AGENT)
+        .user_agent(crate::probes::http_get::USER_AGENT)
         .map_err(|e| e.to_string())?;
     let channel = match tokio::time::timeout(timeout, endpoint.connect()).await {
         Ok(Ok(c)) => c,

@@ -1,7 +1,7 @@
 //! Reads a pod's sandboxes and containers from the runtime into the planner's `Observed`.
 
-use crate::cri_config::pod_selector;
-use crate::labels;
+use crate::cri::config::pod_selector;
+use crate::cri::labels;
 use crate::termination_message;
 
 /// Termination messages already read, by container ID.

@@ -1,8 +1,8 @@
 //! Builds the CRI sandbox and container configs for a pod, as the kubelet's
 //! `generatePodSandboxConfig` / `generateContainerConfig` do for what podwright supports.
 
-use crate::labels;
-use crate::volumes;
+use crate::cri::labels;
+use crate::layout;
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
 use podwright_planner::pod::SpecContainer;
 use podwright_runtime::cri_api::{
@@ -36,18 +36,13 @@ fn pod_labels(pod: &Pod) -> HashMap<String, String> {
     l
 }
 
-/// `<root>/pods/<uid>/logs`: the sandbox's CRI log directory.
-pub fn log_directory(root: &Path, uid: &str) -> std::path::PathBuf {
-    volumes::pod_dir(root, uid).join("logs")
-}
-
 pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32) -> PodSandboxConfig {
     let (name, ns, uid) = meta(pod);
     let spec = pod.spec.as_ref();
     PodSandboxConfig {
         metadata: Some(PodSandboxMetadata { name: name.into(), uid: uid.into(), namespace: ns.into(), attempt }),
         hostname: spec.and_then(|s| s.hostname.clone()).unwrap_or_else(|| name.to_string()),
-        log_directory: log_directory(root, uid).to_string_lossy().into_owned(),
+        log_directory: layout::log_directory(root, uid).to_string_lossy().into_owned(),
         labels: pod_labels(pod),
         annotations: pod.metadata.annotations.clone().unwrap_or_default().into_iter().collect(),
         ..Default::default()
@@ -206,7 +201,7 @@ pub fn container_config(
         .filter_map(|m| {
             let v = volumes?.iter().find(|v| v.name == m.name)?;
             v.empty_dir.as_ref()?;
-            let mut host = volumes::empty_dir_path(root, uid, &v.name);
+            let mut host = layout::empty_dir(root, uid, &v.name);
             if let Some(sub) = m.sub_path.as_deref().filter(|s| !s.is_empty()) {
                 host = host.join(sub);
                 let _ = std::fs::create_dir_all(&host);
@@ -222,7 +217,7 @@ pub fn container_config(
     let mut mounts = mounts;
     let message_path = c.termination_message_path.clone().unwrap_or_else(|| "/dev/termination-log".into());
     if !message_path.is_empty() {
-        let host = crate::termination_message::host_path(root, uid, &c.name, restart_count);
+        let host = layout::termination_message(root, uid, &c.name, restart_count);
         mounts.push(Mount {
             container_path: message_path,
             host_path: host.to_string_lossy().into_owned(),
@@ -240,7 +235,7 @@ pub fn container_config(
         mounts,
         labels: lbl,
         annotations,
-        log_path: format!("{}/{}.log", c.name, restart_count),
+        log_path: layout::container_log_relative(&c.name, restart_count),
         linux: Some(LinuxContainerConfig { resources: linux_resources(c), security_context: None }),
         ..Default::default()
     }

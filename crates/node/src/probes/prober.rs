@@ -3,13 +3,13 @@
 //! Results go into a shared table the worker copies into `Observed`; a changed result rings
 //! the worker's bell.
 
-use crate::events::{EventLog, EventType};
-use crate::executor::Engine;
-use crate::probe::{self, Outcome, Target};
+use crate::events::{EventSink, EventType};
+use crate::node::Engine;
+use crate::probes::probe::{self, Outcome, Target};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Container, Pod, Probe};
 use podwright_planner::pod::{self, SpecContainer};
-use podwright_planner::{ContainerKind, Observed, ProbeResults, RunState};
+use podwright_planner::{ContainerKind, Observed, ProbeKind, ProbeResults, RunState};
 use podwright_runtime::{Clock, Runtime};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -19,36 +19,12 @@ use tokio::task::AbortHandle;
 /// The kubelet retries a probe that errors this many times within one attempt.
 const MAX_TRIES: usize = 3;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Startup,
-    Liveness,
-    Readiness,
-}
-
-impl Kind {
-    fn word(self) -> &'static str {
-        match self {
-            Kind::Startup => "Startup",
-            Kind::Liveness => "Liveness",
-            Kind::Readiness => "Readiness",
-        }
-    }
-
-    fn of(self, c: &Container) -> Option<&Probe> {
-        match self {
-            Kind::Startup => c.startup_probe.as_ref(),
-            Kind::Liveness => c.liveness_probe.as_ref(),
-            Kind::Readiness => c.readiness_probe.as_ref(),
-        }
-    }
-
-    fn table(self, r: &mut ProbeResults) -> &mut std::collections::BTreeMap<String, bool> {
-        match self {
-            Kind::Startup => &mut r.startup,
-            Kind::Liveness => &mut r.liveness,
-            Kind::Readiness => &mut r.readiness,
-        }
+/// The table of results for one kind of probe.
+fn table(kind: ProbeKind, r: &mut ProbeResults) -> &mut std::collections::BTreeMap<String, bool> {
+    match kind {
+        ProbeKind::Startup => &mut r.startup,
+        ProbeKind::Liveness => &mut r.liveness,
+        ProbeKind::Readiness => &mut r.readiness,
     }
 }
 
@@ -78,7 +54,7 @@ pub struct Prober {
 struct Shared {
     runtime: Arc<dyn Runtime>,
     clock: Clock,
-    events: Arc<EventLog>,
+    events: Arc<dyn EventSink>,
     pod: Arc<Pod>,
     bell: Arc<Notify>,
     results: Mutex<ProbeResults>,
@@ -140,8 +116,8 @@ impl Prober {
             self.tasks.insert(c.id.clone(), tasks);
         }
         let mut results = self.shared.results.lock().unwrap_or_else(|e| e.into_inner());
-        for kind in [Kind::Startup, Kind::Liveness, Kind::Readiness] {
-            kind.table(&mut results).retain(|id, _| running.contains(id.as_str()));
+        for kind in [ProbeKind::Startup, ProbeKind::Liveness, ProbeKind::Readiness] {
+            table(kind, &mut results).retain(|id, _| running.contains(id.as_str()));
         }
         results.clone()
     }
@@ -163,15 +139,16 @@ impl Prober {
         // Until the startup probe succeeds, liveness and readiness wait.
         let (started_tx, started_rx) = watch::channel(c.startup_probe.is_none());
         if c.startup_probe.is_some() && !self.deleting {
-            let h = tokio::spawn(run(inst.clone(), Kind::Startup, None, Some(started_tx)));
+            let h = tokio::spawn(run(inst.clone(), ProbeKind::Startup, None, Some(started_tx)));
             tasks.killing.push(h.abort_handle());
         }
         if c.liveness_probe.is_some() && !self.deleting {
-            let h = tokio::spawn(run(inst.clone(), Kind::Liveness, Some(started_rx.clone()), None));
+            let h = tokio::spawn(run(inst.clone(), ProbeKind::Liveness, Some(started_rx.clone()), None));
             tasks.killing.push(h.abort_handle());
         }
         if c.readiness_probe.is_some() {
-            tasks.readiness = Some(tokio::spawn(run(inst, Kind::Readiness, Some(started_rx), None)).abort_handle());
+            tasks.readiness =
+                Some(tokio::spawn(run(inst, ProbeKind::Readiness, Some(started_rx), None)).abort_handle());
         }
         tasks
     }
@@ -197,9 +174,9 @@ impl Instance {
         );
     }
 
-    fn publish(&self, kind: Kind, value: bool) {
+    fn publish(&self, kind: ProbeKind, value: bool) {
         let mut r = self.shared.results.lock().unwrap_or_else(|e| e.into_inner());
-        if kind.table(&mut r).insert(self.id.clone(), value) != Some(value) {
+        if table(kind, &mut r).insert(self.id.clone(), value) != Some(value) {
             self.shared.bell.notify_one();
         }
     }
@@ -227,11 +204,11 @@ fn secs(v: Option<i32>, default: i64) -> SignedDuration {
 /// result is final (startup succeeded, startup or liveness failed).
 async fn run(
     inst: Arc<Instance>,
-    kind: Kind,
+    kind: ProbeKind,
     started: Option<watch::Receiver<bool>>,
     started_tx: Option<watch::Sender<bool>>,
 ) {
-    let Some(probe) = inst.container().and_then(|c| kind.of(c)).cloned() else { return };
+    let Some(probe) = inst.container().and_then(|c| kind.spec(c)).cloned() else { return };
     if let Some(mut started) = started
         && started.wait_for(|s| *s).await.is_err()
     {
@@ -255,13 +232,13 @@ async fn run(
             Outcome::Success => (successes, failures) = (successes + 1, 0),
             Outcome::Warning(w) => {
                 (successes, failures) = (successes + 1, 0);
-                inst.event("ProbeWarning", format!("{} probe warning: {w}", kind.word()));
+                inst.event("ProbeWarning", format!("{} probe warning: {w}", kind.title()));
             }
             Outcome::Failure(out) => {
                 (successes, failures) = (0, failures + 1);
-                inst.event("Unhealthy", format!("{} probe failed: {out}", kind.word()));
+                inst.event("Unhealthy", format!("{} probe failed: {out}", kind.title()));
             }
-            Outcome::Error(e) => inst.event("Unhealthy", format!("{} probe errored: {e}", kind.word())),
+            Outcome::Error(e) => inst.event("Unhealthy", format!("{} probe errored: {e}", kind.title())),
         }
         if successes >= success_threshold {
             inst.publish(kind, true);
@@ -271,7 +248,7 @@ async fn run(
             }
         } else if failures >= failure_threshold {
             inst.publish(kind, false);
-            if kind != Kind::Readiness {
+            if kind != ProbeKind::Readiness {
                 return;
             }
         }

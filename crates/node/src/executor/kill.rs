@@ -1,0 +1,157 @@
+//! Stopping containers and pods as the kubelet's `killContainer` and `killPodWithSyncResult` do
+//! (`preStop` hooks, sidecars in reverse order, the grace period), and removing a finished pod.
+
+use super::PodSync;
+use crate::cri::config as cri_config;
+use crate::events::EventType;
+use crate::node::Engine;
+use crate::probes::hooks;
+use crate::volumes;
+use k8s_openapi::api::core::v1::Pod;
+use podwright_planner::ContainerKind;
+use podwright_planner::observed::{ObservedContainer, RunState};
+use podwright_planner::pod::{self, SpecContainer};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// The kubelet never gives a container less than this between TERM and KILL, except when the
+/// caller asked for an immediate stop.
+const MINIMUM_GRACE_SECS: u64 = 2;
+
+/// A running instance to stop, with what the kill path needs to know about it.
+pub(super) struct Victim<'a> {
+    pub id: &'a str,
+    pub spec: Option<SpecContainer<'a>>,
+    pub name: &'a str,
+    /// A container that never started gets no `preStop` hook.
+    pub started: bool,
+}
+
+impl<'a> Victim<'a> {
+    /// An instance the runtime reported, with its spec container.
+    fn observed(pod: &'a Pod, c: &'a ObservedContainer) -> Self {
+        let spec = pod::all_containers(pod).find(|s| s.name() == c.name);
+        Victim { id: &c.id, spec, name: &c.name, started: c.state == RunState::Running }
+    }
+}
+
+impl Engine {
+    /// Kills an instance the planner observed.
+    pub(super) async fn kill_observed(&self, sync: &PodSync<'_>, id: &str, message: String, grace: Duration) {
+        if let Some(c) = sync.observed.containers.iter().find(|c| c.id == id) {
+            let victim = Victim::observed(sync.pod, c);
+            // Boxed, like every hook-running future: the worker's future stays small.
+            Box::pin(self.kill_container(sync.pod, &victim, message, grace, sync.pod_ip(), vec![])).await;
+        }
+    }
+
+    /// The kubelet's `killContainer`: the `Killing` event, the `preStop` hook bounded by the
+    /// grace period, then (for a sidecar) its turn, bounded by what is left of it, then
+    /// StopContainer with the rest, never less than 2 s unless the stop is to be immediate.
+    pub(super) async fn kill_container(
+        &self,
+        pod: &Pod,
+        v: &Victim<'_>,
+        message: String,
+        grace: Duration,
+        ip: &str,
+        turn: Vec<watch::Receiver<bool>>,
+    ) {
+        self.event(pod, v.spec.as_ref(), EventType::Normal, "Killing", message);
+        let started = self.clock.now();
+        let spent = || self.clock.now().duration_since(started).as_secs().max(0) as u64;
+        let mut stop_after = grace;
+        if !grace.is_zero() {
+            let pre_stop = v
+                .spec
+                .as_ref()
+                .filter(|_| v.started)
+                .and_then(|s| s.container.lifecycle.as_ref()?.pre_stop.as_ref().map(|h| (s, h)));
+            if let Some((sc, hook)) = pre_stop {
+                let target = self.hook_target(pod, sc.container, v.id, ip);
+                // An overrunning hook is abandoned when the grace period ends.
+                if let Ok(Err(msg)) = tokio::time::timeout(grace, Box::pin(hooks::run(&target, hook))).await {
+                    tracing::warn!(container = %v.name, "{msg}");
+                    self.event(pod, Some(sc), EventType::Warning, "FailedPreStopHook", "PreStopHook failed".into());
+                }
+            }
+            let left = grace.as_secs().saturating_sub(spent());
+            if !turn.is_empty() && left > 0 {
+                let all_done = futures_util::future::join_all(turn.into_iter().map(|mut rx| async move {
+                    let _ = rx.wait_for(|done| *done).await;
+                }));
+                let _ = tokio::time::timeout(Duration::from_secs(left), all_done).await;
+            }
+            stop_after = Duration::from_secs(grace.as_secs().saturating_sub(spent()).max(MINIMUM_GRACE_SECS));
+        }
+        match self.runtime.stop_container(v.id, stop_after).await {
+            Ok(()) | Err(podwright_runtime::RuntimeError::NotFound(_)) => {}
+            Err(e) => tracing::warn!(%e, container = %v.name, "stop failed"),
+        }
+    }
+
+    /// Stops every running container at once, except that each sidecar, after its `preStop`
+    /// hook, waits until the other containers and the sidecars after it in the spec have
+    /// stopped (reverse spec order); then stops the sandboxes.
+    pub(super) async fn kill_pod(&self, sync: &PodSync<'_>, grace: Duration) {
+        let pod = sync.pod;
+        let running: Vec<&ObservedContainer> = sync
+            .observed
+            .containers
+            .iter()
+            .filter(|c| matches!(c.state, RunState::Running | RunState::Created))
+            .collect();
+        let ip = sync.pod_ip();
+        let position = |c: &ObservedContainer| pod::init_containers(pod).position(|s| s.name() == c.name);
+        let (done_tx, done_rx): (Vec<_>, Vec<_>) = running.iter().map(|_| watch::channel(false)).unzip();
+        let kills = running.iter().zip(done_tx).map(|(c, done)| {
+            let turn: Vec<watch::Receiver<bool>> = if c.kind == ContainerKind::Sidecar {
+                let mine = position(c);
+                running
+                    .iter()
+                    .zip(&done_rx)
+                    .filter(|(o, _)| o.kind != ContainerKind::Sidecar || position(o) > mine)
+                    .map(|(_, rx)| rx.clone())
+                    .collect()
+            } else {
+                vec![]
+            };
+            async move {
+                let victim = Victim::observed(pod, c);
+                self.kill_container(pod, &victim, format!("Stopping container {}", c.name), grace, ip, turn).await;
+                let _ = done.send(true);
+            }
+        });
+        futures_util::future::join_all(kills).await;
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        if let Ok(sandboxes) = self.runtime.list_pod_sandboxes(&cri_config::pod_selector(uid)).await {
+            for s in sandboxes {
+                if let Err(e) = self.runtime.stop_pod_sandbox(&s.id).await {
+                    self.event(pod, None, EventType::Warning, "FailedKillPod", format!("error killing pod: {e}"));
+                }
+            }
+        }
+    }
+
+    /// Removes every container and sandbox of a finished pod, and its files.
+    pub(crate) async fn remove_pod(&self, pod: &Pod) {
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let sel = cri_config::pod_selector(uid);
+        if let Ok(cs) = self.runtime.list_containers(&sel).await {
+            for c in cs {
+                let _ = self.runtime.stop_container(&c.id, Duration::ZERO).await;
+                let _ = self.runtime.remove_container(&c.id).await;
+                self.dispatcher.unregister(&c.id);
+            }
+        }
+        if let Ok(ss) = self.runtime.list_pod_sandboxes(&sel).await {
+            for s in ss {
+                let _ = self.runtime.stop_pod_sandbox(&s.id).await;
+                let _ = self.runtime.remove_pod_sandbox(&s.id).await;
+            }
+        }
+        if let Err(e) = volumes::cleanup(&self.root, uid) {
+            tracing::warn!(%e, "could not remove the pod's directory");
+        }
+    }
+}

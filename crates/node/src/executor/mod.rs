@@ -1,0 +1,98 @@
+//! Applies a plan's actions through the runtime, records the kubelet's events for them, and
+//! reports what happened as one [`SyncResult`] per pass (the kubelet's `PodSyncResult`), which
+//! the pod worker folds into what it remembers. Failures become results, never lost pods.
+//!
+//! `start`: sandboxes, image pulls, container starts and `postStart` hooks; `kill`: stopping
+//! containers and pods, `preStop` hooks, and removing a finished pod.
+
+mod kill;
+mod start;
+
+use crate::events::EventType;
+use crate::node::Engine;
+use crate::worker::Desired;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use podwright_planner::pod::SpecContainer;
+use podwright_planner::{Action, Observed, StartFailure, StartFailureReason};
+use std::sync::Arc;
+use tokio::sync::{Notify, watch};
+
+/// What one pass of actions did that the runtime will not show on the next observation.
+#[derive(Debug, Default, PartialEq)]
+pub struct SyncResult {
+    pub sandbox_created: bool,
+    /// Creating the sandbox failed at this time.
+    pub sandbox_failed: Option<Timestamp>,
+    /// Containers (by name) whose new instance started: earlier start failures are over.
+    pub started: Vec<String>,
+    /// Containers (by name) whose start failed, and why.
+    pub start_failures: Vec<(String, StartFailure)>,
+}
+
+/// The pod a pass acts on, and what it acts with.
+pub(crate) struct PodSync<'a> {
+    pub pod: &'a Pod,
+    pub observed: &'a Observed,
+    pub bell: &'a Arc<Notify>,
+    /// A deletion on it ends the wait for a `postStart` hook.
+    pub desired: &'a watch::Receiver<Desired>,
+}
+
+impl PodSync<'_> {
+    fn pod_ip(&self) -> &str {
+        self.observed.sandbox.as_ref().and_then(|s| s.ip.as_deref()).unwrap_or_default()
+    }
+}
+
+impl Engine {
+    fn event(&self, pod: &Pod, sc: Option<&SpecContainer>, kind: EventType, reason: &str, message: String) {
+        self.events.record(pod, sc.map(|s| s.field_path()), kind, reason, message, self.clock.now());
+    }
+
+    /// A start failure now, for the reason cache.
+    fn failure(&self, reason: StartFailureReason, message: String) -> StartFailure {
+        StartFailure { reason, message, at: self.clock.now() }
+    }
+
+    /// Runs the actions in order; consecutive container starts go together.
+    pub(crate) async fn execute(
+        &self,
+        pod: &Pod,
+        observed: &Observed,
+        actions: Vec<Action>,
+        bell: &Arc<Notify>,
+        desired: &watch::Receiver<Desired>,
+    ) -> SyncResult {
+        let sync = PodSync { pod, observed, bell, desired };
+        let mut result = SyncResult::default();
+        let mut i = 0;
+        while i < actions.len() {
+            if let Action::StartContainer { .. } = actions[i] {
+                let mut j = i;
+                while j < actions.len() && matches!(actions[j], Action::StartContainer { .. }) {
+                    j += 1;
+                }
+                self.start_all(&sync, &actions[i..j], &mut result).await;
+                i = j;
+                continue;
+            }
+            match &actions[i] {
+                Action::KillPod { grace } => self.kill_pod(&sync, *grace).await,
+                Action::CreateSandbox { attempt } => self.create_sandbox(&sync, *attempt, &mut result).await,
+                Action::KillContainer { id, message, grace, .. } => {
+                    self.kill_observed(&sync, id, message.clone(), *grace).await;
+                }
+                Action::RemoveContainer { id, .. } => {
+                    if let Err(e) = self.runtime.remove_container(id).await {
+                        tracing::debug!(%e, "remove failed");
+                    }
+                    self.dispatcher.unregister(id);
+                }
+                Action::StartContainer { .. } => unreachable!("handled above"),
+            }
+            i += 1;
+        }
+        result
+    }
+}

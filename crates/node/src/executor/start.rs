@@ -1,0 +1,211 @@
+//! Making a sandbox, and starting containers: pull per the planner's policy, create, start, run
+//! the `postStart` hook.
+
+use super::{PodSync, SyncResult};
+use crate::cri::config as cri_config;
+use crate::events::EventType;
+use crate::layout;
+use crate::node::Engine;
+use crate::probes::hooks::{self, HookTarget};
+use crate::termination_message;
+use crate::volumes;
+use crate::worker::deletion_asked;
+use k8s_openapi::api::core::v1::{Container, Pod};
+use podwright_planner::pod::{self, SpecContainer};
+use podwright_planner::{Action, ObservedSandbox, PullPolicy, StartFailure, StartFailureReason};
+use podwright_runtime::cri_api::PodSandboxConfig;
+use std::time::Duration;
+
+impl Engine {
+    pub(super) async fn create_sandbox(&self, sync: &PodSync<'_>, attempt: u32, result: &mut SyncResult) {
+        let pod = sync.pod;
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let config = cri_config::sandbox_config(pod, &self.root, attempt);
+        let prepared = volumes::prepare(&self.root, pod)
+            .and_then(|_| std::fs::create_dir_all(layout::log_directory(&self.root, uid)))
+            .and_then(|_| std::fs::create_dir_all(layout::termination_dir(&self.root, uid)));
+        if let Err(e) = prepared {
+            self.event(pod, None, EventType::Warning, "FailedMount", format!("Unable to attach or mount volumes: {e}"));
+            result.sandbox_failed = Some(self.clock.now());
+            return;
+        }
+        let handler = pod.spec.as_ref().and_then(|s| s.runtime_class_name.clone()).unwrap_or_default();
+        match self.runtime.run_pod_sandbox(&config, &handler).await {
+            Ok(_) => result.sandbox_created = true,
+            Err(e) => {
+                self.event(
+                    pod,
+                    None,
+                    EventType::Warning,
+                    "FailedCreatePodSandBox",
+                    format!("Failed to create pod sandbox: {e}"),
+                );
+                result.sandbox_failed = Some(self.clock.now());
+            }
+        }
+    }
+
+    pub(super) async fn start_all(&self, sync: &PodSync<'_>, starts: &[Action], result: &mut SyncResult) {
+        let Some(sandbox) = sync.observed.sandbox.as_ref() else { return };
+        let mut jobs = vec![];
+        for a in starts {
+            let Action::StartContainer { kind, index, restart_count, pull } = a else { continue };
+            let Some(sc) = pod::find(sync.pod, *kind, *index) else { continue };
+            jobs.push(self.start_one(sync, sc, *restart_count, *pull, sandbox));
+        }
+        for (name, outcome) in futures_util::future::join_all(jobs).await {
+            match outcome {
+                Ok(()) => result.started.push(name),
+                Err(f) => result.start_failures.push((name, f)),
+            }
+        }
+    }
+
+    /// Pull per policy, create, start. Returns the container's name and the failure, if any.
+    async fn start_one(
+        &self,
+        sync: &PodSync<'_>,
+        sc: SpecContainer<'_>,
+        restart_count: i32,
+        pull: PullPolicy,
+        sandbox: &ObservedSandbox,
+    ) -> (String, Result<(), StartFailure>) {
+        let pod = sync.pod;
+        let name = sc.name().to_string();
+        let sandbox_config = cri_config::sandbox_config(pod, &self.root, sandbox.attempt);
+        if let Err(f) = self.ensure_image(pod, &sc, pull, &sandbox_config).await {
+            return (name, Err(f));
+        }
+        let ip = sandbox.ip.clone().unwrap_or_default();
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let message_file = layout::termination_message(&self.root, uid, &name, restart_count);
+        if let Err(e) = termination_message::prepare(&message_file) {
+            let msg = format!("cannot create the termination message file {}: {e}", message_file.display());
+            self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {msg}"));
+            return (name, Err(self.failure(StartFailureReason::CreateContainerConfigError, msg)));
+        }
+        let config = cri_config::container_config(pod, &sc, restart_count, &sandbox.id, &ip, &self.root);
+        let id = match self.runtime.create_container(&sandbox.id, &config, &sandbox_config).await {
+            Ok(id) => id,
+            Err(e) => {
+                self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {e}"));
+                return (name, Err(self.failure(StartFailureReason::CreateContainerError, e.to_string())));
+            }
+        };
+        self.dispatcher.register(&id, sync.bell);
+        self.event(pod, Some(&sc), EventType::Normal, "Created", format!("Created container {name}"));
+        if let Some(sink) = &self.log_sink {
+            let path = layout::log_directory(&self.root, uid).join(&config.log_path);
+            let _ = sink.send(crate::logs::LogTarget { container: name.clone(), path });
+        }
+        if let Err(e) = self.runtime.start_container(&id).await {
+            self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {e}"));
+            return (name, Err(self.failure(StartFailureReason::RunContainerError, e.to_string())));
+        }
+        self.event(pod, Some(&sc), EventType::Normal, "Started", format!("Started container {name}"));
+        if let Some(hook) = sc.container.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) {
+            let target = self.hook_target(pod, sc.container, &id, &ip);
+            let outcome = tokio::select! {
+                r = Box::pin(hooks::run(&target, hook)) => r,
+                // Deletion stops everything anyway; the next pass kills the container.
+                _ = deletion_asked(sync.desired.clone()) => Ok(()),
+            };
+            if let Err(msg) = outcome {
+                tracing::warn!(container = %name, "{msg}");
+                // The hook's output stays out of the event: it may hold secrets.
+                self.event(pod, Some(&sc), EventType::Warning, "FailedPostStartHook", "PostStartHook failed".into());
+                let victim = super::kill::Victim { id: &id, spec: Some(sc), name: &name, started: true };
+                let grace = Duration::from_secs(pod::grace_period_secs(pod) as u64);
+                Box::pin(self.kill_container(pod, &victim, "FailedPostStartHook".into(), grace, &ip, vec![])).await;
+                return (name, Err(self.failure(StartFailureReason::PostStartHookError, msg)));
+            }
+        }
+        (name, Ok(()))
+    }
+
+    pub(super) fn hook_target<'a>(
+        &'a self,
+        pod: &'a Pod,
+        container: &'a Container,
+        id: &'a str,
+        ip: &'a str,
+    ) -> HookTarget<'a> {
+        HookTarget {
+            runtime: self.runtime.as_ref(),
+            events: self.events.as_ref(),
+            clock: self.clock,
+            pod,
+            container,
+            container_id: id,
+            pod_ip: ip,
+        }
+    }
+
+    /// Makes sure the image is there as the planner's pull policy says.
+    async fn ensure_image(
+        &self,
+        pod: &Pod,
+        sc: &SpecContainer<'_>,
+        pull: PullPolicy,
+        sandbox_config: &PodSandboxConfig,
+    ) -> Result<(), StartFailure> {
+        let image = sc.image();
+        if pull != PullPolicy::Always {
+            match self.runtime.image_status(image).await {
+                Ok(Some(_)) => {
+                    self.event(
+                        pod,
+                        Some(sc),
+                        EventType::Normal,
+                        "Pulled",
+                        format!("Container image \"{image}\" already present on machine"),
+                    );
+                    return Ok(());
+                }
+                Ok(None) if pull == PullPolicy::Never => {
+                    let msg = format!("Container image \"{image}\" is not present with pull policy of Never");
+                    self.event(pod, Some(sc), EventType::Warning, "ErrImageNeverPull", msg.clone());
+                    self.event(pod, Some(sc), EventType::Warning, "Failed", "Error: ErrImageNeverPull".into());
+                    return Err(self.failure(StartFailureReason::ErrImageNeverPull, msg));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    self.event(
+                        pod,
+                        Some(sc),
+                        EventType::Warning,
+                        "InspectFailed",
+                        format!("Failed to inspect image \"{image}\": {e}"),
+                    );
+                    return Err(self.failure(StartFailureReason::ImageInspectError, e.to_string()));
+                }
+            }
+        }
+        self.event(pod, Some(sc), EventType::Normal, "Pulling", format!("Pulling image \"{image}\""));
+        let started = self.clock.now();
+        match self.runtime.pull_image(image, None, sandbox_config).await {
+            Ok(_) => {
+                let took = self.clock.now().duration_since(started).as_secs_f64();
+                self.event(
+                    pod,
+                    Some(sc),
+                    EventType::Normal,
+                    "Pulled",
+                    format!("Successfully pulled image \"{image}\" in {took:.3}s ({took:.3}s including waiting)"),
+                );
+                Ok(())
+            }
+            Err(e) => {
+                self.event(
+                    pod,
+                    Some(sc),
+                    EventType::Warning,
+                    "Failed",
+                    format!("Failed to pull image \"{image}\": {e}"),
+                );
+                self.event(pod, Some(sc), EventType::Warning, "Failed", "Error: ErrImagePull".into());
+                Err(self.failure(StartFailureReason::ErrImagePull, e.to_string()))
+            }
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! Every path podwright uses under its root directory, in one place:
+//!
+//! ```text
+//! <root>/pods/<uid>/                                     one directory per pod, removed with it
+//! <root>/pods/<uid>/checkpoint.json                      what the runtime cannot tell (checkpoint)
+//! <root>/pods/<uid>/logs/                                the sandbox's CRI log directory
+//! <root>/pods/<uid>/termination/<name>-<restart count>   each instance's termination message
+//! <root>/pods/<uid>/volumes/kubernetes.io~empty-dir/<v>  emptyDir volumes
+//! ```
+//!
+//! The embedded containerd keeps its own files under `<root>/containerd` and `<root>/cni`.
+
+use std::path::{Path, PathBuf};
+
+/// Where a pod's files live: `<root>/pods/<uid>`.
+pub fn pod_dir(root: &Path, uid: &str) -> PathBuf {
+    root.join("pods").join(uid)
+}
+
+pub fn checkpoint(root: &Path, uid: &str) -> PathBuf {
+    pod_dir(root, uid).join("checkpoint.json")
+}
+
+/// The sandbox's CRI log directory; container log paths are relative to it.
+pub fn log_directory(root: &Path, uid: &str) -> PathBuf {
+    pod_dir(root, uid).join("logs")
+}
+
+/// An instance's log, relative to the log directory (as the CRI container config wants it):
+/// `<name>/<restart count>.log`, the kubelet's layout.
+pub fn container_log_relative(container: &str, restart_count: i32) -> String {
+    format!("{container}/{restart_count}.log")
+}
+
+pub fn container_log(root: &Path, uid: &str, container: &str, restart_count: i32) -> PathBuf {
+    log_directory(root, uid).join(container_log_relative(container, restart_count))
+}
+
+/// One flat directory for every instance's termination message file, made with the sandbox,
+/// so that starting a container creates a file and no directories.
+pub fn termination_dir(root: &Path, uid: &str) -> PathBuf {
+    pod_dir(root, uid).join("termination")
+}
+
+/// `<name>-<restart count>`: unambiguous, as a restart count holds no `-`.
+pub fn termination_message(root: &Path, uid: &str, container: &str, restart_count: i32) -> PathBuf {
+    termination_dir(root, uid).join(format!("{container}-{restart_count}"))
+}
+
+pub fn empty_dir(root: &Path, uid: &str, volume: &str) -> PathBuf {
+    pod_dir(root, uid).join("volumes/kubernetes.io~empty-dir").join(volume)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn everything_of_a_pod_is_under_its_directory() {
+        let root = Path::new("/r");
+        let pod = pod_dir(root, "u");
+        assert_eq!(pod, Path::new("/r/pods/u"));
+        for p in [
+            checkpoint(root, "u"),
+            log_directory(root, "u"),
+            termination_message(root, "u", "c", 2),
+            container_log(root, "u", "c", 2),
+            empty_dir(root, "u", "v"),
+        ] {
+            assert!(p.starts_with(&pod), "{}", p.display());
+        }
+        assert_eq!(termination_message(root, "u", "c", 2), Path::new("/r/pods/u/termination/c-2"));
+    }
+}

@@ -1,0 +1,84 @@
+//! [`Node`]: builds the node layer ([`PodWorkers`]) from a runtime and what the mode plugs in.
+//! [`Engine`]: what every pod worker of one node shares.
+
+use crate::dispatch::Dispatcher;
+use crate::events::{EventLog, EventSink};
+use crate::logs::LogTarget;
+use crate::pod_workers::PodWorkers;
+use crate::sinks::{Discard, StatusSink};
+use podwright_runtime::{Clock, Runtime};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::mpsc::UnboundedSender;
+
+/// Shared by every pod worker of one node.
+#[derive(Clone)]
+pub struct Engine {
+    pub runtime: Arc<dyn Runtime>,
+    pub clock: Clock,
+    /// podwright's root directory (see [`crate::layout`]).
+    pub root: PathBuf,
+    pub dispatcher: Arc<Dispatcher>,
+    pub events: Arc<dyn EventSink>,
+    /// Where to announce containers whose output should be followed.
+    pub log_sink: Option<UnboundedSender<LogTarget>>,
+}
+
+/// The node layer's builder: a runtime and a root directory, and optionally the clock (virtual
+/// in tests), the event and status sinks, and a log follower.
+///
+/// ```ignore
+/// let workers = Node::new(runtime, "/var/lib/podwright").events(log).status(terminal).build();
+/// ```
+pub struct Node {
+    runtime: Arc<dyn Runtime>,
+    root: PathBuf,
+    clock: Option<Clock>,
+    events: Option<Arc<dyn EventSink>>,
+    status: Option<Arc<dyn StatusSink>>,
+    log_sink: Option<UnboundedSender<LogTarget>>,
+}
+
+impl Node {
+    pub fn new(runtime: Arc<dyn Runtime>, root: impl Into<PathBuf>) -> Self {
+        Node { runtime, root: root.into(), clock: None, events: None, status: None, log_sink: None }
+    }
+
+    /// The clock the pod workers read and sleep on; the real one unless given.
+    pub fn clock(mut self, clock: Clock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Where events go; an [`EventLog`] nobody reads unless given.
+    pub fn events(mut self, sink: Arc<dyn EventSink>) -> Self {
+        self.events = Some(sink);
+        self
+    }
+
+    /// Where statuses go, besides [`PodWorkers::pods`]; nowhere unless given.
+    pub fn status(mut self, sink: Arc<dyn StatusSink>) -> Self {
+        self.status = Some(sink);
+        self
+    }
+
+    /// Announce every container started, so that its output is followed.
+    pub fn follow_logs(mut self, sink: UnboundedSender<LogTarget>) -> Self {
+        self.log_sink = Some(sink);
+        self
+    }
+
+    /// The pod workers. Starts routing the runtime's events, so it must run inside a tokio
+    /// runtime.
+    pub fn build(self) -> PodWorkers {
+        let engine = Engine {
+            dispatcher: Dispatcher::start(self.runtime.subscribe()),
+            runtime: self.runtime,
+            clock: self.clock.unwrap_or_default(),
+            root: self.root,
+            events: self.events.unwrap_or_else(|| Arc::new(EventLog::default())),
+            log_sink: self.log_sink,
+        };
+        PodWorkers::new(engine, self.status.unwrap_or_else(|| Arc::new(Discard)))
+    }
+}

@@ -1,0 +1,205 @@
+//! [`PodWorkers`]: one pod worker per pod UID, the only place workers are started.
+
+use crate::node::Engine;
+use crate::sinks::StatusSink;
+use crate::source::{PodChange, PodSource};
+use crate::worker::{Deletion, Desired, PodUpdate, PodWorker};
+use k8s_openapi::api::core::v1::Pod;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+
+/// Why an update was not taken.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum UpdateError {
+    #[error("pod {name:?} has no metadata.uid")]
+    MissingUid { name: String },
+    /// A pod's UID is never run twice: a pod that finished stays finished (a new pod with the
+    /// same name comes with a new UID).
+    #[error("pod {uid} has finished and cannot be started again")]
+    Finished { uid: String },
+}
+
+/// One pod's worker, as its owner holds it.
+struct Handle {
+    desired: watch::Sender<Desired>,
+    latest: watch::Receiver<PodUpdate>,
+    /// When it was first given, among all pods: the order of [`PodWorkers::pods`].
+    seq: u64,
+}
+
+/// Runs every pod of a node: one worker task per pod UID, each planning and acting for its pod
+/// alone, publishing statuses to the node's [`StatusSink`]. Every mode drives it the same way;
+/// only where pods come from ([`PodSource`]) and where statuses go differ.
+///
+/// # Expected flow
+/// 1. [`update`](Self::update) (or a source through [`follow`](Self::follow)) with a new pod
+///    starts its worker; with a new version of a pod (same UID) hands the worker the new spec,
+///    which it plans with from its next pass: a changed app container image restarts that
+///    container, a changed init container image restarts the pod (new sandbox, every init
+///    container again), a new `activeDeadlineSeconds` applies at once.
+/// 2. [`delete`](Self::delete) starts graceful termination, with the grace period of that call.
+/// 3. A worker ends when its pod is finished: terminal phase and nothing of it running, whether
+///    the pod ran to completion or was deleted. [`wait_finished`](Self::wait_finished) waits for
+///    every worker.
+/// 4. [`remove`](Self::remove) then takes the finished pod's containers, sandbox and files away
+///    and forgets it.
+///
+/// # Guarantees
+/// - At most one worker per UID, so a pod's actions never race each other.
+/// - Updates and deletions are level-triggered: a worker always acts on the newest version it
+///   was given; several updates between two passes fold into the last.
+/// - A later deletion can shorten the grace period of an earlier one, never lengthen it.
+/// - Dropping the `PodWorkers` stops no pod: workers go on with what they were last given.
+///
+/// # Caveats
+/// - Validation is the caller's: an update is applied as given. The daemon refuses updates that
+///   change more than images and the deadline, as the API server does.
+/// - A finished UID is never started again ([`UpdateError::Finished`]).
+pub struct PodWorkers {
+    engine: Engine,
+    status: Arc<dyn StatusSink>,
+    pods: Mutex<HashMap<String, Handle>>,
+    next_seq: Mutex<u64>,
+    /// How many workers are running.
+    running: watch::Sender<usize>,
+}
+
+impl PodWorkers {
+    pub(crate) fn new(engine: Engine, status: Arc<dyn StatusSink>) -> Self {
+        PodWorkers { engine, status, pods: Mutex::default(), next_seq: Mutex::new(0), running: watch::Sender::new(0) }
+    }
+
+    fn pods(&self) -> std::sync::MutexGuard<'_, HashMap<String, Handle>> {
+        self.pods.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts a worker for a new pod, or gives the pod's worker its new version.
+    pub fn update(&self, pod: Pod) -> Result<(), UpdateError> {
+        let Some(uid) = pod.metadata.uid.clone() else {
+            return Err(UpdateError::MissingUid { name: pod.metadata.name.unwrap_or_default() });
+        };
+        let mut pods = self.pods();
+        if let Some(h) = pods.get(&uid) {
+            if h.latest.borrow().finished {
+                return Err(UpdateError::Finished { uid });
+            }
+            h.desired.send_modify(|d| d.pod = Arc::new(pod));
+            return Ok(());
+        }
+        let pod = Arc::new(pod);
+        let (desired_tx, desired_rx) = watch::channel(Desired { pod: pod.clone(), deletion: None });
+        let (published, latest) = watch::channel(PodUpdate::new(pod));
+        let worker = PodWorker::new(self.engine.clone(), self.status.clone(), desired_rx, published);
+        self.running.send_modify(|n| *n += 1);
+        let running = self.running.clone();
+        tokio::spawn(async move {
+            worker.run().await;
+            running.send_modify(|n| *n -= 1);
+        });
+        let seq = {
+            let mut next = self.next_seq.lock().unwrap_or_else(|e| e.into_inner());
+            *next += 1;
+            *next
+        };
+        pods.insert(uid, Handle { desired: desired_tx, latest, seq });
+        Ok(())
+    }
+
+    /// Stops the pod gracefully: `grace` seconds instead of its `terminationGracePeriodSeconds`
+    /// when given (0: at once). Returns whether the pod is known.
+    pub fn delete(&self, uid: &str, grace: Option<i64>) -> bool {
+        let pods = self.pods();
+        let Some(h) = pods.get(uid) else { return false };
+        let asked = Deletion { grace };
+        h.desired.send_modify(|d| d.deletion = Some(d.deletion.map_or(asked, |earlier| earlier.and(asked))));
+        true
+    }
+
+    /// Deletes every pod, with the same grace.
+    pub fn delete_all(&self, grace: Option<i64>) {
+        let uids: Vec<String> = self.pods().keys().cloned().collect();
+        for uid in uids {
+            self.delete(&uid, grace);
+        }
+    }
+
+    /// Applies a source's changes until it has no more.
+    pub async fn follow(&self, mut source: impl PodSource) {
+        while let Some(change) = source.next().await {
+            match change {
+                PodChange::Upsert(pod) => {
+                    if let Err(e) = self.update(pod) {
+                        tracing::warn!(%e, "pod update not applied");
+                    }
+                }
+                PodChange::Delete { uid, grace } => {
+                    if !self.delete(&uid, grace) {
+                        tracing::debug!(uid, "deletion of an unknown pod");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The newest update of every pod, in the order the pods were first given.
+    pub fn latest(&self) -> Vec<PodUpdate> {
+        let pods = self.pods();
+        let mut v: Vec<(u64, PodUpdate)> = pods.values().map(|h| (h.seq, h.latest.borrow().clone())).collect();
+        v.sort_by_key(|(seq, _)| *seq);
+        v.into_iter().map(|(_, u)| u).collect()
+    }
+
+    /// Whether every pod given has finished.
+    pub fn all_finished(&self) -> bool {
+        *self.running.borrow() == 0
+    }
+
+    /// Resolves once every worker has finished.
+    pub async fn wait_finished(&self) {
+        let mut running = self.running.subscribe();
+        // The sender lives in `self`: the channel cannot close while this borrows it.
+        let _ = running.wait_for(|n| *n == 0).await;
+    }
+
+    /// Removes a finished pod's containers, sandboxes and files, and forgets it. A pod that has
+    /// not finished is left alone (returns false).
+    pub async fn remove(&self, uid: &str) -> bool {
+        let pod = {
+            let mut pods = self.pods();
+            match pods.get(uid) {
+                Some(h) if h.latest.borrow().finished => pods.remove(uid).map(|h| h.latest.borrow().spec.clone()),
+                _ => None,
+            }
+        };
+        match pod {
+            Some(pod) => {
+                self.engine.remove_pod(&pod).await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes every finished pod, each in a task of its own.
+    pub async fn remove_finished(&self) {
+        let finished: Vec<Arc<Pod>> = {
+            let mut pods = self.pods();
+            let uids: Vec<String> =
+                pods.iter().filter(|(_, h)| h.latest.borrow().finished).map(|(u, _)| u.clone()).collect();
+            uids.iter().filter_map(|uid| pods.remove(uid)).map(|h| h.latest.borrow().spec.clone()).collect()
+        };
+        let removals: Vec<_> = finished
+            .into_iter()
+            .map(|pod| {
+                let engine = self.engine.clone();
+                tokio::spawn(async move { engine.remove_pod(&pod).await })
+            })
+            .collect();
+        for r in removals {
+            if let Err(e) = r.await {
+                tracing::warn!(%e, "removing a pod failed");
+            }
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! The closed sets of Kubernetes words the planner decides with: restart and pull policies, pod
+//! phases, waiting and start-failure reasons, probe kinds. Typed, so that a reason the planner
+//! does not know cannot slip through as a string and come out as some other reason.
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+
+/// `spec.restartPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestartPolicy {
+    Always,
+    OnFailure,
+    Never,
+}
+
+impl RestartPolicy {
+    /// The pod's policy; validation admits only the three values, and unset means `Always`.
+    pub fn of(pod: &Pod) -> Self {
+        match pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) {
+            Some("Never") => RestartPolicy::Never,
+            Some("OnFailure") => RestartPolicy::OnFailure,
+            _ => RestartPolicy::Always,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestartPolicy::Always => "Always",
+            RestartPolicy::OnFailure => "OnFailure",
+            RestartPolicy::Never => "Never",
+        }
+    }
+}
+
+/// `imagePullPolicy`: when to ask the registry for a container's image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PullPolicy {
+    Always,
+    IfNotPresent,
+    Never,
+}
+
+impl PullPolicy {
+    /// The container's policy, or Kubernetes' default for its image when unset (`Always` for
+    /// `:latest` or no tag, else `IfNotPresent`).
+    pub fn of(c: &Container) -> Self {
+        let image = c.image.as_deref().unwrap_or_default();
+        let set = c.image_pull_policy.as_deref().filter(|p| !p.is_empty());
+        match set.unwrap_or_else(|| podwright_api::defaults::image_pull_policy_for(image)) {
+            "Always" => PullPolicy::Always,
+            "Never" => PullPolicy::Never,
+            _ => PullPolicy::IfNotPresent,
+        }
+    }
+}
+
+/// `status.phase`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Pending => "Pending",
+            Phase::Running => "Running",
+            Phase::Succeeded => "Succeeded",
+            Phase::Failed => "Failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Phase::Pending, Phase::Running, Phase::Succeeded, Phase::Failed].into_iter().find(|p| p.as_str() == s)
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Phase::Succeeded | Phase::Failed)
+    }
+}
+
+/// Why the last attempt to start a container failed before an instance ran, or (for a failed
+/// `postStart` hook) why the instance was killed: the kubelet's reason cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartFailureReason {
+    CreateContainerConfigError,
+    CreateContainerError,
+    RunContainerError,
+    PostStartHookError,
+    ErrImageNeverPull,
+    InvalidImageName,
+    ImageInspectError,
+    ErrImagePull,
+}
+
+impl StartFailureReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StartFailureReason::CreateContainerConfigError => "CreateContainerConfigError",
+            StartFailureReason::CreateContainerError => "CreateContainerError",
+            StartFailureReason::RunContainerError => "RunContainerError",
+            StartFailureReason::PostStartHookError => "PostStartHookError",
+            StartFailureReason::ErrImageNeverPull => "ErrImageNeverPull",
+            StartFailureReason::InvalidImageName => "InvalidImageName",
+            StartFailureReason::ImageInspectError => "ImageInspectError",
+            StartFailureReason::ErrImagePull => "ErrImagePull",
+        }
+    }
+}
+
+/// The reason of a container's `waiting` state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitingReason {
+    /// The crash back-off holds a restart.
+    CrashLoopBackOff,
+    /// The image back-off holds a pull.
+    ImagePullBackOff,
+    /// The last start failed; retried after a pause or a back-off.
+    StartFailed(StartFailureReason),
+}
+
+impl WaitingReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitingReason::CrashLoopBackOff => "CrashLoopBackOff",
+            WaitingReason::ImagePullBackOff => "ImagePullBackOff",
+            WaitingReason::StartFailed(r) => r.as_str(),
+        }
+    }
+}
+
+/// The probes whose results the planner acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeKind {
+    Liveness,
+    Readiness,
+    Startup,
+}
+
+impl ProbeKind {
+    /// As in the kubelet's messages: `failed liveness probe`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProbeKind::Liveness => "liveness",
+            ProbeKind::Readiness => "readiness",
+            ProbeKind::Startup => "startup",
+        }
+    }
+
+    /// As in events: `Liveness probe failed: …`.
+    pub fn title(self) -> &'static str {
+        match self {
+            ProbeKind::Liveness => "Liveness",
+            ProbeKind::Readiness => "Readiness",
+            ProbeKind::Startup => "Startup",
+        }
+    }
+
+    /// The container's probe of this kind, if it has one.
+    pub fn spec(self, c: &Container) -> Option<&k8s_openapi::api::core::v1::Probe> {
+        match self {
+            ProbeKind::Liveness => c.liveness_probe.as_ref(),
+            ProbeKind::Readiness => c.readiness_probe.as_ref(),
+            ProbeKind::Startup => c.startup_probe.as_ref(),
+        }
+    }
+}
+
+impl std::fmt::Display for ProbeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pull_policy_defaults_from_the_tag() {
+        let c = |image: &str, policy: Option<&str>| Container {
+            image: Some(image.into()),
+            image_pull_policy: policy.map(Into::into),
+            ..Default::default()
+        };
+        assert_eq!(PullPolicy::of(&c("busybox", None)), PullPolicy::Always);
+        assert_eq!(PullPolicy::of(&c("busybox:latest", None)), PullPolicy::Always);
+        assert_eq!(PullPolicy::of(&c("busybox:1.36", None)), PullPolicy::IfNotPresent);
+        assert_eq!(PullPolicy::of(&c("busybox:latest", Some("Never"))), PullPolicy::Never);
+    }
+
+    #[test]
+    fn phases_round_trip() {
+        for p in [Phase::Pending, Phase::Running, Phase::Succeeded, Phase::Failed] {
+            assert_eq!(Phase::parse(p.as_str()), Some(p));
+        }
+        assert_eq!(Phase::parse("Unknown"), None);
+    }
+}
