@@ -94,34 +94,6 @@ impl EventSink for EventLog {
         message: String,
         now: Timestamp,
     ) {
-        EventLog::record(self, pod, field_path, kind, reason, message, now);
-    }
-}
-
-/// The events of every pod in memory, with repeats folded, as v1 `Event`s on demand.
-#[derive(Debug, Default)]
-pub struct EventLog {
-    inner: Mutex<Log>,
-}
-
-#[derive(Debug, Default)]
-struct Log {
-    /// Records in no order: a second list of keys for their order would cost a copy of every
-    /// key, and only `snapshot()` needs it.
-    records: HashMap<Key, Record>,
-    next_seq: u64,
-}
-
-impl EventLog {
-    pub fn record(
-        &self,
-        pod: &Pod,
-        field_path: Option<String>,
-        kind: EventType,
-        reason: &str,
-        message: String,
-        now: Timestamp,
-    ) {
         tracing::debug!(pod = pod.metadata.name.as_deref(), reason, %message, "event");
         let m = &pod.metadata;
         let parts = [
@@ -143,7 +115,23 @@ impl EventLog {
         log.next_seq += 1;
         log.records.insert(key, record);
     }
+}
 
+/// The events of every pod in memory, with repeats folded, as v1 `Event`s on demand.
+#[derive(Debug, Default)]
+pub struct EventLog {
+    inner: Mutex<Log>,
+}
+
+#[derive(Debug, Default)]
+struct Log {
+    /// Records in no order: a second list of keys for their order would cost a copy of every
+    /// key, and only `snapshot()` needs it.
+    records: HashMap<Key, Record>,
+    next_seq: u64,
+}
+
+impl EventLog {
     /// Every event recorded so far as v1 `Event`s, in the order they first happened.
     pub fn snapshot(&self) -> Vec<Event> {
         let log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
