@@ -1,5 +1,7 @@
 //! `fake`: many pods at once through real pod workers against the zero-latency fake runtime, in
 //! wall-clock time, so what is measured is podwright's own cost.
+// A benchmark measures real time on purpose.
+#![allow(clippy::disallowed_methods)]
 
 use crate::alloc;
 use crate::counted::Counted;

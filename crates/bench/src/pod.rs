@@ -42,6 +42,8 @@ pub fn instance(template: &Pod, name: &str) -> Pod {
 fn unique_uid() -> String {
     use std::sync::LazyLock;
     use std::sync::atomic::{AtomicU64, Ordering};
+    // The real wall clock (not engine time) makes the uids unique across runs.
+    #[allow(clippy::disallowed_methods)]
     static START: LazyLock<i128> = LazyLock::new(|| jiff::Timestamp::now().as_nanosecond());
     static NEXT: AtomicU64 = AtomicU64::new(0);
     format!("bench-{:x}-{}", *START, NEXT.fetch_add(1, Ordering::Relaxed))

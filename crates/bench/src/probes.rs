@@ -3,6 +3,8 @@
 //! window of steady running that opens once every pod is ready: podwright's CPU and RSS, and how
 //! late each probe ran against its schedule (`late_us` of the prober's `podwright::probe` trace).
 //! The start-up ramp and the teardown are reported apart, so they do not blur the steady figures.
+// A benchmark measures real time on purpose.
+#![allow(clippy::disallowed_methods)]
 
 use crate::measure::{self, ProcCpu, proc_cpu};
 use crate::real::DEFAULT_ROOT;

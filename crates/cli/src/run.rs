@@ -89,6 +89,8 @@ pub async fn run(args: RunArgs) -> u8 {
 
     let mut sigint = signal(SignalKind::interrupt()).ok();
     let mut sigterm = signal(SignalKind::terminate()).ok();
+    // --timeout is a real-time limit at the binary's edge, not engine time.
+    #[allow(clippy::disallowed_methods)]
     let deadline = args.timeout.map(|t| tokio::time::Instant::now() + Duration::from_secs_f64(t.max(0.0)));
     let mut timed_out = false;
     let stop = tokio::select! {

@@ -37,6 +37,8 @@ impl EmbeddedRuntime {
                     ),
                 });
             };
+            // The embedded containerd's supervisor: real timeouts for a real process.
+            #[allow(clippy::disallowed_methods)]
             let began = Instant::now();
             self.import(&archive, &image).await?;
             self.wait_visible(cri, &image, &archive).await?;
@@ -62,6 +64,8 @@ impl EmbeddedRuntime {
 
     /// CRI learns about an import from containerd's event stream, a moment after `ctr` returns.
     async fn wait_visible(&self, cri: &CriRuntime, image: &str, archive: &Path) -> EmbeddedResult<()> {
+        // The embedded containerd's supervisor: real timeouts for a real process.
+        #[allow(clippy::disallowed_methods)]
         let begin = Instant::now();
         while !self.image_present(cri, image).await? {
             if begin.elapsed() >= IMAGE_VISIBLE_TIMEOUT {

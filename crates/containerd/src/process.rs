@@ -51,6 +51,8 @@ impl EmbeddedRuntime {
             .write(true)
             .open(&path)
             .map_err(|error| io_error("open", &path, error))?;
+        // The embedded containerd's supervisor: real timeouts for a real process.
+        #[allow(clippy::disallowed_methods)]
         let begin = Instant::now();
         loop {
             // SAFETY: flock on a descriptor we own.
@@ -122,6 +124,8 @@ impl EmbeddedRuntime {
                 Ok(())
             });
         }
+        // The embedded containerd's supervisor: real timeouts for a real process.
+        #[allow(clippy::disallowed_methods)]
         let began = Instant::now();
         let mut child =
             command.spawn().map_err(|error| EmbeddedError::Spawn { program: "containerd".into(), error })?;
@@ -147,6 +151,8 @@ impl EmbeddedRuntime {
         mut child: Option<&mut tokio::process::Child>,
         log_start: u64,
     ) -> EmbeddedResult<CriRuntime> {
+        // The embedded containerd's supervisor: real timeouts for a real process.
+        #[allow(clippy::disallowed_methods)]
         let begin = Instant::now();
         let mut last_error = String::from("the socket does not exist yet");
         loop {
@@ -200,6 +206,8 @@ pub(crate) fn is_live_containerd(pid: u32) -> bool {
 }
 
 async fn wait_gone(pid: u32, timeout: Duration) -> bool {
+    // The embedded containerd's supervisor: real timeouts for a real process.
+    #[allow(clippy::disallowed_methods)]
     let begin = Instant::now();
     while is_live_containerd(pid) {
         if begin.elapsed() >= timeout {

@@ -2,6 +2,8 @@
 //! archives from `scripts/build-images` (scripts/test provides all of them).
 //!
 //! It uses its own root (`$PODWRIGHT_TEST_ROOT-embedded`) because it stops containerd at the end.
+// Tests against a real containerd: real timeouts and timings.
+#![allow(clippy::disallowed_methods)]
 
 use podwright_containerd::{EmbeddedRuntime, SANDBOX_IMAGE};
 use podwright_runtime::ImageService;

@@ -7,6 +7,8 @@ use std::future::Future;
 
 /// One change a source reports.
 #[derive(Debug, Clone)]
+// One short-lived value per change, moved once into PodWorkers::update: boxing only adds an allocation.
+#[allow(clippy::large_enum_variant)]
 pub enum PodChange {
     /// A new pod, or a new version of a pod already given (same UID). The source has validated
     /// it, and, for a new version, that the update changes only what may change.

@@ -488,7 +488,7 @@ impl FakeRuntime {
             return;
         }
         // The deadline is fixed now, not when the task first runs.
-        let deadline = tokio::time::Instant::now() + after;
+        let deadline = self.clock.instant_at(self.clock.now() + after);
         let me = self.me.clone();
         let timer_id = id.clone();
         let task = tokio::spawn(async move {

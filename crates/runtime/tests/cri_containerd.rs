@@ -3,6 +3,8 @@
 //! hold `localhost/busybox:1.36` and `localhost/pause:3.9` (scripts/build-images).
 //!
 //! `cargo test -p podwright-runtime --test cri_containerd -- --nocapture` prints the timings.
+// Tests against a real containerd: real timeouts, timings and unique names.
+#![allow(clippy::disallowed_methods)]
 
 use podwright_runtime::cri_api::{
     ContainerConfig, ContainerMetadata, ContainerState, ImageSpec, LinuxPodSandboxConfig, PodSandboxConfig,

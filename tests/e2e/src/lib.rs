@@ -11,6 +11,8 @@
 //! * `PODWRIGHT_TEST_ROOT`: podwright's `--root-dir` (default `/var/lib/podwright-test`). All
 //!   tests share the embedded containerd under it, concurrently. `scripts/test` stops it at the
 //!   end.
+// The harness runs the real binary against a real containerd: real timeouts.
+#![allow(clippy::disallowed_methods)]
 
 use serde_json::Value;
 use std::io::{Read, Write};

@@ -1,5 +1,7 @@
 //! Lifecycle beyond init containers, for real: termination messages, a Job-like pod with a
 //! sidecar, the active deadline during init, `--grace-period 0`, and the image's STOPSIGNAL.
+// Tests of the real binary: real timeouts and timings.
+#![allow(clippy::disallowed_methods)]
 
 use podwright_e2e::*;
 use std::time::{Duration, Instant};

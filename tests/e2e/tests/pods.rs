@@ -2,6 +2,8 @@
 //! `$PODWRIGHT_TEST_ROOT`, every test in parallel against the same containerd (each pod has its
 //! own name and uid). Expected results are the kubelet's (see /work/shared/notes/kubelet-semantics.md
 //! §1, §3, §4, §5, §6, §14 and the init-containers concept page).
+// Tests of the real binary: real timeouts and timings.
+#![allow(clippy::disallowed_methods)]
 
 use podwright_e2e::*;
 use serde_json::Value;

@@ -1,4 +1,6 @@
 //! The simulation harness: a pod worker against the fake runtime in virtual time.
+// Test harness: tokio's Instant is the virtual time of paused tests, as the Clock's is.
+#![allow(clippy::disallowed_methods)]
 #![allow(dead_code)]
 
 use jiff::Timestamp;

@@ -1,3 +1,6 @@
+// Tests: the wall clock checks that paused tests take no real time.
+#![allow(clippy::disallowed_methods)]
+
 use super::*;
 use crate::cri_api::{ImageSpec, PodSandboxMetadata};
 use std::time::Instant as WallInstant;
