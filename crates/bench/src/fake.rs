@@ -193,12 +193,11 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
     }
     workers.wait_finished().await;
     let run = t0.elapsed();
-    // Kept like the CLI keeps them, for `-o json`.
-    let finished: Vec<Pod> = workers.latest().iter().map(|u| u.pod()).collect();
     let heap_finished = alloc::live();
 
     let t1 = Instant::now();
-    workers.remove_finished().await;
+    // Kept like the CLI keeps them, for `-o json`.
+    let finished = workers.remove_finished().await;
     let remove = t1.elapsed();
     let cpu = cpu_time().saturating_sub(cpu0);
     let rss_peak_kib = measure::status_kib("self", "VmHWM")?;
@@ -210,7 +209,7 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
             left.sandboxes, left.containers
         ));
     }
-    let succeeded = finished.iter().filter(|p| pod::phase(p) == Some("Succeeded")).count();
+    let succeeded = finished.iter().filter(|u| u.phase() == Some("Succeeded")).count();
     let events = event_log.snapshot().len();
     let removed = alloc::live();
     drop(finished);

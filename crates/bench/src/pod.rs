@@ -48,7 +48,3 @@ fn unique_uid() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     format!("bench-{:x}-{}", *START, NEXT.fetch_add(1, Ordering::Relaxed))
 }
-
-pub fn phase(pod: &Pod) -> Option<&str> {
-    pod.status.as_ref()?.phase.as_deref()
-}

@@ -107,8 +107,7 @@ pub async fn run(args: RunArgs) -> u8 {
         workers.wait_finished().await;
     }
 
-    let final_pods: Vec<Pod> = workers.latest().iter().map(|u| u.pod()).collect();
-    workers.remove_finished().await;
+    let final_pods: Vec<Pod> = workers.remove_finished().await.iter().map(|u| u.pod()).collect();
     let _ = stop_logs.send(true);
     let _ = followers.await;
 

@@ -181,18 +181,21 @@ impl PodWorkers {
         }
     }
 
-    /// Removes every finished pod, each in a task of its own.
-    pub async fn remove_finished(&self) {
-        let finished: Vec<Arc<Pod>> = {
+    /// Removes every finished pod, each in a task of its own, and returns their last updates
+    /// (statuses as they were before the removal), in the order the pods were first given.
+    pub async fn remove_finished(&self) -> Vec<PodUpdate> {
+        let mut finished: Vec<(u64, PodUpdate)> = {
             let mut pods = self.pods();
             let uids: Vec<String> =
                 pods.iter().filter(|(_, h)| h.latest.borrow().finished).map(|(u, _)| u.clone()).collect();
-            uids.iter().filter_map(|uid| pods.remove(uid)).map(|h| h.latest.borrow().spec.clone()).collect()
+            // Moved out, not copied: the caller keeps them while the pods go.
+            uids.iter().filter_map(|uid| pods.remove(uid)).map(|h| (h.seq, h.latest.borrow().clone())).collect()
         };
+        finished.sort_by_key(|(seq, _)| *seq);
         let removals: Vec<_> = finished
-            .into_iter()
-            .map(|pod| {
-                let engine = self.engine.clone();
+            .iter()
+            .map(|(_, u)| {
+                let (engine, pod) = (self.engine.clone(), u.spec.clone());
                 tokio::spawn(async move { engine.remove_pod(&pod).await })
             })
             .collect();
@@ -201,5 +204,6 @@ impl PodWorkers {
                 tracing::warn!(%e, "removing a pod failed");
             }
         }
+        finished.into_iter().map(|(_, u)| u).collect()
     }
 }
