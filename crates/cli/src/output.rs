@@ -3,7 +3,7 @@
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use podwright_node::{PodUpdate, StatusSink};
-use podwright_planner::pod;
+use podwright_planner::{RestartPolicy, pod};
 use podwright_runtime::Clock;
 use std::collections::HashMap;
 use std::io::Write;
@@ -75,7 +75,7 @@ pub fn describe_plan(p: &Pod) -> String {
         "pod/{} (namespace {}, restartPolicy {}, terminationGracePeriodSeconds {}): valid",
         p.metadata.name.as_deref().unwrap_or(""),
         p.metadata.namespace.as_deref().unwrap_or("default"),
-        pod::restart_policy(p).as_str(),
+        RestartPolicy::of(p).as_str(),
         pod::grace_period_secs(p),
     );
     for sc in pod::all_containers(p) {

@@ -20,7 +20,7 @@ pub mod volumes;
 pub mod worker;
 
 pub use events::{EventLog, EventSink, EventType};
-pub use node::{Engine, Node};
+pub use node::Node;
 pub use pod_workers::PodWorkers;
 pub use sinks::{StatusSink, StatusStream};
 pub use source::{PodChange, PodSource};

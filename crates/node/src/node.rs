@@ -1,5 +1,5 @@
 //! [`Node`]: builds the node layer ([`PodWorkers`]) from a runtime and what the mode plugs in.
-//! [`Engine`]: what every pod worker of one node shares.
+//! `Engine`: what every pod worker of one node shares.
 
 use crate::dispatch::Dispatcher;
 use crate::events::{EventLog, EventSink};
@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 
-/// Shared by every pod worker of one node.
+/// Shared by every pod worker of one node; only [`Node::build`] makes one.
 #[derive(Clone)]
-pub struct Engine {
+pub(crate) struct Engine {
     pub runtime: Arc<dyn Runtime>,
     pub clock: Clock,
     /// podwright's root directory (see [`crate::layout`]).
@@ -56,7 +56,7 @@ impl Node {
         self
     }
 
-    /// Where statuses go, besides [`PodWorkers::pods`]; nowhere unless given.
+    /// Where statuses go, besides [`PodWorkers::latest`]; nowhere unless given.
     pub fn status(mut self, sink: Arc<dyn StatusSink>) -> Self {
         self.status = Some(sink);
         self

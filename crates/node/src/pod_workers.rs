@@ -24,8 +24,16 @@ pub enum UpdateError {
 struct Handle {
     desired: watch::Sender<Desired>,
     latest: watch::Receiver<PodUpdate>,
-    /// When it was first given, among all pods: the order of [`PodWorkers::pods`].
+    /// When it was first given, among all pods: the order of [`PodWorkers::latest`].
     seq: u64,
+}
+
+impl Handle {
+    /// A later deletion may shorten the grace period of an earlier one, never lengthen it.
+    fn delete(&self, grace: Option<i64>) {
+        let asked = Deletion { grace };
+        self.desired.send_modify(|d| d.deletion = Some(d.deletion.map_or(asked, |earlier| earlier.and(asked))));
+    }
 }
 
 /// Runs every pod of a node: one worker task per pod UID, each planning and acting for its pod
@@ -59,18 +67,34 @@ struct Handle {
 pub struct PodWorkers {
     engine: Engine,
     status: Arc<dyn StatusSink>,
-    pods: Mutex<HashMap<String, Handle>>,
-    next_seq: Mutex<u64>,
+    pods: Mutex<Pods>,
     /// How many workers are running.
     running: watch::Sender<usize>,
 }
 
+#[derive(Default)]
+struct Pods {
+    by_uid: HashMap<String, Handle>,
+    /// The `seq` of the next pod given.
+    next_seq: u64,
+}
+
+impl Pods {
+    /// Takes a finished pod out: its last update, with its place in the order pods were given.
+    fn take_finished(&mut self, uid: &str) -> Option<(u64, PodUpdate)> {
+        if !self.by_uid.get(uid)?.latest.borrow().finished {
+            return None;
+        }
+        self.by_uid.remove(uid).map(|h| (h.seq, h.latest.borrow().clone()))
+    }
+}
+
 impl PodWorkers {
     pub(crate) fn new(engine: Engine, status: Arc<dyn StatusSink>) -> Self {
-        PodWorkers { engine, status, pods: Mutex::default(), next_seq: Mutex::new(0), running: watch::Sender::new(0) }
+        PodWorkers { engine, status, pods: Mutex::default(), running: watch::Sender::new(0) }
     }
 
-    fn pods(&self) -> std::sync::MutexGuard<'_, HashMap<String, Handle>> {
+    fn pods(&self) -> std::sync::MutexGuard<'_, Pods> {
         self.pods.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -80,7 +104,7 @@ impl PodWorkers {
             return Err(UpdateError::MissingUid { name: pod.metadata.name.unwrap_or_default() });
         };
         let mut pods = self.pods();
-        if let Some(h) = pods.get(&uid) {
+        if let Some(h) = pods.by_uid.get(&uid) {
             if h.latest.borrow().finished {
                 return Err(UpdateError::Finished { uid });
             }
@@ -97,31 +121,21 @@ impl PodWorkers {
             worker.run().await;
             running.send_modify(|n| *n -= 1);
         });
-        let seq = {
-            let mut next = self.next_seq.lock().unwrap_or_else(|e| e.into_inner());
-            *next += 1;
-            *next
-        };
-        pods.insert(uid, Handle { desired: desired_tx, latest, seq });
+        let seq = pods.next_seq;
+        pods.next_seq += 1;
+        pods.by_uid.insert(uid, Handle { desired: desired_tx, latest, seq });
         Ok(())
     }
 
     /// Stops the pod gracefully: `grace` seconds instead of its `terminationGracePeriodSeconds`
     /// when given (0: at once). Returns whether the pod is known.
     pub fn delete(&self, uid: &str, grace: Option<i64>) -> bool {
-        let pods = self.pods();
-        let Some(h) = pods.get(uid) else { return false };
-        let asked = Deletion { grace };
-        h.desired.send_modify(|d| d.deletion = Some(d.deletion.map_or(asked, |earlier| earlier.and(asked))));
-        true
+        self.pods().by_uid.get(uid).map(|h| h.delete(grace)).is_some()
     }
 
     /// Deletes every pod, with the same grace.
     pub fn delete_all(&self, grace: Option<i64>) {
-        let uids: Vec<String> = self.pods().keys().cloned().collect();
-        for uid in uids {
-            self.delete(&uid, grace);
-        }
+        self.pods().by_uid.values().for_each(|h| h.delete(grace));
     }
 
     /// Applies a source's changes until it has no more.
@@ -144,15 +158,10 @@ impl PodWorkers {
 
     /// The newest update of every pod, in the order the pods were first given.
     pub fn latest(&self) -> Vec<PodUpdate> {
-        let pods = self.pods();
-        let mut v: Vec<(u64, PodUpdate)> = pods.values().map(|h| (h.seq, h.latest.borrow().clone())).collect();
+        let mut v: Vec<(u64, PodUpdate)> =
+            self.pods().by_uid.values().map(|h| (h.seq, h.latest.borrow().clone())).collect();
         v.sort_by_key(|(seq, _)| *seq);
         v.into_iter().map(|(_, u)| u).collect()
-    }
-
-    /// Whether every pod given has finished.
-    pub fn all_finished(&self) -> bool {
-        *self.running.borrow() == 0
     }
 
     /// Resolves once every worker has finished.
@@ -165,16 +174,10 @@ impl PodWorkers {
     /// Removes a finished pod's containers, sandboxes and files, and forgets it. A pod that has
     /// not finished is left alone (returns false).
     pub async fn remove(&self, uid: &str) -> bool {
-        let pod = {
-            let mut pods = self.pods();
-            match pods.get(uid) {
-                Some(h) if h.latest.borrow().finished => pods.remove(uid).map(|h| h.latest.borrow().spec.clone()),
-                _ => None,
-            }
-        };
-        match pod {
-            Some(pod) => {
-                self.engine.remove_pod(&pod).await;
+        let taken = self.pods().take_finished(uid);
+        match taken {
+            Some((_, last)) => {
+                self.engine.remove_pod(&last.spec).await;
                 true
             }
             None => false,
@@ -186,10 +189,9 @@ impl PodWorkers {
     pub async fn remove_finished(&self) -> Vec<PodUpdate> {
         let mut finished: Vec<(u64, PodUpdate)> = {
             let mut pods = self.pods();
-            let uids: Vec<String> =
-                pods.iter().filter(|(_, h)| h.latest.borrow().finished).map(|(u, _)| u.clone()).collect();
+            let uids: Vec<String> = pods.by_uid.keys().cloned().collect();
             // Moved out, not copied: the caller keeps them while the pods go.
-            uids.iter().filter_map(|uid| pods.remove(uid)).map(|h| (h.seq, h.latest.borrow().clone())).collect()
+            uids.iter().filter_map(|uid| pods.take_finished(uid)).collect()
         };
         finished.sort_by_key(|(seq, _)| *seq);
         let removals: Vec<_> = finished

@@ -11,7 +11,7 @@ pub trait StatusSink: Send + Sync {
     fn publish(&self, update: &PodUpdate);
 }
 
-/// Drops every status (a caller that only reads [`crate::PodWorkers::pods`]).
+/// Drops every status (a caller that only reads [`crate::PodWorkers::latest`]).
 pub struct Discard;
 
 impl StatusSink for Discard {

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podwright_planner::decide::pull_key;
 use podwright_planner::pod;
 use podwright_planner::{
-    Backoff, Observed, Phase, PodContext, StartFailure, StartFailureReason, plan_in_phase, pod_status,
+    Backoff, Observed, PodContext, StartFailure, StartFailureReason, plan_in_phase, pod_status_and_phase,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,14 +28,14 @@ const OBSERVE_RETRY: Duration = Duration::from_secs(1);
 
 /// What a pod worker is told to do: run this version of the pod, or stop it.
 #[derive(Debug, Clone)]
-pub struct Desired {
+pub(crate) struct Desired {
     pub pod: Arc<Pod>,
     pub deletion: Option<Deletion>,
 }
 
 /// A deletion and its grace period (the kubelet's `KillPodOptions`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deletion {
+pub(crate) struct Deletion {
     /// Seconds instead of the pod's `terminationGracePeriodSeconds`; 0 stops at once.
     pub grace: Option<i64>,
 }
@@ -208,8 +208,7 @@ impl PodWorker {
                 deleting: deletion.is_some(),
                 grace_override: deletion.and_then(|d| d.grace),
             };
-            let status = pod_status(&ctx, previous.as_deref());
-            let phase = status.phase.as_deref().and_then(Phase::parse).unwrap_or(Phase::Pending);
+            let (status, phase) = pod_status_and_phase(&ctx, previous.as_deref());
             let p = plan_in_phase(&ctx, phase);
             let finished = phase.is_terminal() && p.actions.is_empty();
             if previous.as_deref() != Some(&status) || finished {

@@ -50,8 +50,8 @@ pub fn should_restart(pod: &Pod, kind: ContainerKind, newest: Option<&ObservedCo
         RunState::Created | RunState::Unknown => true,
         RunState::Exited => match kind {
             ContainerKind::Sidecar => true,
-            ContainerKind::Init => c.failed() && pod::restart_policy(pod) != RestartPolicy::Never,
-            ContainerKind::App => match pod::restart_policy(pod) {
+            ContainerKind::Init => c.failed() && RestartPolicy::of(pod) != RestartPolicy::Never,
+            ContainerKind::App => match RestartPolicy::of(pod) {
                 RestartPolicy::Never => false,
                 RestartPolicy::OnFailure => c.exit_code != 0,
                 RestartPolicy::Always => true,
@@ -169,7 +169,7 @@ pub fn init_progress(ctx: &PodContext) -> InitProgress {
                 if c.succeeded() {
                     continue;
                 }
-                if c.failed() && pod::restart_policy(ctx.pod) == RestartPolicy::Never {
+                if c.failed() && RestartPolicy::of(ctx.pod) == RestartPolicy::Never {
                     return InitProgress::Failed(i);
                 }
                 return InitProgress::At(i);

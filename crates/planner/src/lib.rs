@@ -15,5 +15,5 @@ pub use backoff::Backoff;
 pub use decide::PodContext;
 pub use observed::{ContainerKind, Observed, ObservedContainer, ObservedSandbox, ProbeResults, RunState, StartFailure};
 pub use plan::{Action, Plan, PlanEvent, plan, plan_in_phase};
-pub use status::pod_status;
+pub use status::{pod_status, pod_status_and_phase};
 pub use words::{Phase, ProbeKind, PullPolicy, RestartPolicy, StartFailureReason, WaitingReason};

@@ -118,6 +118,15 @@ pub struct ProbeResults {
 }
 
 impl ProbeResults {
+    /// The results of one kind of probe.
+    pub fn of_kind_mut(&mut self, kind: ProbeKind) -> &mut BTreeMap<String, bool> {
+        match kind {
+            ProbeKind::Startup => &mut self.startup,
+            ProbeKind::Liveness => &mut self.liveness,
+            ProbeKind::Readiness => &mut self.readiness,
+        }
+    }
+
     /// The probe whose failure means the instance must be killed: liveness or startup.
     pub fn failed(&self, id: &str) -> Option<ProbeKind> {
         if self.startup.get(id) == Some(&false) {

@@ -152,7 +152,7 @@ pub fn kill_grace(ctx: &PodContext) -> Duration {
 /// Whether the instance was made from another definition of the container (another image).
 /// An instance without a hash predates hashing and is taken as current.
 fn definition_changed(sc: &SpecContainer, c: &ObservedContainer) -> bool {
-    !c.hash.is_empty() && c.hash != sc.hash()
+    !c.hash.is_empty() && !sc.has_hash(&c.hash)
 }
 
 /// The start of a new instance of `sc`.
@@ -236,7 +236,7 @@ fn restart_changed(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) -> bool {
 fn restart_unhealthy(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) -> bool {
     let Some(c) = ctx.observed.newest(sc.name()).filter(|c| c.state == RunState::Running) else { return false };
     let Some(probe) = ctx.observed.probes.failed(&c.id) else { return false };
-    let restart = sc.kind == ContainerKind::Sidecar || pod::restart_policy(ctx.pod) != RestartPolicy::Never;
+    let restart = sc.kind == ContainerKind::Sidecar || RestartPolicy::of(ctx.pod) != RestartPolicy::Never;
     let message = if sc.kind.is_init_list() {
         format!("Init container {} failed {probe} probe", sc.name())
     } else if restart {
@@ -269,23 +269,18 @@ fn unknown_state_message(sc: &SpecContainer) -> String {
 /// No usable sandbox: make one, unless a `Never` pod already ran in a sandbox that is gone, or
 /// the last attempt failed less than [`SANDBOX_RETRY`] ago.
 fn plan_new_sandbox(ctx: &PodContext, p: &mut Plan, grace: Duration) {
-    if ctx.observed.sandbox.is_some()
-        && pod::restart_policy(ctx.pod) == RestartPolicy::Never
-        && !ctx.observed.containers.is_empty()
-    {
-        if anything_live(ctx) {
-            p.actions.push(Action::KillPod { grace });
-        }
-        return;
+    let ran_under_never = ctx.observed.sandbox.is_some()
+        && RestartPolicy::of(ctx.pod) == RestartPolicy::Never
+        && !ctx.observed.containers.is_empty();
+    let retry = ctx.observed.sandbox_failure.map(|f| f + SANDBOX_RETRY).filter(|r| ctx.now < *r);
+    match retry {
+        _ if ran_under_never => {}
+        Some(retry) => p.wake(retry),
+        None => return restart_pod(ctx, p, grace),
     }
-    if let Some(retry) = ctx.observed.sandbox_failure.map(|f| f + SANDBOX_RETRY).filter(|r| ctx.now < *r) {
-        if anything_live(ctx) {
-            p.actions.push(Action::KillPod { grace });
-        }
-        p.wake(retry);
-        return;
+    if anything_live(ctx) {
+        p.actions.push(Action::KillPod { grace });
     }
-    restart_pod(ctx, p, grace);
 }
 
 /// Stops whatever lives, forgets the init containers' records (a new sandbox re-runs every one

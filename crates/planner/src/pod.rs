@@ -2,7 +2,6 @@
 //! policy, the keys that tie back-off and hashes to a container definition.
 
 use crate::observed::ContainerKind;
-use crate::words::RestartPolicy;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use podwright_api::container_kind::{ContainerKind as ApiKind, PodContainer, pod_containers};
 
@@ -28,14 +27,25 @@ impl SpecContainer<'_> {
 
     /// FNV-1a of name and image: a changed image means a new container definition (the
     /// kubelet hashes the same two fields since 1.31).
-    pub fn hash(&self) -> String {
+    fn hash_value(&self) -> u64 {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         let image = self.container.image.as_deref().unwrap_or("");
         for b in self.container.name.bytes().chain([0u8]).chain(image.bytes()) {
             h ^= u64::from(b);
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
-        format!("{h:016x}")
+        h
+    }
+
+    /// The hash as the container label carries it: 16 hex digits.
+    pub fn hash(&self) -> String {
+        format!("{:016x}", self.hash_value())
+    }
+
+    /// Whether a container label holds this definition's hash (every pass asks, for every
+    /// container: no string is made for it).
+    pub fn has_hash(&self, label: &str) -> bool {
+        u64::from_str_radix(label, 16).is_ok_and(|h| h == self.hash_value())
     }
 
     /// The restart back-off key (the kubelet keys by pod, container name and hash; the pod part
@@ -83,10 +93,6 @@ pub fn app_containers(pod: &Pod) -> impl Iterator<Item = SpecContainer<'_>> {
 
 pub fn find<'a>(pod: &'a Pod, kind: ContainerKind, index: usize) -> Option<SpecContainer<'a>> {
     all_containers(pod).find(|c| c.index == index && c.kind.is_init_list() == kind.is_init_list())
-}
-
-pub fn restart_policy(pod: &Pod) -> RestartPolicy {
-    RestartPolicy::of(pod)
 }
 
 pub fn has_init_containers(pod: &Pod) -> bool {

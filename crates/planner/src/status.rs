@@ -224,7 +224,7 @@ fn phase_of(
             unknown += 1;
         }
     }
-    let policy = pod::restart_policy(ctx.pod);
+    let policy = RestartPolicy::of(ctx.pod);
     if failed_init > 0 && policy == RestartPolicy::Never {
         return Phase::Failed;
     }
@@ -359,6 +359,11 @@ fn readiness_gates(ctx: &PodContext) -> PodCondition {
 
 /// The whole `PodStatus`. `previous` keeps condition transition times and terminal phases.
 pub fn pod_status(ctx: &PodContext, previous: Option<&PodStatus>) -> PodStatus {
+    pod_status_and_phase(ctx, previous).0
+}
+
+/// `pod_status()` and its phase, typed, for a caller that plans next (`plan_in_phase`).
+pub fn pod_status_and_phase(ctx: &PodContext, previous: Option<&PodStatus>) -> (PodStatus, Phase) {
     let inits = init_statuses(ctx);
     let apps = app_statuses(ctx);
     let mut phase = deleted_phase(ctx, phase_of(ctx, &inits, &apps));
@@ -384,7 +389,7 @@ pub fn pod_status(ctx: &PodContext, previous: Option<&PodStatus>) -> PodStatus {
         (None, None)
     };
     let ip = ctx.observed.sandbox.as_ref().and_then(|s| s.ip.clone());
-    PodStatus {
+    let status = PodStatus {
         phase: Some(phase.as_str().to_string()),
         reason,
         message,
@@ -396,5 +401,6 @@ pub fn pod_status(ctx: &PodContext, previous: Option<&PodStatus>) -> PodStatus {
         init_container_statuses: (!inits.is_empty()).then(|| inits.into_iter().map(|(_, s)| s).collect()),
         container_statuses: Some(apps.into_iter().map(|(_, s)| s).collect()),
         ..Default::default()
-    }
+    };
+    (status, phase)
 }

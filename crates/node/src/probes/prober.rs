@@ -19,15 +19,6 @@ use tokio::task::AbortHandle;
 /// The kubelet retries a probe that errors this many times within one attempt.
 const MAX_TRIES: usize = 3;
 
-/// The table of results for one kind of probe.
-fn table(kind: ProbeKind, r: &mut ProbeResults) -> &mut std::collections::BTreeMap<String, bool> {
-    match kind {
-        ProbeKind::Startup => &mut r.startup,
-        ProbeKind::Liveness => &mut r.liveness,
-        ProbeKind::Readiness => &mut r.readiness,
-    }
-}
-
 /// The probe tasks of one instance; dropping it stops them.
 #[derive(Default)]
 struct Tasks {
@@ -71,7 +62,7 @@ struct Instance {
 }
 
 impl Prober {
-    pub fn new(engine: &Engine, pod: Arc<Pod>, bell: Arc<Notify>) -> Self {
+    pub(crate) fn new(engine: &Engine, pod: Arc<Pod>, bell: Arc<Notify>) -> Self {
         let idle = pod::all_containers(&pod).all(|sc| {
             let c = sc.container;
             c.startup_probe.is_none() && c.liveness_probe.is_none() && c.readiness_probe.is_none()
@@ -117,7 +108,7 @@ impl Prober {
         }
         let mut results = self.shared.results.lock().unwrap_or_else(|e| e.into_inner());
         for kind in [ProbeKind::Startup, ProbeKind::Liveness, ProbeKind::Readiness] {
-            table(kind, &mut results).retain(|id, _| running.contains(id.as_str()));
+            results.of_kind_mut(kind).retain(|id, _| running.contains(id.as_str()));
         }
         results.clone()
     }
@@ -176,7 +167,7 @@ impl Instance {
 
     fn publish(&self, kind: ProbeKind, value: bool) {
         let mut r = self.shared.results.lock().unwrap_or_else(|e| e.into_inner());
-        if table(kind, &mut r).insert(self.id.clone(), value) != Some(value) {
+        if r.of_kind_mut(kind).insert(self.id.clone(), value) != Some(value) {
             self.shared.bell.notify_one();
         }
     }
