@@ -2,6 +2,8 @@
 //! `PODWRIGHT_CRI_ENDPOINT` names the runtime's socket (scripts/test sets it); otherwise it says
 //! it was skipped and passes. Needs the local images of scripts/build-images.
 
+mod common;
+use common::with_image;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use podwright_node::cri::config::pod_selector;
 use podwright_node::{EventLog, Node, PodUpdate, PodWorkers, StatusStream};
@@ -32,17 +34,6 @@ fn pod(uid: &str, inits: Vec<serde_json::Value>, apps: Vec<serde_json::Value>) -
         },
     }))
     .unwrap()
-}
-
-fn with_image(p: &Pod, name: &str, image: &str) -> Pod {
-    let mut p = p.clone();
-    let spec = p.spec.as_mut().unwrap();
-    for c in spec.init_containers.iter_mut().flatten().chain(spec.containers.iter_mut()) {
-        if c.name == name {
-            c.image = Some(image.into());
-        }
-    }
-    p
 }
 
 fn status<'a>(u: &'a PodUpdate, name: &str) -> Option<&'a ContainerStatus> {

@@ -11,17 +11,6 @@ use std::time::Duration;
 
 const NEW_IMAGE: &str = "localhost/busybox-new:1";
 
-fn with_image(p: &Pod, name: &str, image: &str) -> Pod {
-    let mut p = p.clone();
-    let spec = p.spec.as_mut().unwrap();
-    for c in spec.init_containers.iter_mut().flatten().chain(spec.containers.iter_mut()) {
-        if c.name == name {
-            c.image = Some(image.into());
-        }
-    }
-    p
-}
-
 fn update(p: Pod) -> Step {
     Box::new(move |w: &PodWorkers| w.update(p).unwrap())
 }

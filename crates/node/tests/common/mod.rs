@@ -128,6 +128,18 @@ impl Sim {
     }
 }
 
+/// The pod with the container `name` (init or app) made from `image`.
+pub fn with_image(p: &Pod, name: &str, image: &str) -> Pod {
+    let mut p = p.clone();
+    let spec = p.spec.as_mut().unwrap();
+    for c in spec.init_containers.iter_mut().flatten().chain(spec.containers.iter_mut()) {
+        if c.name == name {
+            c.image = Some(image.into());
+        }
+    }
+    p
+}
+
 pub fn phase(p: &Pod) -> &str {
     p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
 }
