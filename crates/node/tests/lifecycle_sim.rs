@@ -253,6 +253,39 @@ async fn a_failing_post_start_kills_the_container_and_it_is_restarted_with_back_
     assert!(history.iter().any(|p| waiting(app(p)) == Some("CrashLoopBackOff")));
 }
 
+/// Rule 3 of issue 8: app containers start one after another in spec order; the next is
+/// created only once the one before has started and its `postStart` hook has completed.
+#[tokio::test(start_paused = true)]
+async fn rule_3_app_containers_start_one_after_another_after_each_post_start() {
+    let sim = Sim::new();
+    for n in ["proxy", "app", "last"] {
+        sim.fake.script(n, vec![Behaviour::Exit { code: 0, after: Duration::from_secs(20) }]);
+    }
+    let p = pod_with(serde_json::json!({
+        "restartPolicy": "Never",
+        "containers": [
+            {"name": "proxy", "lifecycle": {"postStart": {"sleep": {"seconds": 3}}}},
+            {"name": "app"},
+            {"name": "last"},
+        ],
+    }));
+    let history = sim.run(p, Duration::from_secs(60)).await;
+    assert_eq!(phase(history.last().unwrap()), "Succeeded");
+    let starts: Vec<(i64, String)> = sim.starts().into_iter().map(|(t, n)| (t.round() as i64, n)).collect();
+    assert_eq!(starts, vec![(0, "proxy".to_string()), (3, "app".to_string()), (3, "last".to_string())]);
+    // `app` was not even created before the proxy's hook completed.
+    let creates: Vec<String> = sim
+        .fake
+        .calls()
+        .into_iter()
+        .filter_map(|(_, c)| match c {
+            Call::CreateContainer { name, .. } => Some(name),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(creates, vec!["proxy", "app", "last"]);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_post_start_hook_holds_the_container_until_it_completes() {
     let sim = Sim::new();

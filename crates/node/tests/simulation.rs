@@ -62,21 +62,6 @@ async fn failing_init_under_never_fails_the_pod() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn app_containers_start_together() {
-    let sim = Sim::new();
-    sim.fake.script("i1", vec![Behaviour::Exit { code: 0, after: Duration::from_secs(1) }]);
-    for n in ["a", "b", "c"] {
-        sim.fake.script(n, vec![Behaviour::Exit { code: 0, after: Duration::from_secs(1) }]);
-    }
-    let history = sim.run(pod(&["i1"], &["a", "b", "c"], "OnFailure"), Duration::from_secs(60)).await;
-    assert_eq!(phase(history.last().unwrap()), "Succeeded");
-    let starts = sim.starts();
-    let apps: Vec<f64> = starts.iter().filter(|(_, n)| n != "i1").map(|(t, _)| *t).collect();
-    assert_eq!(apps.len(), 3);
-    assert!(apps.iter().all(|t| *t == apps[0]), "{starts:?}");
-}
-
-#[tokio::test(start_paused = true)]
 async fn crash_looping_app_counts_restarts_and_reports_back_off() {
     let sim = Sim::new();
     sim.fake.script("app", vec![Behaviour::Exit { code: 2, after: Duration::ZERO }]);

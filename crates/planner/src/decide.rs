@@ -82,23 +82,31 @@ pub fn start_or_wait(ctx: &PodContext, sc: &SpecContainer) -> Decision {
         }
         return Decision::Start { restart_count };
     }
-    if let Some(c) = newest.filter(|c| c.state == RunState::Exited) {
-        let finished = c.finished_at.unwrap_or(c.created_at);
-        let key = sc.backoff_key();
-        if let Some(until) = ctx.backoff.blocked_until(&key, finished, ctx.now) {
-            return Decision::Wait {
-                until,
-                reason: WaitingReason::CrashLoopBackOff,
-                message: format!(
-                    "back-off {} restarting failed container={} pod={}",
-                    go_duration(ctx.backoff.window(&key)),
-                    sc.name(),
-                    pod::display_name(ctx.pod)
-                ),
-            };
-        }
-    }
-    Decision::Start { restart_count }
+    crash_backoff(ctx, sc).unwrap_or(Decision::Start { restart_count })
+}
+
+/// When the newest exited instance of `sc` ended (its finish time, or its creation for an
+/// instance the runtime gave no finish time).
+pub fn finished_at(c: &ObservedContainer) -> Timestamp {
+    c.finished_at.unwrap_or(c.created_at)
+}
+
+/// The crash back-off's wait before `sc` may start again, if it must wait: measured from the
+/// newest exited instance, as the kubelet's `doBackOff` does.
+pub fn crash_backoff(ctx: &PodContext, sc: &SpecContainer) -> Option<Decision> {
+    let c = ctx.observed.newest_exited(sc.name())?;
+    let key = sc.backoff_key();
+    let until = ctx.backoff.blocked_until(&key, finished_at(c), ctx.now)?;
+    Some(Decision::Wait {
+        until,
+        reason: WaitingReason::CrashLoopBackOff,
+        message: format!(
+            "back-off {} restarting failed container={} pod={}",
+            go_duration(ctx.backoff.window(&key)),
+            sc.name(),
+            pod::display_name(ctx.pod)
+        ),
+    })
 }
 
 pub fn decide(ctx: &PodContext, sc: &SpecContainer) -> Decision {
@@ -128,15 +136,14 @@ pub fn sidecar_started(ctx: &PodContext, sc: &SpecContainer, c: &ObservedContain
         && (sc.container.startup_probe.is_none() || ctx.observed.probes.startup.get(&c.id).copied().unwrap_or(false))
 }
 
-/// Where the init sequence stands.
-#[derive(Debug, Clone, PartialEq)]
-pub enum InitProgress {
-    /// Every init container has done its part (regular ones exited 0, sidecars started).
-    Done,
-    /// Waiting on the init container at this index (running, to be started, or backing off).
-    At(usize),
-    /// A regular init container failed and the pod's policy is `Never`.
-    Failed(usize),
+/// What the init containers call for now (the kubelet's `computeInitContainerActions`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InitActions {
+    /// Init containers (indices in `spec.initContainers`, spec order) to start, restart or
+    /// look after: each is then decided on like any container.
+    pub to_act: Vec<usize>,
+    /// Every init container has done its part: the app containers may run.
+    pub initialized: bool,
 }
 
 /// Whether an app container has run in this sandbox: then initialization happened, even if
@@ -150,39 +157,70 @@ fn apps_started(ctx: &PodContext) -> bool {
     })
 }
 
-pub fn init_progress(ctx: &PodContext) -> InitProgress {
-    if apps_started(ctx) {
-        return InitProgress::Done;
-    }
-    // Scanning from the last init container back: the newest successful one decides where
-    // the sequence stands, so records pruned before it do not re-run.
+/// Scans the init containers from the last one back, as the kubelet does: records before the
+/// newest one that ran may have been pruned, so the last init container with a record says
+/// where the sequence stands. An init container after a sidecar that has run (or is running)
+/// means that sidecar has done its part: its crash then only queues its own restart, and the
+/// sequence goes on without it.
+pub fn init_actions(ctx: &PodContext) -> InitActions {
     let inits: Vec<SpecContainer> = pod::init_containers(ctx.pod).collect();
-    for (i, sc) in inits.iter().enumerate() {
-        let Some(c) = ctx.observed.newest(sc.name()) else { return InitProgress::At(i) };
-        match sc.kind {
-            ContainerKind::Sidecar => {
-                if !sidecar_started(ctx, sc, c) {
-                    return InitProgress::At(i);
-                }
+    let mut out = InitActions { initialized: inits.is_empty() || apps_started(ctx), ..Default::default() };
+    // Whether an init container after this one has a record (or the pod has initialized).
+    let mut later_ran = out.initialized;
+    let last = inits.len().saturating_sub(1);
+    for (i, sc) in inits.iter().enumerate().rev() {
+        let sidecar = sc.kind == ContainerKind::Sidecar;
+        let Some(c) = ctx.observed.newest(sc.name()) else {
+            // A sidecar whose record is gone, in a pod past it: run it again.
+            if later_ran && sidecar {
+                out.to_act.push(i);
             }
-            _ => {
-                if c.succeeded() {
-                    continue;
-                }
-                if c.failed() && RestartPolicy::of(ctx.pod) == RestartPolicy::Never {
-                    return InitProgress::Failed(i);
-                }
-                return InitProgress::At(i);
-            }
+            continue;
+        };
+        if later_ran && !sidecar {
+            continue;
         }
+        match c.state {
+            RunState::Running if sidecar => {
+                // Its probes are looked after either way; once started, the next one may go.
+                out.to_act.push(i);
+                if sidecar_started(ctx, sc, c) {
+                    if i == last {
+                        out.initialized = true;
+                    } else if !later_ran {
+                        out.to_act.push(i + 1);
+                    }
+                }
+            }
+            RunState::Running => {}
+            RunState::Exited if !sidecar && c.succeeded() => {
+                if i == last {
+                    out.initialized = true;
+                } else {
+                    out.to_act.push(i + 1);
+                }
+            }
+            // The pod has failed (its phase says so): nothing more to start.
+            _ if !sidecar && c.failed() && RestartPolicy::of(ctx.pod) == RestartPolicy::Never => {
+                return InitActions::default();
+            }
+            // Created, exited (a sidecar, or failed), unknown: restart it.
+            _ => out.to_act.push(i),
+        }
+        later_ran = true;
     }
-    InitProgress::Done
+    if !later_ran {
+        out.to_act.push(0);
+    }
+    out.to_act.sort_unstable();
+    out.to_act.dedup();
+    out
 }
 
 /// All app containers have exited and none will restart: the pod is finished (sidecars are
 /// then stopped and do not count).
 pub fn apps_finished(ctx: &PodContext) -> bool {
-    if init_progress(ctx) != InitProgress::Done {
+    if !init_actions(ctx).initialized {
         return false;
     }
     pod::app_containers(ctx.pod).all(|sc| {

@@ -9,11 +9,12 @@ pub mod plan;
 pub mod pod;
 pub mod qos;
 pub mod status;
+pub mod termination;
 pub mod words;
 
 pub use backoff::Backoff;
 pub use decide::PodContext;
 pub use observed::{ContainerKind, Observed, ObservedContainer, ObservedSandbox, ProbeResults, RunState, StartFailure};
-pub use plan::{Action, Plan, PlanEvent, plan, plan_in_phase};
+pub use plan::{Action, MINIMUM_GRACE, Plan, PlanEvent, plan, plan_in_phase};
 pub use status::{pod_status, pod_status_and_phase};
 pub use words::{Phase, ProbeKind, PullPolicy, RestartPolicy, StartFailureReason, WaitingReason};

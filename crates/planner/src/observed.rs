@@ -179,9 +179,22 @@ impl Observed {
     }
 
     /// A pending failure that stopped an instance from running at all. A failed `postStart`
-    /// hook is not one: that instance ran and was killed, so it is restarted under the crash
-    /// back-off like any exited container, and the failure only names the wait.
+    /// hook is not one: that instance ran and was killed. Nor is a failed `StartContainer`
+    /// that left its instance exited (containerd's `StartError`, exit code 128): the kubelet
+    /// counts it as a restart. Both are restarted under the crash back-off like any exited
+    /// container, and the failure only names the wait.
     pub fn failure_before_running(&self, name: &str) -> Option<&StartFailure> {
-        self.pending_failure(name).filter(|f| f.reason != StartFailureReason::PostStartHookError)
+        let exited = self.newest(name).is_some_and(|c| c.state == RunState::Exited);
+        self.pending_failure(name).filter(|f| match f.reason {
+            StartFailureReason::PostStartHookError => false,
+            StartFailureReason::RunContainerError => !exited,
+            _ => true,
+        })
+    }
+
+    /// The newest exited instance of `name`: the one the crash back-off is measured from (the
+    /// kubelet's `doBackOff`), also while a newer instance still runs.
+    pub fn newest_exited(&self, name: &str) -> Option<&ObservedContainer> {
+        self.instances(name).into_iter().find(|c| c.state == RunState::Exited)
     }
 }

@@ -2,7 +2,7 @@
 //! The kubelet's `computePodActions`, made explicit and pure.
 
 use crate::backoff::Backoff;
-use crate::decide::{self, Decision, InitProgress, PodContext};
+use crate::decide::{self, Decision, PodContext};
 use crate::observed::{ContainerKind, ObservedContainer, RunState};
 use crate::pod::{self, SpecContainer};
 use crate::status;
@@ -121,32 +121,44 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
 
     prune_dead(ctx, &mut p);
 
-    match decide::init_progress(ctx) {
-        InitProgress::Failed(_) => {} // phase() already said Failed; unreachable in practice
-        InitProgress::At(i) => {
-            // Sidecars before `i` are restarted if they died; the one at `i` is started or
-            // waited on.
-            for sc in pod::init_containers(ctx.pod).take(i + 1) {
-                apply(ctx, &sc, &mut p);
-            }
-        }
-        InitProgress::Done => {
-            for sc in pod::init_containers(ctx.pod).filter(|s| s.kind == ContainerKind::Sidecar) {
-                apply(ctx, &sc, &mut p);
-            }
-            for sc in pod::app_containers(ctx.pod) {
-                apply(ctx, &sc, &mut p);
-            }
+    // Init containers first (sidecars are looked after for the pod's whole life), then, once
+    // initialized, the app containers.
+    let init = decide::init_actions(ctx);
+    let inits: Vec<SpecContainer> = pod::init_containers(ctx.pod).collect();
+    for sc in init.to_act.iter().filter_map(|&i| inits.get(i)) {
+        apply(ctx, sc, &mut p);
+    }
+    if init.initialized {
+        for sc in pod::app_containers(ctx.pod) {
+            apply(ctx, &sc, &mut p);
         }
     }
     p
 }
 
-/// The grace period for stopping the pod: the deleter's override when deleting, else the
-/// pod's `terminationGracePeriodSeconds`.
+/// The kubelet never gives a container less than this between the stop signal and KILL
+/// (`minimumGracePeriodInSeconds`), whatever `terminationGracePeriodSeconds` says: a spec 0
+/// still gets its stop signal and `preStop` hook.
+pub const MINIMUM_GRACE: Duration = Duration::from_secs(2);
+
+/// A grace period from the spec, with the kubelet's floor.
+pub fn spec_grace(secs: i64) -> Duration {
+    Duration::from_secs(secs.max(0) as u64).max(MINIMUM_GRACE)
+}
+
+/// The pod's own grace period (`terminationGracePeriodSeconds`), with the floor.
+pub fn pod_grace(pod: &k8s_openapi::api::core::v1::Pod) -> Duration {
+    spec_grace(pod::grace_period_secs(pod))
+}
+
+/// The grace period for stopping the pod: the deleter's override when deleting (an explicit 0
+/// stops at once, the only way to get no grace at all), else the pod's own.
 pub fn kill_grace(ctx: &PodContext) -> Duration {
-    let secs = ctx.grace_override.filter(|_| ctx.deleting).unwrap_or_else(|| pod::grace_period_secs(ctx.pod));
-    Duration::from_secs(secs.max(0) as u64)
+    match ctx.grace_override.filter(|_| ctx.deleting) {
+        Some(0) => Duration::ZERO,
+        Some(secs) => spec_grace(secs),
+        None => pod_grace(ctx.pod),
+    }
 }
 
 /// Whether the instance was made from another definition of the container (another image).
@@ -168,20 +180,18 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
     match decide::decide(ctx, sc) {
         Decision::Keep | Decision::Done => {}
         Decision::Start { restart_count } => {
-            let newest = ctx.observed.newest(sc.name());
-            if let Some(c) = newest {
-                if c.state == RunState::Unknown || c.state == RunState::Created {
-                    p.actions.push(Action::KillContainer {
-                        id: c.id.clone(),
-                        name: c.name.clone(),
-                        message: unknown_state_message(sc),
-                        grace: Duration::from_secs(pod::grace_period_secs(ctx.pod) as u64),
-                    });
-                }
-                if c.state == RunState::Exited && ctx.observed.failure_before_running(sc.name()).is_none() {
-                    let finished = c.finished_at.unwrap_or(c.created_at);
-                    p.backoff.next(&sc.backoff_key(), finished, ctx.now);
-                }
+            if let Some(c) =
+                ctx.observed.newest(sc.name()).filter(|c| matches!(c.state, RunState::Unknown | RunState::Created))
+            {
+                p.actions.push(Action::KillContainer {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    message: unknown_state_message(sc),
+                    grace: pod_grace(ctx.pod),
+                });
+            }
+            if ctx.observed.failure_before_running(sc.name()).is_none() {
+                record_restart(ctx, sc, p);
             }
             p.actions.push(start(sc, restart_count));
         }
@@ -198,15 +208,33 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
                     ),
                     field_path: Some(sc.field_path()),
                 }),
-                WaitingReason::ImagePullBackOff => p.events.push(PlanEvent {
-                    warning: false,
-                    reason: "BackOff",
-                    message: format!("Back-off pulling image \"{}\"", sc.image()),
-                    field_path: Some(sc.field_path()),
-                }),
+                // The kubelet's image puller says it backs off, then `startContainer` says
+                // why the container did not start.
+                WaitingReason::ImagePullBackOff => p.events.extend([
+                    PlanEvent {
+                        warning: false,
+                        reason: "BackOff",
+                        message: format!("Back-off pulling image \"{}\"", sc.image()),
+                        field_path: Some(sc.field_path()),
+                    },
+                    PlanEvent {
+                        warning: true,
+                        reason: "Failed",
+                        message: "Error: ImagePullBackOff".into(),
+                        field_path: Some(sc.field_path()),
+                    },
+                ]),
                 WaitingReason::StartFailed(_) => {}
             }
         }
+    }
+}
+
+/// A restart after an exited instance moves the crash back-off on (the kubelet's
+/// `backOff.Next` in `doBackOff`); a first start, with nothing exited, does not.
+fn record_restart(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
+    if let Some(c) = ctx.observed.newest_exited(sc.name()) {
+        p.backoff.next(&sc.backoff_key(), decide::finished_at(c), ctx.now);
     }
 }
 
@@ -224,15 +252,17 @@ fn restart_changed(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) -> bool {
         id: c.id.clone(),
         name: c.name.clone(),
         message: format!("Container {} definition changed, will be restarted", sc.name()),
-        grace: Duration::from_secs(pod::grace_period_secs(ctx.pod) as u64),
+        grace: pod_grace(ctx.pod),
     });
     p.actions.push(start(sc, c.restart_count + 1));
     true
 }
 
 /// A running instance whose liveness or startup probe failed is killed and, unless the pod
-/// never restarts containers, replaced in the same pass (the kubelet checks back-off against
-/// the instance as it was before the kill, which was running: no back-off).
+/// never restarts containers, replaced in the same pass, unless the crash back-off holds it:
+/// the kubelet measures the back-off from the newest instance that had exited before this
+/// kill, so the first restart is immediate and the following ones wait (the next pass sees
+/// the killed instance exited and waits out the rest).
 fn restart_unhealthy(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) -> bool {
     let Some(c) = ctx.observed.newest(sc.name()).filter(|c| c.state == RunState::Running) else { return false };
     let Some(probe) = ctx.observed.probes.failed(&c.id) else { return false };
@@ -245,14 +275,10 @@ fn restart_unhealthy(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) -> bool
         format!("Container {} failed {probe} probe", sc.name())
     };
     let probe_grace = probe.spec(sc.container).and_then(|p| p.termination_grace_period_seconds);
-    let secs = probe_grace.unwrap_or(pod::grace_period_secs(ctx.pod));
-    p.actions.push(Action::KillContainer {
-        id: c.id.clone(),
-        name: c.name.clone(),
-        message,
-        grace: Duration::from_secs(secs.max(0) as u64),
-    });
-    if restart {
+    let grace = probe_grace.map_or_else(|| pod_grace(ctx.pod), spec_grace);
+    p.actions.push(Action::KillContainer { id: c.id.clone(), name: c.name.clone(), message, grace });
+    if restart && decide::crash_backoff(ctx, sc).is_none() {
+        record_restart(ctx, sc, p);
         p.actions.push(start(sc, c.restart_count + 1));
     }
     true
@@ -295,15 +321,16 @@ fn restart_pod(ctx: &PodContext, p: &mut Plan, grace: Duration) {
     p.actions.push(Action::CreateSandbox { attempt: ctx.observed.sandbox.as_ref().map_or(0, |s| s.attempt + 1) });
 }
 
-/// Keeps the newest instance of each init container (for its logs and status) and the two
-/// newest of each app container (`state` and `lastState`); older dead ones are removed.
+/// Keeps, for every container (init containers and sidecars included), the newest instance
+/// and the newest exited one before it (`state` and `lastState`, for kubectl's `RESTARTS 1 (5s
+/// ago)` and `logs --previous`); older dead ones are removed, as the kubelet's pruning and
+/// container GC do.
 fn prune_dead(ctx: &PodContext, p: &mut Plan) {
     for sc in pod::all_containers(ctx.pod) {
-        let keep = if sc.kind.is_init_list() { 1 } else { 2 };
-        for c in ctx.observed.instances(sc.name()).into_iter().skip(keep) {
-            if c.state == RunState::Exited {
-                p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
-            }
+        let older_exited =
+            ctx.observed.instances(sc.name()).into_iter().skip(1).filter(|c| c.state == RunState::Exited);
+        for c in older_exited.skip(1) {
+            p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
         }
     }
 }

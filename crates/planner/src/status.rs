@@ -42,13 +42,20 @@ fn state_of(c: &ObservedContainer) -> ContainerState {
         RunState::Unknown => ContainerState {
             terminated: Some(ContainerStateTerminated {
                 container_id: Some(format!("containerd://{}", c.id)),
-                exit_code: 137,
-                reason: Some("ContainerStatusUnknown".into()),
-                message: Some("The container could not be located when the pod was terminated".into()),
-                ..Default::default()
+                ..status_unknown()
             }),
             ..Default::default()
         },
+    }
+}
+
+/// The state of a container the kubelet could not locate when the pod was terminated.
+fn status_unknown() -> ContainerStateTerminated {
+    ContainerStateTerminated {
+        exit_code: 137,
+        reason: Some("ContainerStatusUnknown".into()),
+        message: Some("The container could not be located when the pod was terminated".into()),
+        ..Default::default()
     }
 }
 
@@ -252,6 +259,38 @@ fn phase_of(
     Phase::Pending
 }
 
+/// The kubelet's `TerminatePod`, for a pod that has ended and of which nothing runs any more:
+/// a container status that is not terminated now never will be, so it is reported as lost
+/// (`ContainerStatusUnknown`, 137) rather than left waiting or running. App containers only
+/// once the pod has initialized (else they keep `PodInitializing`); init containers up to the
+/// last one with evidence of a start.
+fn terminate_pod(inits: &mut [(SpecContainer, ContainerStatus)], apps: &mut [(SpecContainer, ContainerStatus)]) {
+    let lost = |s: &mut ContainerStatus| {
+        if term(s).is_none() {
+            s.state = Some(ContainerState { terminated: Some(status_unknown()), ..Default::default() });
+        }
+    };
+    if has_initialized(inits, apps) {
+        apps.iter_mut().for_each(|(_, s)| lost(s));
+    }
+    // All but the trailing init containers that never started (the first one at least).
+    let started = inits.iter().rposition(|(_, s)| !is_waiting(s) || last_term(s).is_some()).unwrap_or(0);
+    inits.iter_mut().take(started + 1).for_each(|(_, s)| lost(s));
+}
+
+/// The status manager's `hasPodInitialized`: no init containers, an app container that ever
+/// left `waiting`, or a last init container that completed (a sidecar: started).
+fn has_initialized(inits: &[(SpecContainer, ContainerStatus)], apps: &[(SpecContainer, ContainerStatus)]) -> bool {
+    let Some((last, s)) = inits.last() else { return true };
+    if apps.iter().any(|(_, s)| !is_waiting(s) || last_term(s).is_some()) {
+        return true;
+    }
+    match last.kind {
+        ContainerKind::Sidecar => is_running(s) && s.started == Some(true),
+        _ => [term(s), last_term(s)].into_iter().flatten().any(|t| t.exit_code == 0),
+    }
+}
+
 /// The pod's phase now.
 pub fn phase(ctx: &PodContext) -> Phase {
     deleted_phase(ctx, phase_of(ctx, &init_statuses(ctx), &app_statuses(ctx)))
@@ -260,8 +299,12 @@ pub fn phase(ctx: &PodContext) -> Phase {
 /// A deleted pod whose containers have all stopped is terminal: if its containers do not say
 /// `Succeeded`, it `Failed` (the kubelet never leaves a terminated pod `Pending` or `Running`).
 fn deleted_phase(ctx: &PodContext, phase: Phase) -> Phase {
-    let live = ctx.observed.containers.iter().any(|c| matches!(c.state, RunState::Running | RunState::Created));
-    if ctx.deleting && !live && phase != Phase::Succeeded { Phase::Failed } else { phase }
+    if ctx.deleting && !anything_runs(ctx) && phase != Phase::Succeeded { Phase::Failed } else { phase }
+}
+
+/// Whether a container of the pod is still running (or created, about to).
+fn anything_runs(ctx: &PodContext) -> bool {
+    ctx.observed.containers.iter().any(|c| matches!(c.state, RunState::Running | RunState::Created))
 }
 
 fn condition(kind: &str, ok: bool, reason: Option<&str>, message: Option<String>) -> PodCondition {
@@ -364,13 +407,16 @@ pub fn pod_status(ctx: &PodContext, previous: Option<&PodStatus>) -> PodStatus {
 
 /// `pod_status()` and its phase, typed, for a caller that plans next (`plan_in_phase`).
 pub fn pod_status_and_phase(ctx: &PodContext, previous: Option<&PodStatus>) -> (PodStatus, Phase) {
-    let inits = init_statuses(ctx);
-    let apps = app_statuses(ctx);
+    let mut inits = init_statuses(ctx);
+    let mut apps = app_statuses(ctx);
     let mut phase = deleted_phase(ctx, phase_of(ctx, &inits, &apps));
     let prev_phase = previous.and_then(|p| Phase::parse(p.phase.as_deref()?));
     // Phases never leave Succeeded or Failed.
     if let Some(pp) = prev_phase.filter(|p| p.is_terminal()) {
         phase = pp;
+    }
+    if phase.is_terminal() && !anything_runs(ctx) {
+        terminate_pod(&mut inits, &mut apps);
     }
     let mut conds = conditions(ctx, phase, &inits, &apps);
     let prev_conds = previous.and_then(|p| p.conditions.as_ref());

@@ -36,7 +36,7 @@ fn init_containers_start_one_at_a_time_in_spec_order() {
 }
 
 #[test]
-fn app_containers_start_together_once_initialized() {
+fn app_containers_are_planned_in_spec_order_once_initialized() {
     let p = pod(&["i1"], &["a", "b", "c"], "Always");
     let w = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2));
     assert_eq!(starts(&w.plan()), vec![(App, 0, 0), (App, 1, 0), (App, 2, 0)]);
@@ -142,7 +142,7 @@ fn finished_apps_stop_the_sidecars() {
 }
 
 #[test]
-fn old_init_instances_are_pruned_keeping_the_newest() {
+fn old_init_instances_are_pruned_keeping_the_newest_and_the_one_before() {
     let p = pod(&["i1"], &["app"], "Always");
     let w = World::new(p.clone())
         .with_sandbox()
@@ -159,7 +159,8 @@ fn old_init_instances_are_pruned_keeping_the_newest() {
             _ => None,
         })
         .collect();
-    assert_eq!(removed, vec!["i1-1".to_string(), "i1-0".to_string()]);
+    // i1-1 stays: the running instance's lastState.
+    assert_eq!(removed, vec!["i1-0".to_string()]);
 }
 
 #[test]

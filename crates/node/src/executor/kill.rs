@@ -8,15 +8,12 @@ use crate::node::Engine;
 use crate::probes::hooks;
 use crate::volumes;
 use k8s_openapi::api::core::v1::Pod;
-use podwright_planner::ContainerKind;
+use podwright_planner::MINIMUM_GRACE;
 use podwright_planner::observed::{ObservedContainer, RunState};
 use podwright_planner::pod::{self, SpecContainer};
+use podwright_planner::termination::termination_waits;
 use std::time::Duration;
 use tokio::sync::watch;
-
-/// The kubelet never gives a container less than this between TERM and KILL, except when the
-/// caller asked for an immediate stop.
-const MINIMUM_GRACE_SECS: u64 = 2;
 
 /// A running instance to stop, with what the kill path needs to know about it.
 pub(super) struct Victim<'a> {
@@ -82,7 +79,7 @@ impl Engine {
                 }));
                 let _ = tokio::time::timeout(Duration::from_secs(left), all_done).await;
             }
-            stop_after = Duration::from_secs(grace.as_secs().saturating_sub(spent()).max(MINIMUM_GRACE_SECS));
+            stop_after = Duration::from_secs(grace.as_secs().saturating_sub(spent())).max(MINIMUM_GRACE);
         }
         match self.runtime.stop_container(v.id, stop_after).await {
             Ok(()) | Err(podwright_runtime::RuntimeError::NotFound(_)) => {}
@@ -90,9 +87,9 @@ impl Engine {
         }
     }
 
-    /// Stops every running container at once, except that each sidecar, after its `preStop`
-    /// hook, waits until the other containers and the sidecars after it in the spec have
-    /// stopped (reverse spec order); then stops the sandboxes.
+    /// Stops every running container at once, in the planner's termination order (a sidecar,
+    /// after its `preStop` hook, waits for the app containers and the sidecars after it); then
+    /// stops the sandboxes.
     pub(super) async fn kill_pod(&self, sync: &PodSync<'_>, grace: Duration) {
         let pod = sync.pod;
         let running: Vec<&ObservedContainer> = sync
@@ -102,20 +99,10 @@ impl Engine {
             .filter(|c| matches!(c.state, RunState::Running | RunState::Created))
             .collect();
         let ip = sync.pod_ip();
-        let position = |c: &ObservedContainer| pod::init_containers(pod).position(|s| s.name() == c.name);
+        let waits = termination_waits(pod, &running);
         let (done_tx, done_rx): (Vec<_>, Vec<_>) = running.iter().map(|_| watch::channel(false)).unzip();
-        let kills = running.iter().zip(done_tx).map(|(c, done)| {
-            let turn: Vec<watch::Receiver<bool>> = if c.kind == ContainerKind::Sidecar {
-                let mine = position(c);
-                running
-                    .iter()
-                    .zip(&done_rx)
-                    .filter(|(o, _)| o.kind != ContainerKind::Sidecar || position(o) > mine)
-                    .map(|(_, rx)| rx.clone())
-                    .collect()
-            } else {
-                vec![]
-            };
+        let kills = running.iter().zip(done_tx).zip(waits).map(|((c, done), wait_for)| {
+            let turn: Vec<watch::Receiver<bool>> = wait_for.into_iter().map(|i| done_rx[i].clone()).collect();
             async move {
                 let victim = Victim::observed(pod, c);
                 self.kill_container(pod, &victim, format!("Stopping container {}", c.name), grace, ip, turn).await;

@@ -13,7 +13,7 @@ use crate::node::Engine;
 use crate::worker::Desired;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
-use podwright_planner::pod::SpecContainer;
+use podwright_planner::pod::{self, SpecContainer};
 use podwright_planner::{Action, Observed, StartFailure, StartFailureReason};
 use std::sync::Arc;
 use tokio::sync::{Notify, watch};
@@ -55,7 +55,10 @@ impl Engine {
         StartFailure { reason, message, at: self.clock.now() }
     }
 
-    /// Runs the actions in order; consecutive container starts go together.
+    /// Runs the actions in order, each to its end: container starts one after another, as
+    /// the kubelet's `SyncPod` does (the next is pulled, created and started only once the one
+    /// before has started and its `postStart` hook has completed; a proxy's hook may hold its
+    /// app back). A failed start does not stop the ones after it.
     pub(crate) async fn execute(
         &self,
         pod: &Pod,
@@ -66,32 +69,31 @@ impl Engine {
     ) -> SyncResult {
         let sync = PodSync { pod, observed, bell, desired };
         let mut result = SyncResult::default();
-        let mut i = 0;
-        while i < actions.len() {
-            if let Action::StartContainer { .. } = actions[i] {
-                let mut j = i;
-                while j < actions.len() && matches!(actions[j], Action::StartContainer { .. }) {
-                    j += 1;
-                }
-                self.start_all(&sync, &actions[i..j], &mut result).await;
-                i = j;
-                continue;
-            }
-            match &actions[i] {
-                Action::KillPod { grace } => self.kill_pod(&sync, *grace).await,
-                Action::CreateSandbox { attempt } => self.create_sandbox(&sync, *attempt, &mut result).await,
+        for action in actions {
+            match action {
+                Action::KillPod { grace } => self.kill_pod(&sync, grace).await,
+                Action::CreateSandbox { attempt } => self.create_sandbox(&sync, attempt, &mut result).await,
                 Action::KillContainer { id, message, grace, .. } => {
-                    self.kill_observed(&sync, id, message.clone(), *grace).await;
+                    self.kill_observed(&sync, &id, message, grace).await;
                 }
                 Action::RemoveContainer { id, .. } => {
-                    if let Err(e) = self.runtime.remove_container(id).await {
+                    if let Err(e) = self.runtime.remove_container(&id).await {
                         tracing::debug!(%e, "remove failed");
                     }
-                    self.dispatcher.unregister(id);
+                    self.dispatcher.unregister(&id);
                 }
-                Action::StartContainer { .. } => unreachable!("handled above"),
+                Action::StartContainer { kind, index, restart_count, pull } => {
+                    // The planner starts containers only in a ready sandbox.
+                    let (Some(sc), Some(sandbox)) = (pod::find(pod, kind, index), observed.sandbox.as_ref()) else {
+                        continue;
+                    };
+                    let name = sc.name().to_string();
+                    match Box::pin(self.start_container(&sync, sc, restart_count, pull, sandbox)).await {
+                        Ok(()) => result.started.push(name),
+                        Err(f) => result.start_failures.push((name, f)),
+                    }
+                }
             }
-            i += 1;
         }
         result
     }

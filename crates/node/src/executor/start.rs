@@ -11,10 +11,9 @@ use crate::termination_message;
 use crate::volumes;
 use crate::worker::deletion_asked;
 use k8s_openapi::api::core::v1::{Container, Pod};
-use podwright_planner::pod::{self, SpecContainer};
-use podwright_planner::{Action, ObservedSandbox, PullPolicy, StartFailure, StartFailureReason};
+use podwright_planner::pod::SpecContainer;
+use podwright_planner::{ObservedSandbox, PullPolicy, StartFailure, StartFailureReason};
 use podwright_runtime::cri_api::PodSandboxConfig;
-use std::time::Duration;
 
 impl Engine {
     pub(super) async fn create_sandbox(&self, sync: &PodSync<'_>, attempt: u32, result: &mut SyncResult) {
@@ -45,51 +44,33 @@ impl Engine {
         }
     }
 
-    pub(super) async fn start_all(&self, sync: &PodSync<'_>, starts: &[Action], result: &mut SyncResult) {
-        let Some(sandbox) = sync.observed.sandbox.as_ref() else { return };
-        let mut jobs = vec![];
-        for a in starts {
-            let Action::StartContainer { kind, index, restart_count, pull } = a else { continue };
-            let Some(sc) = pod::find(sync.pod, *kind, *index) else { continue };
-            jobs.push(self.start_one(sync, sc, *restart_count, *pull, sandbox));
-        }
-        for (name, outcome) in futures_util::future::join_all(jobs).await {
-            match outcome {
-                Ok(()) => result.started.push(name),
-                Err(f) => result.start_failures.push((name, f)),
-            }
-        }
-    }
-
-    /// Pull per policy, create, start. Returns the container's name and the failure, if any.
-    async fn start_one(
+    /// Pull per policy, create, start, run the `postStart` hook.
+    pub(super) async fn start_container(
         &self,
         sync: &PodSync<'_>,
         sc: SpecContainer<'_>,
         restart_count: i32,
         pull: PullPolicy,
         sandbox: &ObservedSandbox,
-    ) -> (String, Result<(), StartFailure>) {
+    ) -> Result<(), StartFailure> {
         let pod = sync.pod;
         let name = sc.name().to_string();
         let sandbox_config = cri_config::sandbox_config(pod, &self.root, sandbox.attempt);
-        if let Err(f) = self.ensure_image(pod, &sc, pull, &sandbox_config).await {
-            return (name, Err(f));
-        }
+        self.ensure_image(pod, &sc, pull, &sandbox_config).await?;
         let ip = sandbox.ip.clone().unwrap_or_default();
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let message_file = layout::termination_message(&self.root, uid, &name, restart_count);
         if let Err(e) = termination_message::prepare(&message_file) {
             let msg = format!("cannot create the termination message file {}: {e}", message_file.display());
             self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {msg}"));
-            return (name, Err(self.failure(StartFailureReason::CreateContainerConfigError, msg)));
+            return Err(self.failure(StartFailureReason::CreateContainerConfigError, msg));
         }
         let config = cri_config::container_config(pod, &sc, restart_count, &sandbox.id, &ip, &self.root);
         let id = match self.runtime.create_container(&sandbox.id, &config, &sandbox_config).await {
             Ok(id) => id,
             Err(e) => {
                 self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {e}"));
-                return (name, Err(self.failure(StartFailureReason::CreateContainerError, e.to_string())));
+                return Err(self.failure(StartFailureReason::CreateContainerError, e.to_string()));
             }
         };
         self.dispatcher.register(&id, sync.bell);
@@ -100,7 +81,7 @@ impl Engine {
         }
         if let Err(e) = self.runtime.start_container(&id).await {
             self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {e}"));
-            return (name, Err(self.failure(StartFailureReason::RunContainerError, e.to_string())));
+            return Err(self.failure(StartFailureReason::RunContainerError, e.to_string()));
         }
         self.event(pod, Some(&sc), EventType::Normal, "Started", format!("Started container {name}"));
         if let Some(hook) = sc.container.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) {
@@ -115,12 +96,12 @@ impl Engine {
                 // The hook's output stays out of the event: it may hold secrets.
                 self.event(pod, Some(&sc), EventType::Warning, "FailedPostStartHook", "PostStartHook failed".into());
                 let victim = super::kill::Victim { id: &id, spec: Some(sc), name: &name, started: true };
-                let grace = Duration::from_secs(pod::grace_period_secs(pod) as u64);
+                let grace = podwright_planner::plan::pod_grace(pod);
                 Box::pin(self.kill_container(pod, &victim, "FailedPostStartHook".into(), grace, &ip, vec![])).await;
-                return (name, Err(self.failure(StartFailureReason::PostStartHookError, msg)));
+                return Err(self.failure(StartFailureReason::PostStartHookError, msg));
             }
         }
-        (name, Ok(()))
+        Ok(())
     }
 
     pub(super) fn hook_target<'a>(
@@ -150,6 +131,12 @@ impl Engine {
         sandbox_config: &PodSandboxConfig,
     ) -> Result<(), StartFailure> {
         let image = sc.image();
+        if let Err(e) = podwright_api::image_ref::parse_image_ref(image) {
+            let msg = format!("Failed to apply default image tag \"{image}\": {e}");
+            self.event(pod, Some(sc), EventType::Warning, "InspectFailed", msg.clone());
+            self.event(pod, Some(sc), EventType::Warning, "Failed", "Error: InvalidImageName".into());
+            return Err(self.failure(StartFailureReason::InvalidImageName, msg));
+        }
         if pull != PullPolicy::Always {
             match self.runtime.image_status(image).await {
                 Ok(Some(_)) => {
