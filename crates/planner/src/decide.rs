@@ -217,15 +217,15 @@ pub fn init_actions(ctx: &PodContext) -> InitActions {
     out
 }
 
-/// All app containers have exited and none will restart: the pod is finished (sidecars are
-/// then stopped and do not count).
+/// All app containers have exited in this sandbox and none will restart: the pod is finished
+/// (sidecars are then stopped and do not count). Instances from an earlier sandbox do not
+/// count: a new sandbox runs its init containers and app containers again.
 pub fn apps_finished(ctx: &PodContext) -> bool {
-    if !init_actions(ctx).initialized {
-        return false;
-    }
+    let Some(sandbox) = ctx.observed.sandbox.as_ref() else { return false };
     pod::app_containers(ctx.pod).all(|sc| {
         let newest = ctx.observed.newest(sc.name());
-        newest.is_some_and(|c| c.state == RunState::Exited) && !should_restart(ctx.pod, sc.kind, newest)
+        newest.is_some_and(|c| c.state == RunState::Exited && c.sandbox_id == sandbox.id)
+            && !should_restart(ctx.pod, sc.kind, newest)
     })
 }
 

@@ -100,11 +100,12 @@ pub fn container_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStatus
         .map(|p| ContainerState { terminated: Some(terminated(p)), ..Default::default() });
 
     // A container that will be restarted but is held back shows why it waits, with the
-    // instance that ended as its last state. Completed init containers never wait.
+    // instance that ended as its last state. Completed init containers never wait, nor does
+    // anything of a pod that is stopping (a sidecar after its app containers have finished).
     let restarting = c.state != RunState::Running
         && !(sc.kind == ContainerKind::Init && c.succeeded())
         && decide::should_restart(ctx.pod, sc.kind, Some(c))
-        && !ctx.deleting;
+        && !pod_stopping(ctx);
     if let Some(w) = held_back(ctx, sc).filter(|_| restarting) {
         if c.state == RunState::Exited {
             st.last_state = Some(ContainerState { terminated: Some(terminated(c)), ..Default::default() });
@@ -121,6 +122,12 @@ pub fn container_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStatus
         _ => started && (sc.container.readiness_probe.is_none() || probe(&ctx.observed.probes.readiness)),
     };
     st
+}
+
+/// Deleted, past its deadline, or with every app container done for good: nothing of the pod
+/// starts again.
+fn pod_stopping(ctx: &PodContext) -> bool {
+    ctx.deleting || decide::deadline_exceeded(ctx) || decide::apps_finished(ctx)
 }
 
 /// The waiting state of a container the planner is holding back, if it is.

@@ -361,3 +361,24 @@ fn rule_12_image_errors_keep_the_pod_pending() {
         }
     }
 }
+
+#[test]
+fn rule_5_and_7_a_finished_pods_sidecar_shows_how_it_ended_not_a_wait() {
+    let p = pod(&["+side"], &["app"], "OnFailure");
+    let key = podwright_planner::pod::init_containers(&p).next().unwrap().backoff_key();
+    // The sidecar crashed once (back-off entry), ran, and was stopped when the app completed.
+    let mut w = World::new(p.clone())
+        .with_sandbox()
+        .with(exited(&p, "side", 0, 3, 1, 2))
+        .with(exited(&p, "side", 1, 0, 2, 9))
+        .with(exited(&p, "app", 0, 0, 3, 8))
+        .at(9);
+    w.backoff.next(&key, t(2), t(2));
+    w.observed.sandbox.as_mut().unwrap().ready = false;
+    assert!(w.plan().actions.is_empty(), "{:?}", w.plan());
+    let s = w.status();
+    assert_eq!(s.phase.as_deref(), Some("Succeeded"));
+    let side = init_status(&s, "side");
+    assert_eq!(terminated(side).map(|t| t.exit_code), Some(0), "{side:?}");
+    assert_eq!(last_terminated(side).map(|t| t.exit_code), Some(3), "{side:?}");
+}
