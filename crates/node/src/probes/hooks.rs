@@ -3,7 +3,6 @@
 
 use crate::events::{EventSink, EventType};
 use crate::probes::http_get::{self, Request};
-use crate::probes::probe;
 use crate::probes::tls::HTTP_RESPONSE_TO_HTTPS;
 use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::{Container, LifecycleHandler, Pod};
@@ -29,8 +28,9 @@ pub struct HookTarget<'a> {
 pub async fn run(t: &HookTarget<'_>, handler: &LifecycleHandler) -> Result<(), String> {
     let (c, pod) = (&t.container.name, display_name(t.pod));
     if let Some(exec) = &handler.exec {
-        let cmd = probe::command(exec.command.as_deref().unwrap_or_default(), t.container);
-        let error = match t.runtime.exec_sync(t.container_id, &cmd, Duration::ZERO).await {
+        // Run as written: the kubelet expands `$(VAR)` in probes, never in hooks.
+        let cmd = exec.command.as_deref().unwrap_or_default();
+        let error = match t.runtime.exec_sync(t.container_id, cmd, Duration::ZERO).await {
             Ok(r) if r.exit_code == 0 => return Ok(()),
             Ok(r) => {
                 let output = String::from_utf8_lossy(&[r.stdout, r.stderr.clone()].concat()).into_owned();
