@@ -54,7 +54,6 @@ fn hostname(pod: &Pod) -> String {
 
 pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32) -> PodSandboxConfig {
     let (name, ns, uid) = meta(pod);
-    let spec = pod.spec.as_ref();
     PodSandboxConfig {
         metadata: Some(PodSandboxMetadata { name: name.into(), uid: uid.into(), namespace: ns.into(), attempt }),
         hostname: hostname(pod),

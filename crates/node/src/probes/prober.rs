@@ -3,7 +3,7 @@
 //! Results go into a shared table the worker copies into `Observed`; a changed result rings
 //! the worker's bell.
 
-use crate::events::{EventSink, EventType};
+use crate::events::{EventSink, EventType, wording};
 use crate::node::Engine;
 use crate::probes::probe::{self, Outcome, Target};
 use jiff::{SignedDuration, Timestamp};
@@ -233,13 +233,13 @@ async fn run(
             Outcome::Success => (successes, failures) = (successes + 1, 0),
             Outcome::Warning(w) => {
                 (successes, failures) = (successes + 1, 0);
-                inst.event("ProbeWarning", format!("{} probe warning: {w}", kind.title()));
+                inst.event("ProbeWarning", wording::probe_warning(kind, &w));
             }
             Outcome::Failure(out) => {
                 (successes, failures) = (0, failures + 1);
-                inst.event("Unhealthy", format!("{} probe failed: {out}", kind.title()));
+                inst.event("Unhealthy", wording::probe_failed(kind, &out));
             }
-            Outcome::Error(e) => inst.event("Unhealthy", format!("{} probe errored: {e}", kind.title())),
+            Outcome::Error(e) => inst.event("Unhealthy", wording::probe_errored(kind, &e)),
         }
         if successes >= success_threshold {
             inst.publish(kind, true);
