@@ -11,6 +11,7 @@
 //! * [`kubectl_status`] — the READY/STATUS/RESTARTS/AGE columns of `kubectl get pods`;
 //! * [`container_kind`] — init/regular/sidecar classification and container field paths;
 //! * [`image_ref`] — image reference parsing and the default pull policy;
+//! * [`quantity`] — resource quantities, compared and scaled by value;
 //! * [`load()`] — all of the above for a manifest file.
 
 pub mod container_kind;
@@ -22,6 +23,7 @@ pub mod init_container_annotations;
 pub mod kubectl_status;
 pub mod load;
 pub mod manifest;
+pub mod quantity;
 pub mod validation;
 pub mod volume_sources;
 pub mod yaml_positions;

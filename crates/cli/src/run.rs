@@ -102,12 +102,17 @@ pub async fn run(args: RunArgs) -> u8 {
             true
         }
     };
+    // A timeout is not a deletion: the pods are reported where they were when time ran out,
+    // before the teardown changes their statuses (its events still follow in the list). After
+    // a signal they are reported as the graceful termination left them.
+    let at_timeout: Option<Vec<Pod>> = timed_out.then(|| workers.latest().iter().map(|u| u.pod()).collect());
     if stop {
         workers.delete_all(args.grace_period);
         workers.wait_finished().await;
     }
 
-    let final_pods: Vec<Pod> = workers.remove_finished().await.iter().map(|u| u.pod()).collect();
+    let after_teardown: Vec<Pod> = workers.remove_finished().await.iter().map(|u| u.pod()).collect();
+    let final_pods = at_timeout.unwrap_or(after_teardown);
     let _ = stop_logs.send(true);
     let _ = followers.await;
 

@@ -7,6 +7,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
+pub(crate) mod wording;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
     Normal,

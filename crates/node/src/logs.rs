@@ -1,5 +1,6 @@
 //! Follows containers' CRI log files and copies their lines to stderr, prefixed with the
-//! container's name, for `podwright run`.
+//! container's name, for `podwright run`; exec hooks' output, which no log file holds, comes
+//! the same way once each hook ends.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,6 +12,25 @@ use tokio::sync::{mpsc, watch};
 pub struct LogTarget {
     pub container: String,
     pub path: PathBuf,
+}
+
+/// What the node hands the terminal: log files to follow, and what exec hooks printed.
+#[derive(Debug, Clone)]
+pub enum Output {
+    Follow(LogTarget),
+    /// An exec hook's stdout then stderr: the kubelet keeps it out of events and logs, but a
+    /// person watching `run` needs it to see why a container is slow to start or stop.
+    Hook {
+        container: String,
+        hook: &'static str,
+        text: String,
+    },
+}
+
+impl From<LogTarget> for Output {
+    fn from(t: LogTarget) -> Self {
+        Output::Follow(t)
+    }
 }
 
 /// How often a follower looks for more output once it has read everything: output is for a
@@ -26,13 +46,19 @@ pub fn message(line: &str) -> &str {
 
 /// Follows every announced log file until `stop` turns true, then reads what is left and
 /// returns.
-pub async fn follow_all(mut targets: mpsc::UnboundedReceiver<LogTarget>, stop: watch::Receiver<bool>) {
+pub async fn follow_all(mut targets: mpsc::UnboundedReceiver<Output>, stop: watch::Receiver<bool>) {
     let mut tasks = tokio::task::JoinSet::new();
     loop {
         let mut stop_rx = stop.clone();
         tokio::select! {
             t = targets.recv() => match t {
-                Some(t) => { tasks.spawn(follow(t, stop.clone())); }
+                Some(Output::Follow(t)) => { tasks.spawn(follow(t, stop.clone())); }
+                Some(Output::Hook { container, hook, text }) => {
+                    let mut err = std::io::stderr().lock();
+                    for line in text.lines() {
+                        let _ = writeln!(err, "[{container} {hook}] {line}");
+                    }
+                }
                 None => break,
             },
             _ = stop_rx.wait_for(|s| *s) => break,

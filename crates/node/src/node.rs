@@ -3,7 +3,7 @@
 
 use crate::dispatch::Dispatcher;
 use crate::events::{EventLog, EventSink};
-use crate::logs::LogTarget;
+use crate::logs::Output;
 use crate::pod_workers::PodWorkers;
 use crate::sinks::{Discard, StatusSink};
 use podwright_runtime::{Clock, Runtime};
@@ -20,8 +20,8 @@ pub(crate) struct Engine {
     pub root: PathBuf,
     pub dispatcher: Arc<Dispatcher>,
     pub events: Arc<dyn EventSink>,
-    /// Where to announce containers whose output should be followed.
-    pub log_sink: Option<UnboundedSender<LogTarget>>,
+    /// Where to announce containers whose output should be followed, and hooks' output.
+    pub log_sink: Option<UnboundedSender<Output>>,
 }
 
 /// The node layer's builder: a runtime and a root directory, and optionally the clock (virtual
@@ -36,7 +36,7 @@ pub struct Node {
     clock: Option<Clock>,
     events: Option<Arc<dyn EventSink>>,
     status: Option<Arc<dyn StatusSink>>,
-    log_sink: Option<UnboundedSender<LogTarget>>,
+    log_sink: Option<UnboundedSender<Output>>,
 }
 
 impl Node {
@@ -62,8 +62,9 @@ impl Node {
         self
     }
 
-    /// Announce every container started, so that its output is followed.
-    pub fn follow_logs(mut self, sink: UnboundedSender<LogTarget>) -> Self {
+    /// Announce every container started, so that its output is followed, and hand over what
+    /// exec hooks print.
+    pub fn follow_logs(mut self, sink: UnboundedSender<Output>) -> Self {
         self.log_sink = Some(sink);
         self
     }

@@ -10,28 +10,6 @@ use std::time::Duration;
 
 const SECOND: Duration = Duration::from_secs(1);
 
-/// A pod from the JSON of its `spec`, with the busybox image filled in for every container.
-fn pod_with(spec: serde_json::Value) -> Pod {
-    let mut spec = spec;
-    for list in ["initContainers", "containers"] {
-        for c in spec[list].as_array_mut().into_iter().flatten() {
-            c["image"] = "localhost/busybox:1.36".into();
-            c["imagePullPolicy"] = "IfNotPresent".into();
-        }
-    }
-    spec["terminationGracePeriodSeconds"] = spec.get("terminationGracePeriodSeconds").cloned().unwrap_or(30.into());
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "sim", "namespace": "default", "uid": "uid-lifecycle"},
-        "spec": spec,
-    }))
-    .unwrap()
-}
-
-fn exec(cmd: &str) -> serde_json::Value {
-    serde_json::json!({"command": ["sh", "-c", cmd]})
-}
-
 fn events(sim: &Sim, reason: &str) -> Vec<(String, i32)> {
     sim.events
         .snapshot()

@@ -1,40 +1,51 @@
-//! The pod's QoS class (`ComputePodQOS`): only cpu and memory count, init containers included.
+//! The pod's QoS class (`ComputePodQOS`): only cpu and memory count, init containers included,
+//! and quantities are compared by value (`0.1` CPU is `100m`).
 
 use crate::pod;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
+use podwright_api::quantity::Quantity;
 use std::collections::BTreeMap;
 
 const RESOURCES: [&str; 2] = ["cpu", "memory"];
 
-fn nonzero(q: &Quantity) -> bool {
-    q.0.trim_start_matches(['0', '.']).chars().next().is_some_and(|c| c.is_ascii_digit())
+/// The positive cpu and memory quantities of a requests or limits map. Validation has refused
+/// malformed quantities; one that still does not parse counts as unset.
+fn positive(m: Option<&BTreeMap<String, ApiQuantity>>) -> BTreeMap<&'static str, Quantity> {
+    RESOURCES
+        .iter()
+        .filter_map(|r| Some((*r, Quantity::parse(&m?.get(*r)?.0).ok().filter(|q| q.is_positive())?)))
+        .collect()
+}
+
+fn add_into(sum: &mut BTreeMap<&'static str, Quantity>, more: &BTreeMap<&'static str, Quantity>) {
+    for (r, q) in more {
+        let total = sum.entry(r).or_default();
+        *total = *total + *q;
+    }
 }
 
 pub fn qos_class(p: &Pod) -> &'static str {
-    let mut any = false;
+    let (mut requests, mut limits) = (BTreeMap::new(), BTreeMap::new());
     let mut guaranteed = true;
     for sc in pod::all_containers(p) {
         let res = sc.container.resources.as_ref();
-        fn pick(m: Option<&BTreeMap<String, Quantity>>) -> BTreeMap<&'static str, &Quantity> {
-            RESOURCES.iter().filter_map(|r| m.and_then(|m| m.get(*r)).filter(|q| nonzero(q)).map(|q| (*r, q))).collect()
+        let container_limits = positive(res.and_then(|r| r.limits.as_ref()));
+        let mut container_requests = positive(res.and_then(|r| r.requests.as_ref()));
+        // The API server defaults a missing request to the limit.
+        for (r, q) in &container_limits {
+            container_requests.entry(r).or_insert(*q);
         }
-        let limits = pick(res.and_then(|r| r.limits.as_ref()));
-        let mut requests = pick(res.and_then(|r| r.requests.as_ref()));
-        // A limit without a request defaults the request to the limit.
-        for (k, v) in &limits {
-            requests.entry(k).or_insert(v);
-        }
-        any |= !limits.is_empty() || !requests.is_empty();
-        if limits.len() != RESOURCES.len()
-            || requests.iter().any(|(k, v)| limits.get(k).map(|l| l.0 != v.0).unwrap_or(true))
-        {
-            guaranteed = false;
-        }
+        // Every container needs both limits; requests and limits are compared as pod sums.
+        guaranteed &= container_limits.len() == RESOURCES.len();
+        add_into(&mut requests, &container_requests);
+        add_into(&mut limits, &container_limits);
     }
-    match (any, guaranteed) {
-        (false, _) => "BestEffort",
-        (true, true) => "Guaranteed",
-        _ => "Burstable",
+    if requests.is_empty() && limits.is_empty() {
+        "BestEffort"
+    } else if guaranteed && requests == limits {
+        "Guaranteed"
+    } else {
+        "Burstable"
     }
 }

@@ -476,6 +476,16 @@ impl ImageService for CriRuntime {
         ))
     }
 
+    async fn image_size(&self, image: &str) -> RuntimeResult<u64> {
+        let req = cri_api::ImageStatusRequest {
+            image: Some(ImageSpec { image: image.to_string(), ..Default::default() }),
+            verbose: false,
+        };
+        let resp =
+            self.images.clone().image_status(request(req)).await.map_err(|s| self.err("ImageStatus", s))?.into_inner();
+        Ok(resp.image.map_or(0, |img| img.size))
+    }
+
     async fn pull_image(
         &self,
         image: &str,

@@ -71,6 +71,11 @@ pub trait RuntimeService: Send + Sync {
 pub trait ImageService: Send + Sync {
     /// The image's reference (`image_ref`, a digest form) when present on the node.
     async fn image_status(&self, image: &str) -> RuntimeResult<Option<String>>;
+    /// The image's size in bytes, for the `Pulled` event (the kubelet's `GetImageSize`); 0 when
+    /// the runtime does not know it.
+    async fn image_size(&self, _image: &str) -> RuntimeResult<u64> {
+        Ok(0)
+    }
     /// Pulls and returns the image reference.
     async fn pull_image(
         &self,

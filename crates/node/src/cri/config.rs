@@ -4,6 +4,7 @@
 use crate::cri::labels;
 use crate::layout;
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
+use podwright_api::quantity::Quantity;
 use podwright_planner::pod::SpecContainer;
 use podwright_runtime::cri_api::{
     ContainerConfig, ContainerMetadata, ImageSpec, KeyValue, LinuxContainerConfig, LinuxContainerResources, Mount,
@@ -36,12 +37,26 @@ fn pod_labels(pod: &Pod) -> HashMap<String, String> {
     l
 }
 
+/// The kernel takes at most 63 characters (64 bytes with the terminating NUL).
+const HOSTNAME_MAX_LEN: usize = 63;
+
+/// `spec.hostname`, else the pod's name, cut to 63 characters without a trailing `-` or `.`
+/// (the kubelet's `truncatePodHostnameIfNeeded`): a longer pod name is valid, and the pod runs.
+fn hostname(pod: &Pod) -> String {
+    let spec_hostname = pod.spec.as_ref().and_then(|s| s.hostname.as_deref()).filter(|h| !h.is_empty());
+    let name = spec_hostname.unwrap_or_else(|| meta(pod).0);
+    if name.len() <= HOSTNAME_MAX_LEN {
+        return name.to_string();
+    }
+    // Names are ASCII (DNS subdomains), so cutting at a byte index cuts at a character.
+    name[..HOSTNAME_MAX_LEN].trim_end_matches(['-', '.']).to_string()
+}
+
 pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32) -> PodSandboxConfig {
     let (name, ns, uid) = meta(pod);
-    let spec = pod.spec.as_ref();
     PodSandboxConfig {
         metadata: Some(PodSandboxMetadata { name: name.into(), uid: uid.into(), namespace: ns.into(), attempt }),
-        hostname: spec.and_then(|s| s.hostname.clone()).unwrap_or_else(|| name.to_string()),
+        hostname: hostname(pod),
         log_directory: layout::log_directory(root, uid).to_string_lossy().into_owned(),
         labels: pod_labels(pod),
         annotations: pod.metadata.annotations.clone().unwrap_or_default().into_iter().collect(),
@@ -87,13 +102,15 @@ pub fn expand(s: &str, env: &BTreeMap<String, String>) -> String {
     out
 }
 
-/// The value of an `env` entry: literal (with earlier variables expanded) or from the pod's
-/// own fields.
+/// The value of an `env` entry: literal (with earlier variables expanded), from the pod's own
+/// fields, or empty when it has neither (the kubelet sets such a variable to "", as an empty
+/// `value` is the same as none).
 fn env_value(pod: &Pod, pod_ip: &str, var: &EnvVar, env: &BTreeMap<String, String>) -> Option<String> {
-    if let Some(v) = &var.value {
-        return Some(expand(v, env));
-    }
-    let field = var.value_from.as_ref()?.field_ref.as_ref()?;
+    let value = var.value.as_deref().unwrap_or_default();
+    let Some(from) = var.value_from.as_ref().filter(|_| value.is_empty()) else {
+        return Some(expand(value, env));
+    };
+    let field = from.field_ref.as_ref()?;
     let (name, ns, uid) = meta(pod);
     Some(match field.field_path.as_str() {
         "metadata.name" => name.into(),
@@ -116,46 +133,17 @@ pub fn container_env(pod: &Pod, c: &Container, pod_ip: &str) -> BTreeMap<String,
     env
 }
 
-fn memory_bytes(q: &str) -> Option<i64> {
-    let units: [(&str, i64); 12] = [
-        ("Ki", 1 << 10),
-        ("Mi", 1 << 20),
-        ("Gi", 1 << 30),
-        ("Ti", 1 << 40),
-        ("Pi", 1 << 50),
-        ("Ei", 1 << 60),
-        ("k", 1_000),
-        ("M", 1_000_000),
-        ("G", 1_000_000_000),
-        ("T", 1_000_000_000_000),
-        ("P", 1_000_000_000_000_000),
-        ("E", 1_000_000_000_000_000_000),
-    ];
-    for (suffix, mult) in units {
-        if let Some(n) = q.strip_suffix(suffix) {
-            return n.parse::<f64>().ok().map(|n| (n * mult as f64) as i64);
-        }
-    }
-    q.parse::<f64>().ok().map(|n| n as i64)
-}
-
-fn cpu_millis(q: &str) -> Option<i64> {
-    match q.strip_suffix('m') {
-        Some(m) => m.parse().ok(),
-        None => q.parse::<f64>().ok().map(|c| (c * 1000.0) as i64),
-    }
-}
-
 /// CFS quota and memory limit from the container's limits (cgroupfs, 100 ms period).
 fn linux_resources(c: &Container) -> Option<LinuxContainerResources> {
     let limits = c.resources.as_ref()?.limits.as_ref()?;
     let mut r = LinuxContainerResources::default();
-    if let Some(m) = limits.get("memory").and_then(|q| memory_bytes(&q.0)) {
-        r.memory_limit_in_bytes = m;
+    let quantity = |name: &str| limits.get(name).and_then(|q| Quantity::parse(&q.0).ok());
+    if let Some(m) = quantity("memory") {
+        r.memory_limit_in_bytes = i64::try_from(m.value()).unwrap_or(i64::MAX);
     }
-    if let Some(milli) = limits.get("cpu").and_then(|q| cpu_millis(&q.0)) {
+    if let Some(cpu) = quantity("cpu") {
         r.cpu_period = 100_000;
-        r.cpu_quota = (milli * 100).max(1_000);
+        r.cpu_quota = i64::try_from(cpu.milli_value() * 100).unwrap_or(i64::MAX).max(1_000);
     }
     Some(r)
 }
@@ -245,19 +233,51 @@ pub fn container_config(
 mod tests {
     use super::*;
 
+    fn pod(spec: serde_json::Value) -> Pod {
+        let name = "p".repeat(70) + "-q";
+        serde_json::from_value(serde_json::json!({"metadata": {"name": name, "uid": "u"}, "spec": spec})).unwrap()
+    }
+
+    #[test]
+    fn rule_14_a_long_pod_name_gives_a_hostname_cut_to_63_characters() {
+        let cut = |name: &str| {
+            let mut p = pod(serde_json::json!({"containers": []}));
+            p.metadata.name = Some(name.into());
+            hostname(&p)
+        };
+        assert_eq!(cut(&"a".repeat(63)), "a".repeat(63));
+        assert_eq!(cut(&"a".repeat(80)), "a".repeat(63));
+        // Cut, then every trailing '-' and '.' goes.
+        assert_eq!(cut(&format!("{}-.-b", "a".repeat(60))), "a".repeat(60));
+        assert_eq!(cut(&format!("{}.b.c", "a".repeat(62))), "a".repeat(62));
+        let named = pod(serde_json::json!({"hostname": "short", "containers": []}));
+        assert_eq!(hostname(&named), "short");
+        assert_eq!(sandbox_config(&pod(serde_json::json!({})), Path::new("/r"), 0).hostname, "p".repeat(63));
+    }
+
+    #[test]
+    fn rule_14_an_env_entry_without_a_value_is_set_to_the_empty_string() {
+        let p = pod(serde_json::json!({}));
+        let c: Container = serde_json::from_value(serde_json::json!({
+            "name": "c",
+            "env": [
+                {"name": "EMPTY"},
+                {"name": "BLANK", "value": ""},
+                {"name": "NAME", "value": "", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
+                {"name": "USES", "value": "[$(EMPTY)]"},
+            ]
+        }))
+        .unwrap();
+        let env = container_env(&p, &c, "10.0.0.1");
+        let get = |k: &str| env.get(k).map(String::as_str);
+        assert_eq!((get("EMPTY"), get("BLANK"), get("NAME"), get("USES")), (Some(""), Some(""), Some("u"), Some("[]")));
+    }
+
     #[test]
     fn expands_references_like_the_kubelet() {
         let env = BTreeMap::from([("A".to_string(), "x".to_string())]);
         assert_eq!(expand("$(A)-$(B)", &env), "x-$(B)");
         assert_eq!(expand("$$(A) $", &env), "$(A) $");
         assert_eq!(expand("a$(A", &env), "a$(A");
-    }
-
-    #[test]
-    fn quantities() {
-        assert_eq!(memory_bytes("16Mi"), Some(16 << 20));
-        assert_eq!(memory_bytes("1G"), Some(1_000_000_000));
-        assert_eq!(cpu_millis("250m"), Some(250));
-        assert_eq!(cpu_millis("1.5"), Some(1500));
     }
 }

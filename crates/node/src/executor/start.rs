@@ -3,7 +3,7 @@
 
 use super::{PodSync, SyncResult};
 use crate::cri::config as cri_config;
-use crate::events::EventType;
+use crate::events::{EventType, wording};
 use crate::layout;
 use crate::node::Engine;
 use crate::probes::hooks::{self, HookTarget};
@@ -74,16 +74,16 @@ impl Engine {
             }
         };
         self.dispatcher.register(&id, sync.bell);
-        self.event(pod, Some(&sc), EventType::Normal, "Created", format!("Created container {name}"));
+        self.event(pod, Some(&sc), EventType::Normal, "Created", wording::created(&name));
         if let Some(sink) = &self.log_sink {
             let path = layout::log_directory(&self.root, uid).join(&config.log_path);
-            let _ = sink.send(crate::logs::LogTarget { container: name.clone(), path });
+            let _ = sink.send(crate::logs::LogTarget { container: name.clone(), path }.into());
         }
         if let Err(e) = self.runtime.start_container(&id).await {
             self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {e}"));
             return Err(self.failure(StartFailureReason::RunContainerError, e.to_string()));
         }
-        self.event(pod, Some(&sc), EventType::Normal, "Started", format!("Started container {name}"));
+        self.event(pod, Some(&sc), EventType::Normal, "Started", wording::started(&name));
         if let Some(hook) = sc.container.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) {
             let target = self.hook_target(pod, sc.container, &id, &ip);
             let outcome = tokio::select! {
@@ -119,6 +119,7 @@ impl Engine {
             container,
             container_id: id,
             pod_ip: ip,
+            output: self.log_sink.as_ref(),
         }
     }
 
@@ -140,13 +141,7 @@ impl Engine {
         if pull != PullPolicy::Always {
             match self.runtime.image_status(image).await {
                 Ok(Some(_)) => {
-                    self.event(
-                        pod,
-                        Some(sc),
-                        EventType::Normal,
-                        "Pulled",
-                        format!("Container image \"{image}\" already present on machine"),
-                    );
+                    self.event(pod, Some(sc), EventType::Normal, "Pulled", wording::already_present(image));
                     return Ok(());
                 }
                 Ok(None) if pull == PullPolicy::Never => {
@@ -168,18 +163,14 @@ impl Engine {
                 }
             }
         }
-        self.event(pod, Some(sc), EventType::Normal, "Pulling", format!("Pulling image \"{image}\""));
+        self.event(pod, Some(sc), EventType::Normal, "Pulling", wording::pulling(image));
         let started = self.clock.now();
         match self.runtime.pull_image(image, None, sandbox_config).await {
             Ok(_) => {
-                let took = self.clock.now().duration_since(started).as_secs_f64();
-                self.event(
-                    pod,
-                    Some(sc),
-                    EventType::Normal,
-                    "Pulled",
-                    format!("Successfully pulled image \"{image}\" in {took:.3}s ({took:.3}s including waiting)"),
-                );
+                let took = self.clock.now().duration_since(started).unsigned_abs();
+                // As the kubelet's puller, which asks for the size after the pull.
+                let size = self.runtime.image_size(image).await.unwrap_or_default();
+                self.event(pod, Some(sc), EventType::Normal, "Pulled", wording::pulled(image, took, took, size));
                 Ok(())
             }
             Err(e) => {

@@ -2,14 +2,15 @@
 //! kubelet's failure texts. Bounding a hook by the grace period is the caller's business.
 
 use crate::events::{EventSink, EventType};
+use crate::logs::Output;
 use crate::probes::http_get::{self, Request};
-use crate::probes::probe;
 use crate::probes::tls::HTTP_RESPONSE_TO_HTTPS;
 use jiff::SignedDuration;
 use k8s_openapi::api::core::v1::{Container, LifecycleHandler, Pod};
 use podwright_planner::pod::display_name;
 use podwright_runtime::{Clock, RuntimeService};
 use std::time::Duration;
+use tokio::sync::mpsc::UnboundedSender;
 
 /// Exec and HTTP hooks have no timeout of their own.
 const UNBOUNDED: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -23,14 +24,36 @@ pub struct HookTarget<'a> {
     pub container: &'a Container,
     pub container_id: &'a str,
     pub pod_ip: &'a str,
+    /// Where an exec hook's output goes for a person to read (`run`'s terminal), if anywhere.
+    pub output: Option<&'a UnboundedSender<Output>>,
+}
+
+impl HookTarget<'_> {
+    fn show_output(&self, handler: &LifecycleHandler, stdout: &[u8], stderr: &[u8]) {
+        let Some(sink) = self.output else { return };
+        let text = String::from_utf8_lossy(&[stdout, stderr].concat()).into_owned();
+        if text.is_empty() {
+            return;
+        }
+        // The handler is borrowed from the container's spec: which of its hooks it is.
+        let lifecycle = self.container.lifecycle.as_ref();
+        let post_start = lifecycle.and_then(|l| l.post_start.as_ref()).is_some_and(|h| std::ptr::eq(h, handler));
+        let hook = if post_start { "postStart" } else { "preStop" };
+        let _ = sink.send(Output::Hook { container: self.container.name.clone(), hook, text });
+    }
 }
 
 /// Runs the handler to its end; `Err` carries the message the kubelet logs.
 pub async fn run(t: &HookTarget<'_>, handler: &LifecycleHandler) -> Result<(), String> {
     let (c, pod) = (&t.container.name, display_name(t.pod));
     if let Some(exec) = &handler.exec {
-        let cmd = probe::command(exec.command.as_deref().unwrap_or_default(), t.container);
-        let error = match t.runtime.exec_sync(t.container_id, &cmd, Duration::ZERO).await {
+        // Run as written: the kubelet expands `$(VAR)` in probes, never in hooks.
+        let cmd = exec.command.as_deref().unwrap_or_default();
+        let result = t.runtime.exec_sync(t.container_id, cmd, Duration::ZERO).await;
+        if let Ok(r) = &result {
+            t.show_output(handler, &r.stdout, &r.stderr);
+        }
+        let error = match result {
             Ok(r) if r.exit_code == 0 => return Ok(()),
             Ok(r) => {
                 let output = String::from_utf8_lossy(&[r.stdout, r.stderr.clone()].concat()).into_owned();
@@ -116,6 +139,7 @@ mod tests {
             container: &container,
             container_id: "id",
             pod_ip: "10.0.0.9",
+            output: None,
         };
         assert_eq!(run(&target, &handler).await, Ok(()));
         let requests = server.await.unwrap();

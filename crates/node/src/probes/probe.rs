@@ -35,16 +35,12 @@ pub fn timeout(probe: &Probe) -> Duration {
     Duration::from_secs(probe.timeout_seconds.unwrap_or(1).max(1) as u64)
 }
 
-/// A command with `$(VAR)` references to the container's literal `env` values expanded: probes
-/// and hooks see only those, not values from the downward API or config.
+/// An exec probe's command with `$(VAR)` references to the container's `env` expanded from
+/// the values as written (the kubelet's `ExpandContainerCommandOnlyStatic`): every entry counts,
+/// unexpanded, and one set from `valueFrom` counts as empty. Lifecycle hooks expand nothing.
 pub fn command(cmd: &[String], container: &Container) -> Vec<String> {
-    let mut env = BTreeMap::new();
-    for e in container.env.iter().flatten() {
-        if let Some(v) = &e.value {
-            let v = expand(v, &env);
-            env.insert(e.name.clone(), v);
-        }
-    }
+    let env: BTreeMap<String, String> =
+        container.env.iter().flatten().map(|e| (e.name.clone(), e.value.clone().unwrap_or_default())).collect();
     cmd.iter().map(|s| expand(s, &env)).collect()
 }
 
@@ -110,7 +106,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn commands_see_only_literal_env_values() {
+    fn commands_see_the_env_values_as_written() {
         let c: Container = serde_json::from_value(serde_json::json!({
             "name": "c",
             "env": [
@@ -120,7 +116,7 @@ mod tests {
             ]
         }))
         .unwrap();
-        let cmd = command(&["echo".into(), "$(B) $(IP)".into()], &c);
-        assert_eq!(cmd, vec!["echo".to_string(), "ab $(IP)".to_string()]);
+        let cmd = command(&["echo".into(), "$(A) $(B) [$(IP)] $(C) $$(A)".into()], &c);
+        assert_eq!(cmd, vec!["echo".to_string(), "a $(A)b [] $(C) $(A)".to_string()]);
     }
 }

@@ -3,7 +3,7 @@
 //! Results go into a shared table the worker copies into `Observed`; a changed result rings
 //! the worker's bell.
 
-use crate::events::{EventSink, EventType};
+use crate::events::{EventSink, EventType, wording};
 use crate::node::Engine;
 use crate::probes::probe::{self, Outcome, Target};
 use jiff::{SignedDuration, Timestamp};
@@ -192,7 +192,8 @@ fn secs(v: Option<i32>, default: i64) -> SignedDuration {
 }
 
 /// Probes on the schedule `startedAt + initialDelaySeconds + k × periodSeconds` until the
-/// result is final (startup succeeded, startup or liveness failed).
+/// result is final (startup succeeded, startup or liveness failed); readiness behind a startup
+/// probe runs first when the startup probe succeeds, then every period from there.
 async fn run(
     inst: Arc<Instance>,
     kind: ProbeKind,
@@ -200,18 +201,27 @@ async fn run(
     started_tx: Option<watch::Sender<bool>>,
 ) {
     let Some(probe) = inst.container().and_then(|c| kind.spec(c)).cloned() else { return };
-    if let Some(mut started) = started
-        && started.wait_for(|s| *s).await.is_err()
-    {
-        return;
+    let mut waited_for_startup = false;
+    if let Some(mut started) = started {
+        waited_for_startup = !*started.borrow();
+        if started.wait_for(|s| *s).await.is_err() {
+            return;
+        }
     }
     let period = secs(probe.period_seconds, 10).max(SignedDuration::from_secs(1));
     let success_threshold = probe.success_threshold.unwrap_or(1).max(1);
     let failure_threshold = probe.failure_threshold.unwrap_or(3).max(1);
     let mut at = inst.started_at + secs(probe.initial_delay_seconds, 0);
     let now = inst.shared.clock.now();
-    while at < now {
-        at += period;
+    if kind == ProbeKind::Readiness && waited_for_startup {
+        // The kubelet asks for a readiness probe at once when a started container has no
+        // result yet (the prober manager's manual trigger): a container that has just passed
+        // its startup probe is probed now, not a period later. Liveness keeps its schedule.
+        at = at.max(now);
+    } else {
+        while at < now {
+            at += period;
+        }
     }
     let (mut successes, mut failures) = (0, 0);
     loop {
@@ -223,13 +233,13 @@ async fn run(
             Outcome::Success => (successes, failures) = (successes + 1, 0),
             Outcome::Warning(w) => {
                 (successes, failures) = (successes + 1, 0);
-                inst.event("ProbeWarning", format!("{} probe warning: {w}", kind.title()));
+                inst.event("ProbeWarning", wording::probe_warning(kind, &w));
             }
             Outcome::Failure(out) => {
                 (successes, failures) = (0, failures + 1);
-                inst.event("Unhealthy", format!("{} probe failed: {out}", kind.title()));
+                inst.event("Unhealthy", wording::probe_failed(kind, &out));
             }
-            Outcome::Error(e) => inst.event("Unhealthy", format!("{} probe errored: {e}", kind.title())),
+            Outcome::Error(e) => inst.event("Unhealthy", wording::probe_errored(kind, &e)),
         }
         if successes >= success_threshold {
             inst.publish(kind, true);

@@ -1,0 +1,201 @@
+//! Resource quantities by value (apimachinery's `resource.ParseQuantity`): `0.1` and `100m` are
+//! the same CPU, `1Gi` and `1073741824` the same memory. Values are kept exactly, in units of
+//! 10⁻⁹ (Kubernetes' smallest scale), rounded up below it as Kubernetes rounds.
+
+/// Why a string is not a quantity, in apimachinery's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuantityError {
+    #[error("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")]
+    Format,
+    #[error("unable to parse numeric part of quantity")]
+    Numeric,
+    #[error("unable to parse quantity's suffix")]
+    Suffix,
+}
+
+/// A parsed quantity: its value in nano-units (`1` is 10⁻⁹, `1_000_000_000` is one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Quantity {
+    nanos: i128,
+}
+
+const NANOS_PER_UNIT: i128 = 1_000_000_000;
+
+impl Quantity {
+    pub fn parse(s: &str) -> Result<Self, QuantityError> {
+        let (number, suffix) = split(s)?;
+        let (negative, digits) = match number.as_bytes()[0] {
+            b'-' => (true, &number[1..]),
+            b'+' => (false, &number[1..]),
+            _ => (false, number),
+        };
+        let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+        if (whole.is_empty() && fraction.is_empty()) || fraction.contains('.') {
+            return Err(QuantityError::Numeric);
+        }
+        // value = mantissa × 10^(exponent) × 2^(binary), mantissa an integer.
+        let mantissa_digits = format!("{whole}{fraction}");
+        let mantissa_digits = mantissa_digits.trim_start_matches('0');
+        if mantissa_digits.len() > 36 {
+            return Err(QuantityError::Numeric);
+        }
+        let mantissa: i128 =
+            if mantissa_digits.is_empty() { 0 } else { mantissa_digits.parse().map_err(|_| QuantityError::Numeric)? };
+        let (decimal, binary) = scale(suffix)?;
+        let exponent = i64::from(decimal) - fraction.len() as i64 + 9;
+        let nanos = scaled(mantissa, exponent, binary).ok_or(QuantityError::Numeric)?;
+        Ok(Quantity { nanos: if negative { -nanos } else { nanos } })
+    }
+
+    /// The value in nano-units.
+    pub fn nanos(self) -> i128 {
+        self.nanos
+    }
+
+    /// The value in thousandths, rounded up (`MilliValue`): CPU in millicores.
+    pub fn milli_value(self) -> i128 {
+        div_ceil(self.nanos, 1_000_000)
+    }
+
+    /// The value in units, rounded up (`Value`): memory in bytes.
+    pub fn value(self) -> i128 {
+        div_ceil(self.nanos, NANOS_PER_UNIT)
+    }
+
+    pub fn is_positive(self) -> bool {
+        self.nanos > 0
+    }
+}
+
+impl std::ops::Add for Quantity {
+    type Output = Quantity;
+    fn add(self, other: Quantity) -> Quantity {
+        Quantity { nanos: self.nanos.saturating_add(other.nanos) }
+    }
+}
+
+/// The number and the suffix, as apimachinery's `parseQuantityString` splits them.
+fn split(s: &str) -> Result<(&str, &str), QuantityError> {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    if i < bytes.len() && (bytes[i] == b'+' || bytes[i] == b'-') {
+        i += 1;
+    }
+    let digits_start = i;
+    while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b'.') {
+        i += 1;
+    }
+    if i == digits_start {
+        return Err(QuantityError::Format);
+    }
+    let (number, suffix) = s.split_at(i);
+    let well_formed = suffix.bytes().all(|b| b"eEinumkKMGTP+-".contains(&b) || b.is_ascii_digit());
+    if !well_formed {
+        return Err(QuantityError::Format);
+    }
+    Ok((number, suffix))
+}
+
+/// A suffix as (power of ten, power of two).
+fn scale(suffix: &str) -> Result<(i32, u32), QuantityError> {
+    Ok(match suffix {
+        "" => (0, 0),
+        "n" => (-9, 0),
+        "u" => (-6, 0),
+        "m" => (-3, 0),
+        "k" => (3, 0),
+        "M" => (6, 0),
+        "G" => (9, 0),
+        "T" => (12, 0),
+        "P" => (15, 0),
+        "E" => (18, 0),
+        "Ki" => (0, 10),
+        "Mi" => (0, 20),
+        "Gi" => (0, 30),
+        "Ti" => (0, 40),
+        "Pi" => (0, 50),
+        "Ei" => (0, 60),
+        _ => {
+            let exponent = suffix.strip_prefix(['e', 'E']).ok_or(QuantityError::Suffix)?;
+            (exponent.parse::<i32>().map_err(|_| QuantityError::Suffix)?, 0)
+        }
+    })
+}
+
+/// `mantissa × 10^exponent × 2^binary`, rounded up; `None` when it does not fit.
+fn scaled(mantissa: i128, exponent: i64, binary: u32) -> Option<i128> {
+    let shifted = mantissa.checked_mul(1i128.checked_shl(binary)?)?;
+    if exponent >= 0 {
+        shifted.checked_mul(10i128.checked_pow(u32::try_from(exponent).ok()?)?)
+    } else {
+        // Beyond 10^38 every mantissa that fits rounds up to one nano-unit, or stays zero.
+        let divisor = 10i128.checked_pow(u32::try_from(-exponent).ok()?).unwrap_or(i128::MAX);
+        Some(div_ceil(shifted, divisor))
+    }
+}
+
+fn div_ceil(n: i128, d: i128) -> i128 {
+    let q = n / d;
+    if n % d > 0 { q + 1 } else { q }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(s: &str) -> Quantity {
+        Quantity::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn equal_values_in_every_notation_are_equal() {
+        for (a, b) in [
+            ("0.1", "100m"),
+            ("1", "1000m"),
+            (".5", "500m"),
+            ("1e3", "1k"),
+            ("1E-3", "1m"),
+            ("1Ki", "1024"),
+            ("1Gi", "1073741824"),
+            ("1.5Gi", "1536Mi"),
+            ("123Mi", "128974848"),
+            ("+2", "2"),
+            ("0", "0m"),
+            ("1000000n", "1m"),
+            ("1u", "1000n"),
+        ] {
+            assert_eq!(q(a), q(b), "{a} = {b}");
+        }
+        assert_ne!(q("100m"), q("101m"));
+    }
+
+    #[test]
+    fn values_below_a_nano_unit_round_up() {
+        assert_eq!(q("0.1n").nanos(), 1);
+        assert_eq!(q("1e-20").nanos(), 1);
+        assert_eq!(q("0e-20").nanos(), 0);
+    }
+
+    #[test]
+    fn scaled_values_round_up() {
+        assert_eq!(q("250m").milli_value(), 250);
+        assert_eq!(q("1.5").milli_value(), 1500);
+        assert_eq!(q("0.0001").milli_value(), 1);
+        assert_eq!(q("16Mi").value(), 16 << 20);
+        assert_eq!(q("1G").value(), 1_000_000_000);
+        assert_eq!(q("1500m").value(), 2);
+        assert_eq!(q("-1500m").value(), -1);
+    }
+
+    #[test]
+    fn malformed_quantities_are_refused_in_apimachinerys_words() {
+        assert_eq!(Quantity::parse(""), Err(QuantityError::Format));
+        assert_eq!(Quantity::parse("Mi"), Err(QuantityError::Format));
+        assert_eq!(Quantity::parse("1 Mi"), Err(QuantityError::Format));
+        assert_eq!(Quantity::parse("1.2.3"), Err(QuantityError::Numeric));
+        assert_eq!(Quantity::parse("."), Err(QuantityError::Numeric));
+        assert_eq!(Quantity::parse("1Ki1"), Err(QuantityError::Suffix));
+        assert_eq!(Quantity::parse("1K"), Err(QuantityError::Suffix));
+        assert_eq!(Quantity::parse("1e400"), Err(QuantityError::Numeric));
+    }
+}

@@ -1,0 +1,119 @@
+//! The messages of the kubelet's container, image and probe events, worded as the 1.33 kubelet
+//! words them (`kuberuntime_container.go` `startContainer`, `images/image_manager.go`
+//! `EnsureImageExists`, `prober/prober.go` `probe`), in one place to check against it.
+
+use podwright_planner::ProbeKind;
+use std::time::Duration;
+
+/// `Created`: 1.33 added the colon.
+pub fn created(container: &str) -> String {
+    format!("Created container: {container}")
+}
+
+/// `Started`.
+pub fn started(container: &str) -> String {
+    format!("Started container {container}")
+}
+
+/// `Pulling`.
+pub fn pulling(image: &str) -> String {
+    format!("Pulling image {image:?}")
+}
+
+/// `Pulled` after a pull: the pull's time and the time including the wait for the puller (one
+/// and the same here: pulls are not queued), both cut to milliseconds, and the image's size.
+pub fn pulled(image: &str, pull: Duration, including_waiting: Duration, size: u64) -> String {
+    format!(
+        "Successfully pulled image {image:?} in {} ({} including waiting). Image size: {size} bytes.",
+        go_duration_ms(pull),
+        go_duration_ms(including_waiting)
+    )
+}
+
+/// `Pulled` without a pull.
+pub fn already_present(image: &str) -> String {
+    format!("Container image {image:?} already present on machine")
+}
+
+/// `Unhealthy` for a probe that ran and failed.
+pub fn probe_failed(kind: ProbeKind, output: &str) -> String {
+    format!("{} probe failed: {output}", kind.title())
+}
+
+/// `Unhealthy` for a probe that could not be run (a runtime error): its result is unknown.
+pub fn probe_errored(kind: ProbeKind, error: &str) -> String {
+    format!("{} probe errored and resulted in unknown state: {error}", kind.title())
+}
+
+/// `ProbeWarning`.
+pub fn probe_warning(kind: ProbeKind, output: &str) -> String {
+    format!("{} probe warning: {output}", kind.title())
+}
+
+/// Go's `time.Duration` text of a duration cut to milliseconds (`177ms`, `1.5s`, `2m3.004s`,
+/// `1h0m0s`), as the kubelet prints it with `%v`.
+fn go_duration_ms(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms == 0 {
+        return "0s".into();
+    }
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let (h, m, s, frac) = (ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000);
+    let secs = if frac == 0 { s.to_string() } else { format!("{s}.{frac:03}").trim_end_matches('0').to_string() };
+    match (h, m) {
+        (0, 0) => format!("{secs}s"),
+        (0, _) => format!("{m}m{secs}s"),
+        _ => format!("{h}h{m}m{secs}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_16_events_are_worded_as_the_1_33_kubelet_words_them() {
+        let ms = Duration::from_millis;
+        // (reason, message as podwright words it, as the 1.33 kubelet words it)
+        let table = [
+            ("Created", created("app"), "Created container: app"),
+            ("Started", started("app"), "Started container app"),
+            ("Pulling", pulling("busybox:1.36"), "Pulling image \"busybox:1.36\""),
+            (
+                "Pulled",
+                pulled("busybox:1.36", ms(1_234), ms(1_234), 2_154_321),
+                "Successfully pulled image \"busybox:1.36\" in 1.234s (1.234s including waiting). Image size: 2154321 bytes.",
+            ),
+            ("Pulled", already_present("busybox:1.36"), "Container image \"busybox:1.36\" already present on machine"),
+            ("Unhealthy", probe_failed(ProbeKind::Liveness, "boom"), "Liveness probe failed: boom"),
+            (
+                "Unhealthy",
+                probe_errored(ProbeKind::Readiness, "rpc error"),
+                "Readiness probe errored and resulted in unknown state: rpc error",
+            ),
+            ("ProbeWarning", probe_warning(ProbeKind::Startup, "redirect"), "Startup probe warning: redirect"),
+        ];
+        for (reason, ours, kubelet) in table {
+            assert_eq!(ours, kubelet, "{reason}");
+        }
+    }
+
+    #[test]
+    fn durations_read_as_go_prints_them() {
+        let ms = Duration::from_millis;
+        for (d, text) in [
+            (ms(0), "0s"),
+            (Duration::from_micros(999), "0s"),
+            (ms(177), "177ms"),
+            (ms(1_000), "1s"),
+            (ms(1_500), "1.5s"),
+            (ms(60_000), "1m0s"),
+            (ms(123_004), "2m3.004s"),
+            (ms(3_600_000), "1h0m0s"),
+        ] {
+            assert_eq!(go_duration_ms(d), text);
+        }
+    }
+}
