@@ -375,12 +375,12 @@ fn flow_depth_estimate(text: &str) -> Option<Position> {
             (In::Text, '"') if starts_token => state = In::Double,
             (In::Text, '#') if prev.is_whitespace() => state = In::Comment,
             (In::Single, '\'') | (In::Double, '"') => state = In::Text,
-            (In::Double, '\\') => {
-                // An escaped character never ends the scalar.
-                if chars.next().is_some() {
-                    column += 1;
-                }
-            }
+            // An escaped character never ends the scalar.
+            (In::Double, '\\') => match chars.next() {
+                Some('\n') => (line, column) = (line + 1, 0),
+                Some(_) => column += 1,
+                None => {}
+            },
             _ => {}
         }
         prev = c;
