@@ -18,6 +18,14 @@ const RELAXED_ENV_VAR_NAME_ERR_MSG: &str =
     "a valid environment variable name must consist only of printable ASCII characters other than '='";
 const HTTP_HEADER_NAME_FMT: &str = "[-A-Za-z0-9]+";
 const HTTP_HEADER_NAME_ERR_MSG: &str = "a valid HTTP header must consist of alphanumeric characters or '-'";
+const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const QUALIFIED_NAME_ERR_MSG: &str =
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const QUALIFIED_NAME_MAX_LENGTH: usize = 63;
+const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
+const LABEL_VALUE_ERR_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+/// `LabelValueMaxLength`.
+pub const LABEL_VALUE_MAX_LENGTH: usize = 63;
 const CONFIG_MAP_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
 const CONFIG_MAP_KEY_ERR_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
 
@@ -122,6 +130,63 @@ fn mask_trailing_dash(name: &str) -> String {
         }
     }
     name.to_string()
+}
+
+/// Matches `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]` exactly.
+fn matches_qualified_name(value: &str) -> bool {
+    let (Some(first), Some(last)) = (value.chars().next(), value.chars().last()) else {
+        return false;
+    };
+    first.is_ascii_alphanumeric()
+        && last.is_ascii_alphanumeric()
+        && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// `IsQualifiedName` (label keys, annotation keys): a name with an optional DNS subdomain
+/// prefix and `/`.
+pub fn is_qualified_name(value: &str) -> Vec<String> {
+    const EXAMPLES: [&str; 3] = ["MyName", "my.name", "123-abc"];
+    let mut errs = Vec::new();
+    let parts: Vec<&str> = value.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push(format!("prefix part {}", empty_error()));
+            } else {
+                errs.extend(is_dns1123_subdomain(prefix).into_iter().map(|m| format!("prefix part {m}")));
+            }
+            *name
+        }
+        _ => {
+            errs.push(format!(
+                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                regex_error(QUALIFIED_NAME_ERR_MSG, QUALIFIED_NAME_FMT, &EXAMPLES)
+            ));
+            return errs;
+        }
+    };
+    if name.is_empty() {
+        errs.push(format!("name part {}", empty_error()));
+    } else if name.len() > QUALIFIED_NAME_MAX_LENGTH {
+        errs.push(format!("name part {}", max_len_error(QUALIFIED_NAME_MAX_LENGTH)));
+    }
+    if !matches_qualified_name(name) {
+        errs.push(format!("name part {}", regex_error(QUALIFIED_NAME_ERR_MSG, QUALIFIED_NAME_FMT, &EXAMPLES)));
+    }
+    errs
+}
+
+/// `IsValidLabelValue`.
+pub fn is_valid_label_value(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > LABEL_VALUE_MAX_LENGTH {
+        errs.push(max_len_error(LABEL_VALUE_MAX_LENGTH));
+    }
+    if !value.is_empty() && !matches_qualified_name(value) {
+        errs.push(regex_error(LABEL_VALUE_ERR_MSG, LABEL_VALUE_FMT, &["MyValue", "my_value", "12345"]));
+    }
+    errs
 }
 
 /// `IsValidPortNum`: 1..=65535.

@@ -8,6 +8,8 @@
 //! * [`defaults`] — API-server defaulting (`pkg/apis/core/v1/defaults.go`);
 //! * [`validation`] / [`field_error`] — create-time validation with the API
 //!   server's field paths and messages, and kubectl's "The Pod ... is invalid";
+//! * [`honoured_fields`] — the table of the Pod fields podwright honours, and the refusal of
+//!   any other field a pod sets;
 //! * [`kubectl_status`] — the READY/STATUS/RESTARTS/AGE columns of `kubectl get pods`;
 //! * [`container_kind`] — init/regular/sidecar classification and container field paths;
 //! * [`image_ref`] — image reference parsing and the default pull policy;
@@ -18,6 +20,7 @@ pub mod container_kind;
 pub mod defaults;
 pub mod field_error;
 pub mod formats;
+pub mod honoured_fields;
 pub mod image_ref;
 pub mod init_container_annotations;
 pub mod kubectl_status;

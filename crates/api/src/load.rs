@@ -1,11 +1,12 @@
 //! The whole admission path for manifests: parse, convert legacy
-//! init-container annotations, apply defaults, validate. Either every pod is
-//! admitted or nothing is, with every problem of every pod reported.
+//! init-container annotations, apply defaults, validate, refuse fields podwright does not
+//! honour. Either every pod is admitted or nothing is, with every problem of every pod reported.
 
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::defaults::apply_defaults;
 use crate::field_error::InvalidPod;
+use crate::honoured_fields::unsupported_fields;
 use crate::init_container_annotations::convert_init_container_annotations;
 use crate::manifest::{ManifestError, parse_manifests, read_manifests};
 use crate::validation::validate_pod;
@@ -22,14 +23,18 @@ pub enum LoadError {
 }
 
 /// Convert, default and validate one pod in place. Returns the warnings
-/// (deprecated annotations) or all the reasons the pod is invalid.
+/// (deprecated annotations) or all the reasons the pod is invalid, the fields podwright does
+/// not honour last.
 pub fn admit_pod(pod: &mut Pod) -> Result<Vec<String>, InvalidPod> {
     let (warnings, mut errors) = match convert_init_container_annotations(pod) {
         Ok(w) => (w, Vec::new()),
         Err(e) => (Vec::new(), e),
     };
+    // Before defaulting, so that each refusal names a field the manifest sets.
+    let unsupported = unsupported_fields(pod);
     apply_defaults(pod);
     errors.extend(validate_pod(pod));
+    errors.extend(unsupported);
     if errors.is_empty() {
         Ok(warnings)
     } else {
@@ -136,6 +141,27 @@ spec: {containers: []}
              * metadata.annotations[pod.beta.kubernetes.io/init-containers]: Forbidden: may not be set together with spec.initContainers; declare init containers only in spec.initContainers\n\
              * spec.initContainers[0].readinessProbe: Forbidden: may not be set for init containers without restartPolicy=Always\n\
              The Pod \"bad-two\" is invalid: spec.containers: Required value"
+        );
+    }
+
+    #[test]
+    fn fields_podwright_does_not_honour_come_after_validation_errors() {
+        let text = "\
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  securityContext: {runAsUser: 1000}
+  volumes: [{name: cfg, configMap: {name: cfg}}]
+  containers: [{name: a, image: busybox, volumeMounts: [{name: nope, mountPath: /x}]}]
+";
+        let err = load_str("p.yaml", text).expect_err("refused");
+        assert_eq!(
+            err.to_string(),
+            "The Pod \"p\" is invalid: \n\
+             * spec.containers[0].volumeMounts[0].name: Not found: \"nope\"\n\
+             * spec.securityContext.runAsUser: Unsupported value: 1000: not supported by podwright yet\n\
+             * spec.volumes[0].configMap: Unsupported value: not supported by podwright yet"
         );
     }
 

@@ -9,13 +9,20 @@ use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
 use serde_json::Value as JsonValue;
 
-use crate::yaml_positions::{DocPath, PathSegment, Position, PositionIndex, Yaml11Scalar, index_positions};
+use crate::yaml_positions::{
+    DocPath, MAX_NESTING_DEPTH, PathSegment, Position, PositionIndex, Scan, Yaml11Scalar, index_positions,
+};
+
+/// The largest manifest read, in bytes: the API server's limit on a request body (3 MiB).
+pub const MAX_MANIFEST_BYTES: usize = 3 * 1024 * 1024;
 
 /// What is wrong with a manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ProblemKind {
     /// The text is not valid YAML/JSON.
     Syntax,
+    /// Mappings and lists nest deeper than [`MAX_NESTING_DEPTH`].
+    TooDeep,
     /// A document is not a mapping (object).
     NotAnObject,
     /// `apiVersion` or `kind` is missing.
@@ -73,6 +80,9 @@ pub enum ManifestError {
         #[source]
         error: std::io::Error,
     },
+    /// The manifest is larger than [`MAX_MANIFEST_BYTES`]; nothing of it was parsed.
+    #[error("{source_name}: too large: must have at most {MAX_MANIFEST_BYTES} bytes (the API server's limit)")]
+    TooLarge { source_name: String },
     /// One or more documents are malformed; every problem found is listed,
     /// one per line.
     #[error("{}", join_lines(.0))]
@@ -83,7 +93,7 @@ impl ManifestError {
     /// The individual problems (empty for read errors).
     pub fn problems(&self) -> &[ManifestProblem] {
         match self {
-            ManifestError::Read { .. } => &[],
+            ManifestError::Read { .. } | ManifestError::TooLarge { .. } => &[],
             ManifestError::Invalid(p) => p,
         }
     }
@@ -93,20 +103,16 @@ fn join_lines<T: fmt::Display>(items: &[T]) -> String {
     items.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")
 }
 
-/// Read manifests from a file, or from standard input when `path` is `-`.
+/// Read manifests from a file, or from standard input when `path` is `-`. Reading stops one
+/// byte past [`MAX_MANIFEST_BYTES`].
 pub fn read_manifests(path: &str) -> Result<Vec<Pod>, ManifestError> {
-    let (source_name, text) = if path == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|error| ManifestError::Read { source_name: "<stdin>".to_string(), error })?;
-        ("<stdin>".to_string(), text)
-    } else {
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| ManifestError::Read { source_name: path.to_string(), error })?;
-        (path.to_string(), text)
-    };
-    parse_manifests(&source_name, &text)
+    let source_name = if path == "-" { "<stdin>" } else { path };
+    let read = |error| ManifestError::Read { source_name: source_name.to_string(), error };
+    let input: Box<dyn Read> =
+        if path == "-" { Box::new(std::io::stdin()) } else { Box::new(std::fs::File::open(path).map_err(read)?) };
+    let mut text = String::new();
+    input.take(MAX_MANIFEST_BYTES as u64 + 1).read_to_string(&mut text).map_err(read)?;
+    parse_manifests(source_name, &text)
 }
 
 /// Parse every Pod in `text` (YAML or JSON; documents separated by `---`;
@@ -114,9 +120,28 @@ pub fn read_manifests(path: &str) -> Result<Vec<Pod>, ManifestError> {
 ///
 /// Only `apiVersion: v1`, `kind: Pod` documents are accepted. Unknown fields
 /// and values of the wrong type are errors; all problems of all documents are
-/// reported together, except that a syntax error stops reading.
+/// reported together, except that a syntax error stops reading. Text larger than
+/// [`MAX_MANIFEST_BYTES`] or nesting deeper than [`MAX_NESTING_DEPTH`] is refused before it
+/// is decoded, in time linear in its size.
 pub fn parse_manifests(source_name: &str, text: &str) -> Result<Vec<Pod>, ManifestError> {
-    let positions = index_positions(text);
+    if text.len() > MAX_MANIFEST_BYTES {
+        return Err(ManifestError::TooLarge { source_name: source_name.to_string() });
+    }
+    let positions = match index_positions(text) {
+        Scan::Indexed(idx) => Some(idx),
+        Scan::Unparsable => None,
+        Scan::TooDeep(at) => {
+            return Err(ManifestError::Invalid(vec![ManifestProblem {
+                source_name: source_name.to_string(),
+                document: None,
+                line: Some(at.line),
+                column: Some(at.column),
+                path: None,
+                kind: ProblemKind::TooDeep,
+                message: format!("exceeded max depth of {MAX_NESTING_DEPTH}"),
+            }]));
+        }
+    };
     let mut ctx = Ctx { source_name, positions: positions.as_ref(), problems: Vec::new() };
     let mut pods = Vec::new();
     let mut documents = 0;
@@ -841,6 +866,31 @@ spec:
         }
         let ok = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  containers: [{name: a, env: [{name: X, value: \"yes\"}]}]\n";
         assert!(parse_manifests("y.yaml", ok).is_ok());
+    }
+
+    /// Issue 8: rejecting deep nesting took time that grew with the square of the depth (a
+    /// 200 KB document, more than 30 s). Each of these 1 MiB documents is refused after reading
+    /// a few dozen bytes; were the cost quadratic again, this test would take hours.
+    #[test]
+    fn a_megabyte_of_nesting_is_refused_at_the_depth_limit() {
+        let half = 512 * 1024;
+        let brackets = format!("{}{}", "[".repeat(half), "]".repeat(half));
+        assert_eq!(problems(&brackets), ["pod.yaml:1:33: exceeded max depth of 32"]);
+        let mappings = format!("a: {}{}", "{a: ".repeat(half / 2), "}".repeat(half / 2));
+        assert_eq!(problems(&mappings), ["pod.yaml:1:128: exceeded max depth of 32"]);
+        let lists = format!("a:\n{}x\n", "- ".repeat(half));
+        assert_eq!(problems(&lists), ["pod.yaml:2:63: exceeded max depth of 32"]);
+        // A tab after a colon is YAML libyaml reads and the position parser does not.
+        let tab = format!("a:\tb\nc: {}{}", "[".repeat(half), "]".repeat(half));
+        assert_eq!(problems(&tab), ["pod.yaml:2:36: exceeded max depth of 32"]);
+    }
+
+    #[test]
+    fn manifests_larger_than_the_api_servers_limit_are_not_read() {
+        let text = format!("{RICH}#{}", " ".repeat(MAX_MANIFEST_BYTES - RICH.len()));
+        let err = parse_manifests("big.yaml", &text).expect_err("too large");
+        assert_eq!(err.to_string(), "big.yaml: too large: must have at most 3145728 bytes (the API server's limit)");
+        assert!(parse_manifests("big.yaml", &text[..MAX_MANIFEST_BYTES]).is_ok());
     }
 
     #[test]

@@ -8,6 +8,11 @@
 //! read a second time with a span-reporting event parser. This is best
 //! effort: when the two parsers disagree about the shape of the stream, no
 //! positions are given.
+//!
+//! That pass comes first and also bounds the nesting depth: libyaml's scanner (under
+//! serde_yaml) does work for every token that grows with the number of open flow collections,
+//! so deeply nested brackets cost time that grows with the square of the depth (a 200 KB
+//! document took more than 30 s). This parser's cost is linear, and it stops at the limit.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -271,30 +276,116 @@ impl Builder {
     }
 }
 
-/// Index a YAML stream. Returns None if the text does not parse.
-pub fn index_positions(text: &str) -> Option<PositionIndex> {
+/// The deepest nesting of mappings and lists a manifest may have. The deepest field of a Pod
+/// is about 12 levels down; the API server's decoders stop at 10,000, serde_yaml at 128, and
+/// libyaml's cost per token grows with the depth, so the limit is kept small.
+pub const MAX_NESTING_DEPTH: usize = 32;
+
+/// What reading a YAML stream for positions found.
+#[derive(Debug)]
+pub enum Scan {
+    /// The stream parses: the positions of its entries.
+    Indexed(PositionIndex),
+    /// Mappings and lists nest deeper than [`MAX_NESTING_DEPTH`]; the position of the
+    /// collection that goes too deep. Nothing after it was read.
+    TooDeep(Position),
+    /// This parser cannot read the stream (libyaml may still: it accepts a little more), and
+    /// the stream's flow collections do not seem to nest deeper than the limit.
+    Unparsable,
+}
+
+/// Index a YAML stream, stopping at a syntax error or at nesting deeper than
+/// [`MAX_NESTING_DEPTH`].
+pub fn index_positions(text: &str) -> Scan {
     let mut parser = Parser::new_from_str(text);
     let mut b = Builder { index: PositionIndex::default(), stack: Vec::new() };
+    let mut depth = 0;
     while let Some(item) = parser.next_event() {
-        let (event, span) = item.ok()?;
+        let (event, span) = match item {
+            Ok(ok) => ok,
+            Err(_) => return flow_depth_estimate(text).map_or(Scan::Unparsable, Scan::TooDeep),
+        };
         match event {
             Event::StreamStart | Event::Nothing | Event::DocumentEnd => {}
             Event::StreamEnd => break,
             Event::DocumentStart(_) => {
                 b.stack.clear();
                 b.index.doc_roots.push(None);
+                depth = 0;
             }
             Event::Scalar(value, style, _, tag) => {
                 let plain = style == ScalarStyle::Plain && tag.is_none();
                 b.node(Node::Scalar(value.into_owned(), plain), &span)
             }
             Event::Alias(_) => b.node(Node::Alias, &span),
-            Event::MappingStart(..) => b.node(Node::MapStart, &span),
-            Event::SequenceStart(..) => b.node(Node::SeqStart, &span),
-            Event::MappingEnd | Event::SequenceEnd => b.end(),
+            Event::MappingStart(..) | Event::SequenceStart(..) if depth == MAX_NESTING_DEPTH => {
+                return Scan::TooDeep(Position::from_span(&span));
+            }
+            Event::MappingStart(..) => {
+                depth += 1;
+                b.node(Node::MapStart, &span)
+            }
+            Event::SequenceStart(..) => {
+                depth += 1;
+                b.node(Node::SeqStart, &span)
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                depth -= 1;
+                b.end()
+            }
         }
     }
-    Some(b.index)
+    Scan::Indexed(b.index)
+}
+
+/// Where the flow collections (`[`, `{`) of `text` first nest deeper than the limit, counting
+/// brackets outside quoted scalars and comments: for text the event parser rejects, so that
+/// libyaml never scans deep flow nesting. Brackets in plain or block scalars are counted too,
+/// which errs towards refusing.
+fn flow_depth_estimate(text: &str) -> Option<Position> {
+    #[derive(PartialEq)]
+    enum In {
+        Text,
+        Single,
+        Double,
+        Comment,
+    }
+    let mut state = In::Text;
+    let (mut depth, mut line, mut column) = (0usize, 1, 0);
+    let mut prev = ' ';
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        column += 1;
+        let starts_token = prev.is_whitespace() || matches!(prev, '[' | '{' | ',');
+        match (&state, c) {
+            (_, '\n') => {
+                (line, column) = (line + 1, 0);
+                if state == In::Comment {
+                    state = In::Text;
+                }
+            }
+            (In::Text, '[' | '{') => {
+                depth += 1;
+                if depth > MAX_NESTING_DEPTH {
+                    return Some(Position { line, column });
+                }
+            }
+            (In::Text, ']' | '}') => depth = depth.saturating_sub(1),
+            (In::Text, '\'') if starts_token => state = In::Single,
+            (In::Text, '"') if starts_token => state = In::Double,
+            (In::Text, '#') if prev.is_whitespace() => state = In::Comment,
+            (In::Single, '\'') | (In::Double, '"') => state = In::Text,
+            // An escaped character never ends the scalar.
+            (In::Double, '\\') => match chars.next() {
+                Some('\n') => (line, column) = (line + 1, 0),
+                Some(_) => column += 1,
+                None => {}
+            },
+            _ => {}
+        }
+        prev = c;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -310,6 +401,13 @@ mod tests {
                 })
                 .collect(),
         )
+    }
+
+    fn indexed(text: &str) -> PositionIndex {
+        match index_positions(text) {
+            Scan::Indexed(idx) => idx,
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -329,7 +427,7 @@ spec:
 kind: Pod
 spec: {containers: [{name: b}]}
 ";
-        let idx = index_positions(text).expect("parses");
+        let idx = indexed(text);
         assert_eq!(idx.documents(), 2);
         let at = |doc, p: &[&str]| idx.get(doc, &path(p)).map(|p| (p.line, p.column));
         assert_eq!(at(1, &["kind"]), Some((2, 1)));
@@ -347,14 +445,39 @@ spec: {containers: [{name: b}]}
 
     #[test]
     fn counts_empty_documents() {
-        let idx = index_positions("---\n---\na: 1\n").expect("parses");
+        let idx = indexed("---\n---\na: 1\n");
         assert_eq!(idx.documents(), 2);
         assert_eq!(idx.doc_root(2).map(|p| p.line), Some(3));
     }
 
     #[test]
-    fn bad_yaml_gives_none() {
-        assert!(index_positions("a: b: c\n").is_none());
+    fn bad_yaml_is_unparsable_unless_its_brackets_nest_too_deep() {
+        assert!(matches!(index_positions("a: b: c\n"), Scan::Unparsable));
+        let deep = format!("a: b: c\nd: {}\n", "[".repeat(MAX_NESTING_DEPTH + 1));
+        let Scan::TooDeep(at) = index_positions(&deep) else { panic!("not too deep") };
+        assert_eq!(at, Position { line: 2, column: 4 + MAX_NESTING_DEPTH });
+        // Brackets in quoted scalars and comments do not count; closed ones do not add up.
+        let quoted = format!(
+            "a: b: c\nd: ['{0}', \"{0}\\\"{0}\", {1}] # {0}\n",
+            "[".repeat(MAX_NESTING_DEPTH + 1),
+            "[[]]".repeat(MAX_NESTING_DEPTH)
+        );
+        assert!(matches!(index_positions(&quoted), Scan::Unparsable));
+    }
+
+    #[test]
+    fn nesting_stops_at_the_limit() {
+        let nested = |n: usize| format!("a: {}{}", "[".repeat(n - 1), "]".repeat(n - 1));
+        assert!(matches!(index_positions(&nested(MAX_NESTING_DEPTH)), Scan::Indexed(_)));
+        let Scan::TooDeep(at) = index_positions(&nested(MAX_NESTING_DEPTH + 1)) else { panic!("not too deep") };
+        assert_eq!(at, Position { line: 1, column: 4 + MAX_NESTING_DEPTH - 1 });
+        // Block lists count the same way, and each document starts again at the top.
+        let block = |n: usize| format!("{}x\n", "- ".repeat(n));
+        assert!(matches!(
+            index_positions(&[block(MAX_NESTING_DEPTH), block(MAX_NESTING_DEPTH)].join("---\n")),
+            Scan::Indexed(_)
+        ));
+        assert!(matches!(index_positions(&block(MAX_NESTING_DEPTH + 1)), Scan::TooDeep(_)));
     }
 
     #[test]
@@ -382,7 +505,7 @@ spec: {containers: [{name: b}]}
         for (text, want) in cases {
             assert_eq!(yaml11_scalar(text), want, "{text}");
         }
-        let idx = index_positions("a: 0644\nb: '0644'\nc: [yes, \"no\", !!str on]\nd: {e: 1_0}\n").expect("parses");
+        let idx = indexed("a: 0644\nb: '0644'\nc: [yes, \"no\", !!str on]\nd: {e: 1_0}\n");
         let got: Vec<(String, &str, Yaml11Scalar)> =
             idx.yaml11_values(1).map(|(p, t, v)| (p.to_string(), t, v)).collect();
         assert_eq!(

@@ -111,6 +111,58 @@ spec:
     );
 }
 
+/// Issue 8: a field podwright does not honour is refused, one line per field, instead of the
+/// pod running without it.
+#[test]
+fn fields_podwright_does_not_honour_are_refused_one_line_each() {
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: unsupported
+spec:
+  securityContext: {{runAsUser: 1000}}
+  hostNetwork: true
+  volumes:
+  - name: cfg
+    configMap: {{name: cfg}}
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    env:
+    - name: APP
+      valueFrom: {{fieldRef: {{fieldPath: "metadata.labels['app']"}}}}
+"#
+    );
+    let (_m, stderr) = assert_refused("unsupported", &manifest, &[]);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(
+        lines,
+        [
+            r#"The Pod "unsupported" is invalid: "#,
+            r#"* spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Unsupported value: "metadata.labels['app']": not supported by podwright yet; supported values: "metadata.name", "metadata.namespace", "metadata.uid", "spec.serviceAccountName", "status.podIP""#,
+            "* spec.hostNetwork: Unsupported value: true: not supported by podwright yet",
+            "* spec.securityContext.runAsUser: Unsupported value: 1000: not supported by podwright yet",
+            "* spec.volumes[0].configMap: Unsupported value: not supported by podwright yet",
+        ]
+    );
+}
+
+/// Issue 8: a megabyte of nesting is refused at the depth limit, without reading the rest
+/// (the refusal used to take time that grew with the square of the depth), and a manifest
+/// over the API server's 3 MiB limit is not read at all.
+#[test]
+fn deep_nesting_and_oversized_manifests_are_refused() {
+    let half = 512 * 1024;
+    let nested = format!("{}{}", "[".repeat(half), "]".repeat(half));
+    let (_m, stderr) = assert_refused("nested", &nested, &[":1:33: exceeded max depth of 32"]);
+    assert_eq!(stderr.lines().filter(|l| !l.trim().is_empty()).count(), 1, "one error, one line: {stderr}");
+
+    let big = format!("# {}\n", "x".repeat(3 * 1024 * 1024));
+    let (m, stderr) = assert_refused("big", &big, &["too large: must have at most 3145728 bytes"]);
+    assert!(stderr.starts_with(m.path_str()), "the error names the file: {stderr}");
+}
+
 #[test]
 fn unknown_field_is_rejected() {
     let manifest = format!(

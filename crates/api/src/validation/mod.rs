@@ -7,7 +7,7 @@
 //! version this crate is built against): sidecars allowed, relaxed
 //! environment variable names, zero-second sleep hooks allowed.
 //!
-//! Not covered (accepted without checks): label/annotation syntax, resource
+//! Not covered (accepted without checks): owner references, finalizers, resource
 //! quantities and requests-vs-limits, security contexts, affinity,
 //! tolerations, topology spread, most network-storage volume sources,
 //! mount propagation, resize policies, OS-specific rules.
@@ -24,11 +24,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use self::containers::{validate_containers, validate_init_containers};
 use self::volumes::validate_volumes;
 pub use crate::field_error::{ErrorKind, FieldError, FieldPath, InvalidPod};
-use crate::formats::{inclusive_range_error, is_dns1123_label, name_is_dns_label, name_is_dns_subdomain};
+use crate::formats::{
+    inclusive_range_error, is_dns1123_label, is_qualified_name, is_valid_label_value, name_is_dns_label,
+    name_is_dns_subdomain,
+};
 
 const INIT_FORBIDDEN: &str = "may not be set for init containers without restartPolicy=Always";
 const IS_NEGATIVE: &str = "must be greater than or equal to 0";
 const FILE_MODE_ERROR: &str = "must be a number between 0 and 0777 (octal), both inclusive";
+/// `TotalAnnotationSizeLimitB`: the keys and values of all annotations together (256 KiB).
+pub const TOTAL_ANNOTATION_SIZE_LIMIT_BYTES: usize = 256 * 1024;
 
 type Errors = Vec<FieldError>;
 
@@ -107,6 +112,25 @@ fn validate_object_meta(meta: &ObjectMeta, path: &FieldPath, errs: &mut Errors) 
         for msg in name_is_dns_label(namespace, false) {
             errs.push(FieldError::invalid(path.child("namespace"), namespace, msg));
         }
+    }
+    // ValidateLabels: errors name the map, not the key.
+    for (key, value) in meta.labels.iter().flatten() {
+        for msg in is_qualified_name(key) {
+            errs.push(FieldError::invalid(path.child("labels"), key, msg));
+        }
+        for msg in is_valid_label_value(value) {
+            errs.push(FieldError::invalid(path.child("labels"), value, msg));
+        }
+    }
+    // ValidateAnnotations: keys are qualified names in any case; the total size is bounded.
+    let annotations = meta.annotations.iter().flatten();
+    for key in annotations.clone().map(|(k, _)| k) {
+        for msg in is_qualified_name(&key.to_lowercase()) {
+            errs.push(FieldError::invalid(path.child("annotations"), key, msg));
+        }
+    }
+    if annotations.map(|(k, v)| k.len() + v.len()).sum::<usize>() > TOTAL_ANNOTATION_SIZE_LIMIT_BYTES {
+        errs.push(FieldError::too_long(path.child("annotations"), TOTAL_ANNOTATION_SIZE_LIMIT_BYTES));
     }
 }
 

@@ -139,6 +139,56 @@ fn metadata_errors() {
 }
 
 #[test]
+fn label_and_annotation_keys_values_and_sizes() {
+    const NAME_PART: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+    const VALUE: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+    let meta = |m: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: p, {m}}}\nspec: {{containers: [{{name: a, image: b}}]}}\n"
+        )
+    };
+    let long = "x".repeat(64);
+    let cases = vec![
+        (
+            "good labels and annotations",
+            meta("labels: {app: web, example.com/Tier: '', a.b_c-D: '1.0'}, annotations: {Example.COM/Note: 'anything at all'}"),
+            vec![],
+        ),
+        (
+            "bad label key and value",
+            meta("labels: {-app: 'no good', 'a/b/c': x}"),
+            vec![
+                format!("metadata.labels: Invalid value: \"-app\": {NAME_PART}"),
+                format!("metadata.labels: Invalid value: \"no good\": {VALUE}"),
+                "metadata.labels: Invalid value: \"a/b/c\": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')".to_string(),
+            ],
+        ),
+        (
+            "label key prefix and lengths",
+            meta(&format!("labels: {{/a: x, Bad_Prefix/a: {long}, {long}: z}}")),
+            vec![
+                "metadata.labels: Invalid value: \"/a\": prefix part must be non-empty".to_string(),
+                format!("metadata.labels: Invalid value: \"Bad_Prefix/a\": prefix part {SUBDOMAIN_MSG}"),
+                format!("metadata.labels: Invalid value: \"{long}\": must be no more than 63 characters"),
+                format!("metadata.labels: Invalid value: \"{long}\": name part must be no more than 63 characters"),
+            ],
+        ),
+        ("annotation key", meta("annotations: {'a b': x}"), vec![format!("metadata.annotations: Invalid value: \"a b\": {NAME_PART}")]),
+        (
+            "annotations of 256 KiB are the most",
+            meta(&format!("annotations: {{a: {}}}", "x".repeat(256 * 1024 - 1))),
+            vec![],
+        ),
+        (
+            "annotations over 256 KiB",
+            meta(&format!("annotations: {{a: {}, b: ''}}", "x".repeat(256 * 1024 - 1))),
+            s(&["metadata.annotations: Too long: must have at most 262144 bytes"]),
+        ),
+    ];
+    check(&cases);
+}
+
+#[test]
 fn container_names_and_images() {
     let cases = vec![
         ("no containers", spec_pod("  containers: []\n"), s(&["spec.containers: Required value"])),

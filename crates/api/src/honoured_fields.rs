@@ -1,0 +1,454 @@
+//! Which Pod fields podwright honours, in one table to hold against the Pod type, and the check
+//! that refuses a pod using any other (issue 8: no field silently ignored). A field the kubelet
+//! acts on but podwright does not is refused before anything starts, one error per field in the
+//! API server's format, instead of running the pod without it.
+//!
+//! The check reads the pod as the user wrote it (after the legacy init-container annotations are
+//! converted, before defaulting), so each error names a field the manifest sets. Values the API
+//! server would fill in by default (`dnsPolicy: ClusterFirst`, `hostNetwork: false`,
+//! `securityContext: {}`, ...) are accepted where podwright behaves as that default does.
+//!
+//! A field missing from the table is refused too, so a field added by a newer k8s-openapi is
+//! refused until someone decides; the tests compare the table with k8s-openapi's field lists.
+
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::Value;
+
+use crate::field_error::{ErrorKind, FieldError, FieldPath, go_quote};
+
+/// The detail of every refusal.
+pub const NOT_SUPPORTED: &str = "not supported by podwright yet";
+
+/// What podwright does with one field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Support {
+    /// Honoured as the kubelet honours it.
+    Honoured,
+    /// Honoured, and so is each field of the object (or of each object of the list), by the
+    /// table of the named type.
+    Fields(&'static str),
+    /// Accepted and without effect, because it has none on a node; the reason says why.
+    Inert(&'static str),
+    /// Honoured with these values only; any other value is refused.
+    Only(&'static [Allowed]),
+    /// A map honoured for these keys only; every other key is refused.
+    Keys(&'static [&'static str]),
+    /// Not honoured: refused whatever its value.
+    Refused,
+}
+
+/// A value [`Support::Only`] accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allowed {
+    /// Null, `""`, `[]`, or an object whose fields are all unset: what leaving it out means.
+    Unset,
+    Bool(bool),
+    Int(i64),
+    Str(&'static str),
+}
+
+use Allowed::{Bool, Int, Str, Unset};
+use Support::{Fields, Honoured, Inert, Keys, Only, Refused};
+
+const UNSET: Support = Only(&[Unset]);
+const UNSET_OR_FALSE: Support = Only(&[Unset, Bool(false)]);
+const SCHEDULING: Support = Inert("the scheduler's concern: the pod is already on this node");
+const INFORMATIONAL: Support = Inert("informational");
+
+/// Every field of every type podwright reads, by its JSON name, in k8s-openapi's order.
+pub const TABLE: &[(&str, &[(&str, Support)])] = &[
+    (
+        "Pod",
+        &[
+            ("apiVersion", Honoured),
+            ("kind", Honoured),
+            ("metadata", Fields("ObjectMeta")),
+            ("spec", Fields("PodSpec")),
+            ("status", Inert("the API server ignores it on create")),
+        ],
+    ),
+    (
+        "ObjectMeta",
+        &[
+            ("annotations", Honoured),
+            ("creationTimestamp", Honoured),
+            ("deletionGracePeriodSeconds", INFORMATIONAL),
+            ("deletionTimestamp", INFORMATIONAL),
+            ("finalizers", INFORMATIONAL),
+            // Validation requires a name, so generateName never generates one.
+            ("generateName", INFORMATIONAL),
+            ("generation", INFORMATIONAL),
+            ("labels", Honoured),
+            ("managedFields", INFORMATIONAL),
+            ("name", Honoured),
+            ("namespace", Honoured),
+            ("ownerReferences", INFORMATIONAL),
+            ("resourceVersion", INFORMATIONAL),
+            ("selfLink", INFORMATIONAL),
+            ("uid", Honoured),
+        ],
+    ),
+    (
+        "PodSpec",
+        &[
+            ("activeDeadlineSeconds", Honoured),
+            ("affinity", SCHEDULING),
+            // The token volume it asks for is added by admission, and a projected volume is refused.
+            ("automountServiceAccountToken", Inert("service account tokens are mounted by a projected volume")),
+            ("containers", Fields("Container")),
+            ("dnsConfig", UNSET),
+            // Without cluster DNS the kubelet resolves ClusterFirst as Default (the host's
+            // resolv.conf), which is what the runtime gives a sandbox without a DNS config.
+            ("dnsPolicy", Only(&[Unset, Str("ClusterFirst"), Str("ClusterFirstWithHostNet"), Str("Default")])),
+            ("enableServiceLinks", Inert("there are no services to link")),
+            ("ephemeralContainers", Inert("validation forbids them on create")),
+            ("hostAliases", UNSET),
+            ("hostIPC", UNSET_OR_FALSE),
+            ("hostNetwork", UNSET_OR_FALSE),
+            ("hostPID", UNSET_OR_FALSE),
+            ("hostUsers", Only(&[Unset, Bool(true)])),
+            ("hostname", Honoured),
+            ("imagePullSecrets", UNSET),
+            ("initContainers", Fields("Container")),
+            ("nodeName", SCHEDULING),
+            ("nodeSelector", SCHEDULING),
+            ("os", Fields("PodOS")),
+            ("overhead", UNSET),
+            ("preemptionPolicy", SCHEDULING),
+            ("priority", SCHEDULING),
+            ("priorityClassName", SCHEDULING),
+            ("readinessGates", Honoured),
+            ("resourceClaims", UNSET),
+            ("resources", UNSET),
+            ("restartPolicy", Honoured),
+            ("runtimeClassName", UNSET),
+            ("schedulerName", SCHEDULING),
+            // A gated pod is not scheduled, so it would not run at all.
+            ("schedulingGates", UNSET),
+            ("securityContext", Fields("PodSecurityContext")),
+            ("serviceAccount", Honoured),
+            ("serviceAccountName", Honoured),
+            ("setHostnameAsFQDN", UNSET_OR_FALSE),
+            ("shareProcessNamespace", UNSET_OR_FALSE),
+            ("subdomain", UNSET),
+            ("terminationGracePeriodSeconds", Honoured),
+            ("tolerations", SCHEDULING),
+            ("topologySpreadConstraints", SCHEDULING),
+            ("volumes", Fields("Volume")),
+        ],
+    ),
+    ("PodOS", &[("name", Only(&[Str("linux")]))]),
+    (
+        "PodSecurityContext",
+        &[
+            ("appArmorProfile", UNSET),
+            ("fsGroup", UNSET),
+            ("fsGroupChangePolicy", UNSET),
+            ("runAsGroup", UNSET),
+            ("runAsNonRoot", UNSET_OR_FALSE),
+            ("runAsUser", UNSET),
+            ("seLinuxChangePolicy", UNSET),
+            ("seLinuxOptions", UNSET),
+            ("seccompProfile", UNSET),
+            ("supplementalGroups", UNSET),
+            ("supplementalGroupsPolicy", Only(&[Unset, Str("Merge")])),
+            ("sysctls", UNSET),
+            ("windowsOptions", UNSET),
+        ],
+    ),
+    (
+        "Volume",
+        &[
+            ("awsElasticBlockStore", Refused),
+            ("azureDisk", Refused),
+            ("azureFile", Refused),
+            ("cephfs", Refused),
+            ("cinder", Refused),
+            ("configMap", Refused),
+            ("csi", Refused),
+            ("downwardAPI", Refused),
+            ("emptyDir", Fields("EmptyDirVolumeSource")),
+            ("ephemeral", Refused),
+            ("fc", Refused),
+            ("flexVolume", Refused),
+            ("flocker", Refused),
+            ("gcePersistentDisk", Refused),
+            ("gitRepo", Refused),
+            ("glusterfs", Refused),
+            ("hostPath", Refused),
+            ("image", Refused),
+            ("iscsi", Refused),
+            ("name", Honoured),
+            ("nfs", Refused),
+            ("persistentVolumeClaim", Refused),
+            ("photonPersistentDisk", Refused),
+            ("portworxVolume", Refused),
+            ("projected", Refused),
+            ("quobyte", Refused),
+            ("rbd", Refused),
+            ("scaleIO", Refused),
+            ("secret", Refused),
+            ("storageos", Refused),
+            ("vsphereVolume", Refused),
+        ],
+    ),
+    // An emptyDir is a directory on the node's disk, without a size limit.
+    ("EmptyDirVolumeSource", &[("medium", UNSET), ("sizeLimit", UNSET)]),
+    (
+        "Container",
+        &[
+            ("args", Honoured),
+            ("command", Honoured),
+            ("env", Fields("EnvVar")),
+            ("envFrom", UNSET),
+            ("image", Honoured),
+            ("imagePullPolicy", Honoured),
+            ("lifecycle", Fields("Lifecycle")),
+            ("livenessProbe", Fields("Probe")),
+            ("name", Honoured),
+            ("ports", Fields("ContainerPort")),
+            ("readinessProbe", Fields("Probe")),
+            ("resizePolicy", Inert("it applies to in-place resizes, which podwright has no API for")),
+            ("resources", Fields("ResourceRequirements")),
+            ("restartPolicy", Honoured),
+            ("securityContext", Fields("SecurityContext")),
+            ("startupProbe", Fields("Probe")),
+            ("stdin", UNSET_OR_FALSE),
+            ("stdinOnce", UNSET_OR_FALSE),
+            ("terminationMessagePath", Honoured),
+            ("terminationMessagePolicy", Honoured),
+            ("tty", UNSET_OR_FALSE),
+            ("volumeDevices", UNSET),
+            ("volumeMounts", Fields("VolumeMount")),
+            ("workingDir", Honoured),
+        ],
+    ),
+    ("EnvVar", &[("name", Honoured), ("value", Honoured), ("valueFrom", Fields("EnvVarSource"))]),
+    (
+        "EnvVarSource",
+        &[
+            ("configMapKeyRef", Refused),
+            ("fieldRef", Fields("ObjectFieldSelector")),
+            ("resourceFieldRef", Refused),
+            ("secretKeyRef", Refused),
+        ],
+    ),
+    (
+        "ObjectFieldSelector",
+        &[
+            ("apiVersion", Honoured),
+            // spec.nodeName, status.hostIP(s), status.podIPs and labels/annotations are not
+            // filled in (podwright has no node name or host IP to give).
+            (
+                "fieldPath",
+                Only(&[
+                    Str("metadata.name"),
+                    Str("metadata.namespace"),
+                    Str("metadata.uid"),
+                    Str("spec.serviceAccountName"),
+                    Str("status.podIP"),
+                ]),
+            ),
+        ],
+    ),
+    (
+        "ContainerPort",
+        &[
+            ("containerPort", Honoured),
+            ("hostIP", UNSET),
+            ("hostPort", Only(&[Unset, Int(0)])),
+            ("name", Honoured),
+            ("protocol", Honoured),
+        ],
+    ),
+    (
+        "ResourceRequirements",
+        &[
+            ("claims", UNSET),
+            // A CPU limit is the CFS quota and a memory limit the cgroup's limit.
+            ("limits", Keys(&["cpu", "memory"])),
+            // The kubelet turns a CPU request into CPU shares, which podwright does not set yet;
+            // a memory request only counts towards the QoS class.
+            ("requests", Keys(&["memory"])),
+        ],
+    ),
+    (
+        "SecurityContext",
+        &[
+            // Unset, the runtime allows privilege escalation: true is the default behaviour.
+            ("allowPrivilegeEscalation", Only(&[Unset, Bool(true)])),
+            ("appArmorProfile", UNSET),
+            ("capabilities", UNSET),
+            ("privileged", UNSET_OR_FALSE),
+            ("procMount", Only(&[Unset, Str("Default")])),
+            ("readOnlyRootFilesystem", UNSET_OR_FALSE),
+            ("runAsGroup", UNSET),
+            ("runAsNonRoot", UNSET_OR_FALSE),
+            ("runAsUser", UNSET),
+            ("seLinuxOptions", UNSET),
+            ("seccompProfile", UNSET),
+            ("windowsOptions", UNSET),
+        ],
+    ),
+    (
+        "VolumeMount",
+        &[
+            ("mountPath", Honoured),
+            ("mountPropagation", Only(&[Unset, Str("None")])),
+            ("name", Honoured),
+            ("readOnly", Honoured),
+            ("recursiveReadOnly", Only(&[Unset, Str("Disabled")])),
+            ("subPath", Honoured),
+            ("subPathExpr", UNSET),
+        ],
+    ),
+    (
+        "Probe",
+        &[
+            ("exec", Fields("ExecAction")),
+            ("failureThreshold", Honoured),
+            ("grpc", Fields("GRPCAction")),
+            ("httpGet", Fields("HTTPGetAction")),
+            ("initialDelaySeconds", Honoured),
+            ("periodSeconds", Honoured),
+            ("successThreshold", Honoured),
+            ("tcpSocket", Fields("TCPSocketAction")),
+            ("terminationGracePeriodSeconds", Honoured),
+            ("timeoutSeconds", Honoured),
+        ],
+    ),
+    (
+        "Lifecycle",
+        &[
+            ("postStart", Fields("LifecycleHandler")),
+            ("preStop", Fields("LifecycleHandler")),
+            // Behind the ContainerStopSignals feature gate, off in 1.33.
+            ("stopSignal", UNSET),
+        ],
+    ),
+    (
+        "LifecycleHandler",
+        &[
+            ("exec", Fields("ExecAction")),
+            ("httpGet", Fields("HTTPGetAction")),
+            ("sleep", Fields("SleepAction")),
+            // The kubelet runs no tcpSocket hook either: the hook fails as "invalid handler".
+            ("tcpSocket", Fields("TCPSocketAction")),
+        ],
+    ),
+    ("ExecAction", &[("command", Honoured)]),
+    (
+        "HTTPGetAction",
+        &[
+            ("host", Honoured),
+            ("httpHeaders", Fields("HTTPHeader")),
+            ("path", Honoured),
+            ("port", Honoured),
+            ("scheme", Honoured),
+        ],
+    ),
+    ("HTTPHeader", &[("name", Honoured), ("value", Honoured)]),
+    ("TCPSocketAction", &[("host", Honoured), ("port", Honoured)]),
+    ("GRPCAction", &[("port", Honoured), ("service", Honoured)]),
+    ("SleepAction", &[("seconds", Honoured)]),
+];
+
+/// The fields of `type_name` in [`TABLE`] (none for a type it does not list).
+pub fn fields_of(type_name: &str) -> &'static [(&'static str, Support)] {
+    TABLE.iter().find(|(name, _)| *name == type_name).map_or(&[], |(_, fields)| fields)
+}
+
+/// Every field of `pod` that podwright does not honour, in field order.
+pub fn unsupported_fields(pod: &Pod) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    match serde_json::to_value(pod) {
+        Ok(value) => check_object("Pod", &value, &FieldPath::default(), &mut errs),
+        Err(e) => errs.push(FieldError::internal("", e.to_string())),
+    }
+    errs
+}
+
+fn check_object(type_name: &str, value: &Value, path: &FieldPath, errs: &mut Vec<FieldError>) {
+    match value {
+        Value::Object(map) => {
+            let fields = fields_of(type_name);
+            for (name, v) in map.iter().filter(|(_, v)| !v.is_null()) {
+                let support = fields.iter().find(|(f, _)| f == name).map_or(Refused, |(_, s)| *s);
+                check_field(support, v, &path.child(name), errs);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                check_object(type_name, item, &path.index(i), errs);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn check_field(support: Support, value: &Value, path: &FieldPath, errs: &mut Vec<FieldError>) {
+    match support {
+        Honoured | Inert(_) => {}
+        Fields(type_name) => check_object(type_name, value, path, errs),
+        Only(allowed) if allowed.iter().any(|a| a.admits(value)) => {}
+        Only(allowed) => {
+            let supported: Vec<String> = allowed
+                .iter()
+                .filter_map(|a| match a {
+                    Str(s) => Some(go_quote(s)),
+                    Unset | Bool(_) | Int(_) => None,
+                })
+                .collect();
+            let detail = if supported.is_empty() {
+                NOT_SUPPORTED.to_string()
+            } else {
+                format!("{NOT_SUPPORTED}; supported values: {}", supported.join(", "))
+            };
+            errs.push(refusal(path.clone(), value, detail));
+        }
+        Keys(keys) => {
+            for (key, v) in value.as_object().into_iter().flatten() {
+                if !keys.contains(&key.as_str()) {
+                    errs.push(refusal(path.key(key), v, NOT_SUPPORTED.to_string()));
+                }
+            }
+        }
+        Refused => errs.push(refusal(path.clone(), value, NOT_SUPPORTED.to_string())),
+    }
+}
+
+/// `Unsupported value`, with the value printed when it is a scalar (an object or a list would
+/// make the line unreadable, and the path already names it).
+fn refusal(path: FieldPath, value: &Value, detail: String) -> FieldError {
+    let shown = match value {
+        Value::String(s) => Some(go_quote(s)),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Null | Value::Array(_) | Value::Object(_) => None,
+    };
+    FieldError::new(path, ErrorKind::NotSupported, shown, detail)
+}
+
+impl Allowed {
+    fn admits(self, value: &Value) -> bool {
+        match self {
+            Unset => is_unset(value),
+            Bool(b) => value.as_bool() == Some(b),
+            Int(n) => value.as_i64() == Some(n),
+            Str(s) => value.as_str() == Some(s),
+        }
+    }
+}
+
+fn is_unset(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(m) => m.values().all(is_unset),
+        Value::Bool(_) | Value::Number(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

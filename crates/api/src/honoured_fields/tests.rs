@@ -1,0 +1,261 @@
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::de::{DeserializeOwned, Visitor};
+
+use super::*;
+use crate::manifest::parse_manifests;
+
+/// A deserializer that only records the field list a k8s-openapi type passes to
+/// `deserialize_struct`, so the table can be compared with the types themselves.
+struct FieldNames<'a>(&'a mut Option<(&'static str, &'static [&'static str])>);
+
+impl<'de> serde::Deserializer<'de> for FieldNames<'_> {
+    type Error = serde::de::value::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        Err(serde::de::Error::custom("not a struct"))
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Self::Error> {
+        *self.0 = Some((name, fields));
+        Err(serde::de::Error::custom("fields recorded"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option
+        unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+    }
+}
+
+fn fields<T: DeserializeOwned>() -> (&'static str, &'static [&'static str]) {
+    let mut out = None;
+    let _ = T::deserialize(FieldNames(&mut out));
+    out.expect("k8s-openapi types deserialize through deserialize_struct")
+}
+
+/// Every type the table reads, with its fields as k8s-openapi declares them.
+fn k8s_types() -> Vec<(&'static str, &'static [&'static str])> {
+    vec![
+        fields::<core::Pod>(),
+        fields::<ObjectMeta>(),
+        fields::<core::PodSpec>(),
+        fields::<core::PodOS>(),
+        fields::<core::PodSecurityContext>(),
+        fields::<core::Volume>(),
+        fields::<core::EmptyDirVolumeSource>(),
+        fields::<core::Container>(),
+        fields::<core::EnvVar>(),
+        fields::<core::EnvVarSource>(),
+        fields::<core::ObjectFieldSelector>(),
+        fields::<core::ContainerPort>(),
+        fields::<core::ResourceRequirements>(),
+        fields::<core::SecurityContext>(),
+        fields::<core::VolumeMount>(),
+        fields::<core::Probe>(),
+        fields::<core::Lifecycle>(),
+        fields::<core::LifecycleHandler>(),
+        fields::<core::ExecAction>(),
+        fields::<core::HTTPGetAction>(),
+        fields::<core::HTTPHeader>(),
+        fields::<core::TCPSocketAction>(),
+        fields::<core::GRPCAction>(),
+        fields::<core::SleepAction>(),
+    ]
+}
+
+#[test]
+fn every_field_of_every_type_read_is_in_the_table() {
+    let types = k8s_types();
+    let mut problems = Vec::new();
+    for (name, k8s_fields) in &types {
+        let in_table: BTreeSet<&str> = fields_of(name).iter().map(|(f, _)| *f).collect();
+        let in_k8s: BTreeSet<&str> = k8s_fields.iter().copied().collect();
+        for missing in in_k8s.difference(&in_table) {
+            problems.push(format!("{name}.{missing} is not in the table: honour it or refuse it"));
+        }
+        for gone in in_table.difference(&in_k8s) {
+            problems.push(format!("{name}.{gone} is in the table but not a field of {name}"));
+        }
+    }
+    let checked: BTreeSet<&str> = types.iter().map(|(name, _)| *name).collect();
+    for (name, fields) in TABLE {
+        if !checked.contains(name) {
+            problems.push(format!("{name} is in the table but its fields are not compared with k8s-openapi"));
+        }
+        for (field, support) in *fields {
+            if let Support::Fields(target) = support
+                && !checked.contains(target)
+            {
+                problems.push(format!("{name}.{field} is read by the fields of {target}, which has no table"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+fn refusals(yaml: &str) -> Vec<String> {
+    let pods = parse_manifests("t.yaml", yaml).unwrap_or_else(|e| panic!("{e}"));
+    unsupported_fields(&pods[0]).iter().map(ToString::to_string).collect()
+}
+
+#[test]
+fn fields_podwright_does_not_honour_are_refused_one_line_each() {
+    let yaml = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  hostNetwork: true
+  dnsPolicy: None
+  dnsConfig: {nameservers: [1.1.1.1]}
+  runtimeClassName: kata
+  os: {name: windows}
+  securityContext: {runAsUser: 1000, runAsNonRoot: true}
+  volumes:
+  - {name: cfg, configMap: {name: cfg}}
+  - {name: host, hostPath: {path: /etc}}
+  - {name: s, secret: {secretName: s}}
+  - {name: mem, emptyDir: {medium: Memory}}
+  containers:
+  - name: app
+    image: busybox
+    envFrom: [{configMapRef: {name: cfg}}]
+    env:
+    - name: APP
+      valueFrom: {fieldRef: {fieldPath: "metadata.labels['app']"}}
+    - name: CPU
+      valueFrom: {resourceFieldRef: {resource: limits.cpu}}
+    ports: [{containerPort: 80, hostPort: 8080}]
+    resources:
+      requests: {cpu: 100m, memory: 64Mi}
+      limits: {cpu: 200m, memory: 64Mi, ephemeral-storage: 1Gi}
+    securityContext: {capabilities: {add: [NET_ADMIN]}, privileged: true}
+    tty: true
+"#;
+    assert_eq!(
+        refusals(yaml),
+        [
+            "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Unsupported value: \"metadata.labels['app']\": not supported by podwright yet; supported values: \"metadata.name\", \"metadata.namespace\", \"metadata.uid\", \"spec.serviceAccountName\", \"status.podIP\"",
+            "spec.containers[0].env[1].valueFrom.resourceFieldRef: Unsupported value: not supported by podwright yet",
+            "spec.containers[0].envFrom: Unsupported value: not supported by podwright yet",
+            "spec.containers[0].ports[0].hostPort: Unsupported value: 8080: not supported by podwright yet",
+            "spec.containers[0].resources.limits[ephemeral-storage]: Unsupported value: \"1Gi\": not supported by podwright yet",
+            "spec.containers[0].resources.requests[cpu]: Unsupported value: \"100m\": not supported by podwright yet",
+            "spec.containers[0].securityContext.capabilities: Unsupported value: not supported by podwright yet",
+            "spec.containers[0].securityContext.privileged: Unsupported value: true: not supported by podwright yet",
+            "spec.containers[0].tty: Unsupported value: true: not supported by podwright yet",
+            "spec.dnsConfig: Unsupported value: not supported by podwright yet",
+            "spec.dnsPolicy: Unsupported value: \"None\": not supported by podwright yet; supported values: \"ClusterFirst\", \"ClusterFirstWithHostNet\", \"Default\"",
+            "spec.hostNetwork: Unsupported value: true: not supported by podwright yet",
+            "spec.os.name: Unsupported value: \"windows\": not supported by podwright yet; supported values: \"linux\"",
+            "spec.runtimeClassName: Unsupported value: \"kata\": not supported by podwright yet",
+            "spec.securityContext.runAsNonRoot: Unsupported value: true: not supported by podwright yet",
+            "spec.securityContext.runAsUser: Unsupported value: 1000: not supported by podwright yet",
+            "spec.volumes[0].configMap: Unsupported value: not supported by podwright yet",
+            "spec.volumes[1].hostPath: Unsupported value: not supported by podwright yet",
+            "spec.volumes[2].secret: Unsupported value: not supported by podwright yet",
+            "spec.volumes[3].emptyDir.medium: Unsupported value: \"Memory\": not supported by podwright yet",
+        ]
+    );
+}
+
+/// A simple pod as `kubectl get pod -o yaml` prints it (the API server's defaults and the
+/// scheduler's fields), without the service account token volume admission adds.
+const FROM_KUBECTL: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  creationTimestamp: "2025-01-01T00:00:00Z"
+  generateName: web-7d4b9c-
+  labels: {app: web, pod-template-hash: 7d4b9c}
+  name: web-7d4b9c-x2x4z
+  namespace: default
+  ownerReferences:
+  - {apiVersion: apps/v1, blockOwnerDeletion: true, controller: true, kind: ReplicaSet, name: web-7d4b9c, uid: 0b5c3a8e-0000-4000-8000-000000000001}
+  resourceVersion: "4242"
+  uid: 0b5c3a8e-0000-4000-8000-000000000002
+spec:
+  containers:
+  - image: busybox:1.36
+    imagePullPolicy: IfNotPresent
+    name: web
+    ports: [{containerPort: 8080, protocol: TCP}]
+    resources: {limits: {memory: 64Mi}, requests: {memory: 64Mi}}
+    securityContext: {allowPrivilegeEscalation: true, privileged: false, capabilities: {}}
+    terminationMessagePath: /dev/termination-log
+    terminationMessagePolicy: File
+    volumeMounts: [{mountPath: /data, name: data}]
+  dnsPolicy: ClusterFirst
+  enableServiceLinks: true
+  hostNetwork: false
+  nodeName: node-1
+  preemptionPolicy: PreemptLowerPriority
+  priority: 0
+  restartPolicy: Always
+  schedulerName: default-scheduler
+  securityContext: {}
+  serviceAccount: default
+  serviceAccountName: default
+  terminationGracePeriodSeconds: 30
+  tolerations:
+  - {effect: NoExecute, key: node.kubernetes.io/not-ready, operator: Exists, tolerationSeconds: 300}
+  - {effect: NoExecute, key: node.kubernetes.io/unreachable, operator: Exists, tolerationSeconds: 300}
+  volumes:
+  - {name: data, emptyDir: {}}
+status: {phase: Pending, qosClass: Burstable}
+"#;
+
+#[test]
+fn defaults_and_scheduling_fields_are_accepted() {
+    assert_eq!(refusals(FROM_KUBECTL), Vec::<String>::new());
+    // The token volume admission adds is a projected volume podwright cannot fill.
+    let with_token = FROM_KUBECTL.replace(
+        "  - {name: data, emptyDir: {}}",
+        "  - {name: data, emptyDir: {}}\n  - {name: kube-api-access-x, projected: {sources: [{serviceAccountToken: {path: token}}]}}",
+    );
+    assert_eq!(refusals(&with_token), ["spec.volumes[1].projected: Unsupported value: not supported by podwright yet"]);
+}
+
+#[test]
+fn values_equal_to_what_leaving_a_field_out_means_are_accepted() {
+    let yaml = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  hostPID: false
+  hostUsers: true
+  os: {name: linux}
+  imagePullSecrets: []
+  securityContext: {runAsNonRoot: false, supplementalGroups: [], sysctls: []}
+  initContainers:
+  - name: init
+    image: busybox
+    envFrom: []
+    ports: [{containerPort: 53, hostPort: 0, protocol: UDP}]
+    volumeMounts: [{name: v, mountPath: /v, mountPropagation: None, recursiveReadOnly: Disabled, subPath: x}]
+    securityContext: {capabilities: {add: [], drop: []}, procMount: Default, readOnlyRootFilesystem: false}
+  containers:
+  - name: app
+    image: busybox
+    env:
+    - {name: NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: IP, valueFrom: {fieldRef: {apiVersion: v1, fieldPath: status.podIP}}}
+    resources: {limits: {cpu: 500m}}
+    stdin: false
+    lifecycle:
+      postStart: {exec: {command: ["true"]}}
+      preStop: {httpGet: {port: 80, httpHeaders: [{name: X, value: z}]}}
+    livenessProbe: {grpc: {port: 9000, service: s}, periodSeconds: 5}
+    readinessProbe: {tcpSocket: {port: 80}}
+  volumes: [{name: v, emptyDir: {medium: ""}}]
+"#;
+    assert_eq!(refusals(yaml), Vec::<String>::new());
+}
