@@ -14,7 +14,11 @@ const BUSYBOX: &str = "localhost/busybox:1.36";
 
 /// The newest termination of a container: its state, else its last state.
 fn last_end(status: &Value) -> &Value {
-    if status["state"]["terminated"].is_object() { &status["state"]["terminated"] } else { &status["lastState"]["terminated"] }
+    if status["state"]["terminated"].is_object() {
+        &status["state"]["terminated"]
+    } else {
+        &status["lastState"]["terminated"]
+    }
 }
 
 #[test]
