@@ -62,16 +62,22 @@ impl Backoff {
     }
 }
 
-/// Go's duration formatting for whole seconds, as in back-off messages: `10s`, `1m20s`, `5m0s`.
+/// Go's `time.Duration` text, cut to milliseconds, as the kubelet prints durations in messages:
+/// `177ms`, `10s`, `1.5s`, `1m20s`, `5m0s`, `1h0m0s`.
 pub fn go_duration(d: Duration) -> String {
-    let s = d.as_secs();
-    let (h, m, s) = (s / 3600, (s % 3600) / 60, s % 60);
-    if h > 0 {
-        format!("{h}h{m}m{s}s")
-    } else if m > 0 {
-        format!("{m}m{s}s")
-    } else {
-        format!("{s}s")
+    let ms = d.as_millis();
+    if ms == 0 {
+        return "0s".into();
+    }
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let (h, m, s, frac) = (ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000);
+    let secs = if frac == 0 { s.to_string() } else { format!("{s}.{frac:03}").trim_end_matches('0').to_string() };
+    match (h, m) {
+        (0, 0) => format!("{secs}s"),
+        (0, _) => format!("{m}m{secs}s"),
+        _ => format!("{h}h{m}m{secs}s"),
     }
 }
 
@@ -115,8 +121,22 @@ mod tests {
 
     #[test]
     fn go_durations() {
-        for (s, want) in [(10, "10s"), (80, "1m20s"), (160, "2m40s"), (300, "5m0s")] {
-            assert_eq!(go_duration(Duration::from_secs(s)), want);
+        let ms = Duration::from_millis;
+        for (d, want) in [
+            (ms(0), "0s"),
+            (Duration::from_micros(999), "0s"),
+            (ms(177), "177ms"),
+            (ms(1_000), "1s"),
+            (ms(1_500), "1.5s"),
+            (ms(10_000), "10s"),
+            (ms(60_000), "1m0s"),
+            (ms(80_000), "1m20s"),
+            (ms(123_004), "2m3.004s"),
+            (ms(160_000), "2m40s"),
+            (ms(300_000), "5m0s"),
+            (ms(3_600_000), "1h0m0s"),
+        ] {
+            assert_eq!(go_duration(d), want);
         }
     }
 }

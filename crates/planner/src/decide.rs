@@ -150,11 +150,10 @@ pub struct InitActions {
 /// init records were pruned since.
 fn apps_started(ctx: &PodContext) -> bool {
     let sandbox = ctx.observed.sandbox.as_ref().map(|s| s.id.as_str());
-    ctx.observed.containers.iter().any(|c| {
-        c.kind == ContainerKind::App
-            && Some(c.sandbox_id.as_str()) == sandbox
-            && matches!(c.state, RunState::Created | RunState::Running)
-    })
+    ctx.observed
+        .containers
+        .iter()
+        .any(|c| c.kind == ContainerKind::App && Some(c.sandbox_id.as_str()) == sandbox && c.state.is_live())
 }
 
 /// Scans the init containers from the last one back, as the kubelet does: records before the
@@ -212,8 +211,8 @@ pub fn init_actions(ctx: &PodContext) -> InitActions {
     if !later_ran {
         out.to_act.push(0);
     }
+    // Found from the last one back; started in spec order.
     out.to_act.sort_unstable();
-    out.to_act.dedup();
     out
 }
 

@@ -48,6 +48,13 @@ pub enum RunState {
     Unknown,
 }
 
+impl RunState {
+    /// Running, or created and about to run: something to stop.
+    pub fn is_live(self) -> bool {
+        matches!(self, RunState::Running | RunState::Created)
+    }
+}
+
 /// One runtime instance of a container.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ObservedContainer {
@@ -190,6 +197,11 @@ impl Observed {
             StartFailureReason::RunContainerError => !exited,
             _ => true,
         })
+    }
+
+    /// Whether any container instance of the pod is running (or created, about to).
+    pub fn any_live(&self) -> bool {
+        self.containers.iter().any(|c| c.state.is_live())
     }
 
     /// The newest exited instance of `name`: the one the crash back-off is measured from (the

@@ -68,8 +68,7 @@ impl Plan {
 
 /// Is anything of the pod still alive in the runtime?
 fn anything_live(ctx: &PodContext) -> bool {
-    ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready)
-        || ctx.observed.containers.iter().any(|c| matches!(c.state, RunState::Running | RunState::Created))
+    ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready) || ctx.observed.any_live()
 }
 
 /// How long to wait before creating a sandbox again after it failed.

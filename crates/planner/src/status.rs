@@ -306,12 +306,7 @@ pub fn phase(ctx: &PodContext) -> Phase {
 /// A deleted pod whose containers have all stopped is terminal: if its containers do not say
 /// `Succeeded`, it `Failed` (the kubelet never leaves a terminated pod `Pending` or `Running`).
 fn deleted_phase(ctx: &PodContext, phase: Phase) -> Phase {
-    if ctx.deleting && !anything_runs(ctx) && phase != Phase::Succeeded { Phase::Failed } else { phase }
-}
-
-/// Whether a container of the pod is still running (or created, about to).
-fn anything_runs(ctx: &PodContext) -> bool {
-    ctx.observed.containers.iter().any(|c| matches!(c.state, RunState::Running | RunState::Created))
+    if ctx.deleting && !ctx.observed.any_live() && phase != Phase::Succeeded { Phase::Failed } else { phase }
 }
 
 fn condition(kind: &str, ok: bool, reason: Option<&str>, message: Option<String>) -> PodCondition {
@@ -422,7 +417,7 @@ pub fn pod_status_and_phase(ctx: &PodContext, previous: Option<&PodStatus>) -> (
     if let Some(pp) = prev_phase.filter(|p| p.is_terminal()) {
         phase = pp;
     }
-    if phase.is_terminal() && !anything_runs(ctx) {
+    if phase.is_terminal() && !ctx.observed.any_live() {
         terminate_pod(&mut inits, &mut apps);
     }
     let mut conds = conditions(ctx, phase, &inits, &apps);

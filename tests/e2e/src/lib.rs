@@ -512,6 +512,16 @@ pub fn container_status<'a>(pod: &'a Value, name: &str) -> &'a Value {
         })
 }
 
+/// A container status's newest termination: its state if terminated, else its last state (a
+/// container waiting to restart).
+pub fn last_termination(status: &Value) -> &Value {
+    if status["state"]["terminated"].is_object() {
+        &status["state"]["terminated"]
+    } else {
+        &status["lastState"]["terminated"]
+    }
+}
+
 /// Names in `status.initContainerStatuses`, in order.
 pub fn init_status_names(pod: &Value) -> Vec<String> {
     pod["status"]["initContainerStatuses"]

@@ -7,19 +7,9 @@
 #![allow(clippy::disallowed_methods)]
 
 use podwright_e2e::*;
-use serde_json::Value;
 use std::time::Duration;
 
 const BUSYBOX: &str = "localhost/busybox:1.36";
-
-/// The newest termination of a container: its state, else its last state.
-fn last_end(status: &Value) -> &Value {
-    if status["state"]["terminated"].is_object() {
-        &status["state"]["terminated"]
-    } else {
-        &status["lastState"]["terminated"]
-    }
-}
 
 #[test]
 fn rule_1_a_start_failure_backs_off_like_a_crash() {
@@ -53,7 +43,7 @@ spec:
     let p = o.pod(&pod);
     let app = container_status(&p, "app");
     assert_eq!(app["restartCount"], 2, "{app}\n{}", o.context());
-    let end = last_end(app);
+    let end = last_termination(app);
     assert_eq!((end["reason"].as_str(), end["exitCode"].as_i64()), (Some("StartError"), Some(128)), "{app}");
     assert_nothing_left(&p);
 }

@@ -340,11 +340,7 @@ fn check_init_crash_loop(pod_name: &str, o: &Outcome) {
     );
     let attempts = o.output_of("init-crash");
     assert_eq!(attempts, ["attempt", "attempt", "attempt"], "three runs of init-crash\n{}", o.context());
-    let last_exit = if init["state"]["terminated"].is_object() {
-        &init["state"]["terminated"]
-    } else {
-        &init["lastState"]["terminated"]
-    };
+    let last_exit = last_termination(init);
     assert_eq!(last_exit["exitCode"], 1, "init-crash's last run: {init}");
     assert_eq!(last_exit["reason"], "Error", "init-crash's last run: {init}");
     assert_never_started(&pod, "app");

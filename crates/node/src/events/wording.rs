@@ -3,6 +3,7 @@
 //! `EnsureImageExists`, `prober/prober.go` `probe`), in one place to check against it.
 
 use podwright_planner::ProbeKind;
+use podwright_planner::backoff::go_duration;
 use std::time::Duration;
 
 /// `Created`: 1.33 added the colon.
@@ -25,8 +26,8 @@ pub fn pulling(image: &str) -> String {
 pub fn pulled(image: &str, pull: Duration, including_waiting: Duration, size: u64) -> String {
     format!(
         "Successfully pulled image {image:?} in {} ({} including waiting). Image size: {size} bytes.",
-        go_duration_ms(pull),
-        go_duration_ms(including_waiting)
+        go_duration(pull),
+        go_duration(including_waiting)
     )
 }
 
@@ -48,25 +49,6 @@ pub fn probe_errored(kind: ProbeKind, error: &str) -> String {
 /// `ProbeWarning`.
 pub fn probe_warning(kind: ProbeKind, output: &str) -> String {
     format!("{} probe warning: {output}", kind.title())
-}
-
-/// Go's `time.Duration` text of a duration cut to milliseconds (`177ms`, `1.5s`, `2m3.004s`,
-/// `1h0m0s`), as the kubelet prints it with `%v`.
-fn go_duration_ms(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms == 0 {
-        return "0s".into();
-    }
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    let (h, m, s, frac) = (ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000);
-    let secs = if frac == 0 { s.to_string() } else { format!("{s}.{frac:03}").trim_end_matches('0').to_string() };
-    match (h, m) {
-        (0, 0) => format!("{secs}s"),
-        (0, _) => format!("{m}m{secs}s"),
-        _ => format!("{h}h{m}m{secs}s"),
-    }
 }
 
 #[cfg(test)]
@@ -97,23 +79,6 @@ mod tests {
         ];
         for (reason, ours, kubelet) in table {
             assert_eq!(ours, kubelet, "{reason}");
-        }
-    }
-
-    #[test]
-    fn durations_read_as_go_prints_them() {
-        let ms = Duration::from_millis;
-        for (d, text) in [
-            (ms(0), "0s"),
-            (Duration::from_micros(999), "0s"),
-            (ms(177), "177ms"),
-            (ms(1_000), "1s"),
-            (ms(1_500), "1.5s"),
-            (ms(60_000), "1m0s"),
-            (ms(123_004), "2m3.004s"),
-            (ms(3_600_000), "1h0m0s"),
-        ] {
-            assert_eq!(go_duration_ms(d), text);
         }
     }
 }

@@ -5,7 +5,7 @@ use super::PodSync;
 use crate::cri::config as cri_config;
 use crate::events::EventType;
 use crate::node::Engine;
-use crate::probes::hooks;
+use crate::probes::hooks::{self, Hook};
 use crate::volumes;
 use k8s_openapi::api::core::v1::Pod;
 use podwright_planner::MINIMUM_GRACE;
@@ -67,7 +67,9 @@ impl Engine {
             if let Some((sc, hook)) = pre_stop {
                 let target = self.hook_target(pod, sc.container, v.id, ip);
                 // An overrunning hook is abandoned when the grace period ends.
-                if let Ok(Err(msg)) = tokio::time::timeout(grace, Box::pin(hooks::run(&target, hook))).await {
+                if let Ok(Err(msg)) =
+                    tokio::time::timeout(grace, Box::pin(hooks::run(&target, Hook::PreStop, hook))).await
+                {
                     tracing::warn!(container = %v.name, "{msg}");
                     self.event(pod, Some(sc), EventType::Warning, "FailedPreStopHook", "PreStopHook failed".into());
                 }
@@ -92,12 +94,7 @@ impl Engine {
     /// stops the sandboxes.
     pub(super) async fn kill_pod(&self, sync: &PodSync<'_>, grace: Duration) {
         let pod = sync.pod;
-        let running: Vec<&ObservedContainer> = sync
-            .observed
-            .containers
-            .iter()
-            .filter(|c| matches!(c.state, RunState::Running | RunState::Created))
-            .collect();
+        let running: Vec<&ObservedContainer> = sync.observed.containers.iter().filter(|c| c.state.is_live()).collect();
         let ip = sync.pod_ip();
         let waits = termination_waits(pod, &running);
         let (done_tx, done_rx): (Vec<_>, Vec<_>) = running.iter().map(|_| watch::channel(false)).unzip();

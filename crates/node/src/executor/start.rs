@@ -6,7 +6,7 @@ use crate::cri::config as cri_config;
 use crate::events::{EventType, wording};
 use crate::layout;
 use crate::node::Engine;
-use crate::probes::hooks::{self, HookTarget};
+use crate::probes::hooks::{self, Hook, HookTarget};
 use crate::termination_message;
 use crate::volumes;
 use crate::worker::deletion_asked;
@@ -87,7 +87,7 @@ impl Engine {
         if let Some(hook) = sc.container.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) {
             let target = self.hook_target(pod, sc.container, &id, &ip);
             let outcome = tokio::select! {
-                r = Box::pin(hooks::run(&target, hook)) => r,
+                r = Box::pin(hooks::run(&target, Hook::PostStart, hook)) => r,
                 // Deletion stops everything anyway; the next pass kills the container.
                 _ = deletion_asked(sync.desired.clone()) => Ok(()),
             };

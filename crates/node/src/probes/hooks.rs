@@ -28,30 +28,44 @@ pub struct HookTarget<'a> {
     pub output: Option<&'a UnboundedSender<Output>>,
 }
 
+/// Which of a container's hooks runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    PostStart,
+    PreStop,
+}
+
+impl Hook {
+    /// As the spec names it, and as `run` labels the hook's output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hook::PostStart => "postStart",
+            Hook::PreStop => "preStop",
+        }
+    }
+}
+
 impl HookTarget<'_> {
-    fn show_output(&self, handler: &LifecycleHandler, stdout: &[u8], stderr: &[u8]) {
+    fn show_output(&self, hook: Hook, stdout: &[u8], stderr: &[u8]) {
         let Some(sink) = self.output else { return };
         let text = String::from_utf8_lossy(&[stdout, stderr].concat()).into_owned();
         if text.is_empty() {
             return;
         }
-        // The handler is borrowed from the container's spec: which of its hooks it is.
-        let lifecycle = self.container.lifecycle.as_ref();
-        let post_start = lifecycle.and_then(|l| l.post_start.as_ref()).is_some_and(|h| std::ptr::eq(h, handler));
-        let hook = if post_start { "postStart" } else { "preStop" };
-        let _ = sink.send(Output::Hook { container: self.container.name.clone(), hook, text });
+        let _ = sink.send(Output::Hook { container: self.container.name.clone(), hook: hook.as_str(), text });
     }
 }
 
-/// Runs the handler to its end; `Err` carries the message the kubelet logs.
-pub async fn run(t: &HookTarget<'_>, handler: &LifecycleHandler) -> Result<(), String> {
+/// Runs the container's `hook`, `handler`, to its end; `Err` carries the message the kubelet
+/// logs.
+pub async fn run(t: &HookTarget<'_>, hook: Hook, handler: &LifecycleHandler) -> Result<(), String> {
     let (c, pod) = (&t.container.name, display_name(t.pod));
     if let Some(exec) = &handler.exec {
         // Run as written: the kubelet expands `$(VAR)` in probes, never in hooks.
         let cmd = exec.command.as_deref().unwrap_or_default();
         let result = t.runtime.exec_sync(t.container_id, cmd, Duration::ZERO).await;
         if let Ok(r) = &result {
-            t.show_output(handler, &r.stdout, &r.stderr);
+            t.show_output(hook, &r.stdout, &r.stderr);
         }
         let error = match result {
             Ok(r) if r.exit_code == 0 => return Ok(()),
@@ -141,7 +155,7 @@ mod tests {
             pod_ip: "10.0.0.9",
             output: None,
         };
-        assert_eq!(run(&target, &handler).await, Ok(()));
+        assert_eq!(run(&target, Hook::PostStart, &handler).await, Ok(()));
         let requests = server.await.unwrap();
         // The first connection got a TLS hello; the retry is plain HTTP without the credentials.
         assert_eq!(requests[0][0], 0x16, "a TLS handshake record");
