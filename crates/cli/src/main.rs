@@ -1,9 +1,12 @@
 //! `podwright`: run Kubernetes pods on a CRI runtime with the kubelet's semantics.
 
 mod check;
+mod http;
 mod output;
 mod run;
 mod runtime;
+mod timeline;
+mod timeline_file;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -45,6 +48,8 @@ enum Command {
     Run(run::RunArgs),
     /// Validate a manifest and print what `run` would run.
     Check(check::CheckArgs),
+    /// Write a pod's timeline as an HTML page, asked of a running `podwright serve`.
+    Timeline(timeline::TimelineArgs),
     /// The embedded containerd.
     Runtime {
         #[command(subcommand)]
@@ -74,6 +79,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Check(args) => check::check(&args.file),
+            Command::Timeline(args) => timeline::timeline(args).await,
             Command::Runtime { action, root_dir } => runtime::runtime_cmd(action, root_dir).await,
         }
     });

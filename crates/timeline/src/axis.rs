@@ -46,10 +46,9 @@ impl Scale {
 
     /// The ticks: their x and their label, from the start on.
     pub(crate) fn ticks(&self) -> Vec<(f64, String)> {
-        let step = STEPS_MS
-            .into_iter()
-            .find(|s| self.span_ms / s <= MAX_TICKS)
-            .unwrap_or_else(|| STEPS_MS[STEPS_MS.len() - 1] * (self.span_ms / STEPS_MS[STEPS_MS.len() - 1] / MAX_TICKS + 1));
+        let step = STEPS_MS.into_iter().find(|s| self.span_ms / s <= MAX_TICKS).unwrap_or_else(|| {
+            STEPS_MS[STEPS_MS.len() - 1] * (self.span_ms / STEPS_MS[STEPS_MS.len() - 1] / MAX_TICKS + 1)
+        });
         (0..=self.span_ms / step)
             .map(|i| {
                 let ms = i * step;

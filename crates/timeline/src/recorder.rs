@@ -125,7 +125,8 @@ impl Recorder {
             let at = within(given, last.map(|l| l.at), t.start, seen);
             lane.changes.push(Change { at, value });
         }
-        let statuses = status.init_container_statuses.iter().flatten().chain(status.container_statuses.iter().flatten());
+        let statuses =
+            status.init_container_statuses.iter().flatten().chain(status.container_statuses.iter().flatten());
         for cs in statuses {
             if let Some(i) = t.lanes.iter().position(|l| l.name == cs.name) {
                 fold_container(&mut t.lanes[i], &mut self.memory[i], cs, t.start, seen);
@@ -160,7 +161,10 @@ impl Recorder {
         let (lane, memory) = (&mut t.lanes[i], &self.memory[i]);
         let inferred_hook = match reason {
             "Started" if memory.post_start => Some((Hook::PostStart, "postStart hook runs after the start")),
-            "Killing" if memory.pre_stop && matches!(lane.states.last(), Some(c) if matches!(c.value, State::Running { .. })) => {
+            "Killing"
+                if memory.pre_stop
+                    && matches!(lane.states.last(), Some(c) if matches!(c.value, State::Running { .. })) =>
+            {
                 Some((Hook::PreStop, "preStop hook runs before the stop"))
             }
             _ => None,
@@ -222,7 +226,11 @@ fn fold_container(lane: &mut Lane, memory: &mut LaneMemory, cs: &ContainerStatus
     push_bounded(&mut lane.states, &mut lane.dropped, Change { at, value });
     if restarted {
         let text = format!("restart count {}", cs.restart_count);
-        push_bounded(&mut lane.markers, &mut lane.dropped, Marker { at, kind: MarkerKind::Restart(cs.restart_count), text });
+        push_bounded(
+            &mut lane.markers,
+            &mut lane.dropped,
+            Marker { at, kind: MarkerKind::Restart(cs.restart_count), text },
+        );
     }
 }
 

@@ -48,9 +48,9 @@ pub fn render_html_pods(timelines: &[Timeline]) -> String {
         _ => format!("podwright timeline of {} pods", timelines.len()),
     };
     let mut out = String::with_capacity(16_384);
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>",
         esc(&title)
     );
     for t in timelines {
@@ -63,11 +63,11 @@ pub fn render_html_pods(timelines: &[Timeline]) -> String {
 
 fn section(out: &mut String, t: &Timeline) {
     let scale = Scale::new(t.start, t.end, GUTTER, WIDTH - GUTTER - RIGHT_MARGIN);
-    let _ = write!(
+    let _ = writeln!(
         out,
         "<section class=\"pod\" data-namespace=\"{ns}\" data-name=\"{name}\" data-uid=\"{uid}\">\n\
          <h2>pod <span class=\"pod-name\">{name}</span> <span class=\"ns\">in namespace {ns}</span></h2>\n\
-         <p class=\"meta\">uid {uid} · from {from} to {to} ({span})</p>\n",
+         <p class=\"meta\">uid {uid} · from {from} to {to} ({span})</p>",
         ns = esc(&t.namespace),
         name = esc(&t.name),
         uid = esc(&t.uid),
@@ -99,23 +99,23 @@ fn section(out: &mut String, t: &Timeline) {
         y += BAND_HEIGHT;
     }
     let height = y + 8.0;
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height:.0}\" viewBox=\"0 0 {WIDTH} {height:.0}\" role=\"img\">\n"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height:.0}\" viewBox=\"0 0 {WIDTH} {height:.0}\" role=\"img\">"
     );
     for (x, label) in scale.ticks() {
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<line class=\"grid\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/><text class=\"tick\" x=\"{x:.1}\" y=\"{:.1}\">{label}</text>\n",
+            "<line class=\"grid\" x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/><text class=\"tick\" x=\"{x:.1}\" y=\"{:.1}\">{label}</text>",
             AXIS_HEIGHT - 6.0,
             height - 6.0,
             AXIS_HEIGHT - 11.0
         );
     }
     out.push_str(&body);
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<line class=\"divider\" x1=\"{GUTTER}\" x2=\"{GUTTER}\" y1=\"{:.1}\" y2=\"{:.1}\"/>\n</svg>\n</section>\n",
+        "<line class=\"divider\" x1=\"{GUTTER}\" x2=\"{GUTTER}\" y1=\"{:.1}\" y2=\"{:.1}\"/>\n</svg>\n</section>",
         AXIS_HEIGHT - 6.0,
         height - 6.0
     );
@@ -123,13 +123,13 @@ fn section(out: &mut String, t: &Timeline) {
 
 fn container_lane(out: &mut String, lane: &Lane, y: f64, alt: bool, scale: &Scale) {
     let role = lane.role.as_str();
-    let _ = write!(
+    let _ = writeln!(
         out,
         "<g class=\"lane\" data-kind=\"container\" data-role=\"{role}\" data-name=\"{}\" transform=\"translate(0 {y:.1})\">\n\
          <rect class=\"lane-bg{}\" x=\"0\" y=\"0\" width=\"{WIDTH}\" height=\"{LANE_HEIGHT}\"/>\
          <rect class=\"role-strip {role}\" x=\"0\" y=\"0\" width=\"5\" height=\"{LANE_HEIGHT}\"/>\n\
          <text class=\"name\" x=\"14\" y=\"24\">{}<title>{}</title></text>\
-         <text class=\"role {role}\" x=\"14\" y=\"41\">{}</text>\n",
+         <text class=\"role {role}\" x=\"14\" y=\"41\">{}</text>",
         esc(&lane.name),
         if alt { " alt" } else { "" },
         esc(&cut(&lane.name, MAX_NAME_CHARS)),
@@ -236,38 +236,38 @@ fn marker(out: &mut String, m: &Marker, scale: &Scale, lane: &str) {
     let tip = format!("{lane} at {}: {}", scale.offset(m.at), m.text);
     let tip = esc(&tip);
     let _ = match &m.kind {
-        MarkerKind::Restart(n) => write!(
+        MarkerKind::Restart(n) => writeln!(
             out,
             "<g class=\"marker restart\"><line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{:.1}\" y2=\"{:.1}\"/>\
-             <text x=\"{:.1}\" y=\"{:.1}\">↻{n}</text><title>{tip}</title></g>\n",
+             <text x=\"{:.1}\" y=\"{:.1}\">↻{n}</text><title>{tip}</title></g>",
             TOP_ROW - 5.0,
             BAR_TOP + BAR_HEIGHT + 3.0,
             x + 3.0,
             TOP_ROW + 3.5,
         ),
-        MarkerKind::ProbeFailed(p) => write!(
+        MarkerKind::ProbeFailed(p) => writeln!(
             out,
-            "<path class=\"marker probe {}\" d=\"M{:.1} {:.1}h10l-5 8z\"><title>{tip}</title></path>\n",
+            "<path class=\"marker probe {}\" d=\"M{:.1} {:.1}h10l-5 8z\"><title>{tip}</title></path>",
             p.as_str(),
             x - 5.0,
             BOTTOM_ROW - 4.0
         ),
-        MarkerKind::Hook { hook, failed } => write!(
+        MarkerKind::Hook { hook, failed } => writeln!(
             out,
-            "<path class=\"marker hook {} {}\" d=\"M{x:.1} {:.1}l5.5 5.5l-5.5 5.5l-5.5 -5.5z\"><title>{tip}</title></path>\n",
+            "<path class=\"marker hook {} {}\" d=\"M{x:.1} {:.1}l5.5 5.5l-5.5 5.5l-5.5 -5.5z\"><title>{tip}</title></path>",
             hook.as_str(),
             if *failed { "failed" } else { "ran" },
             TOP_ROW - 5.5
         ),
-        MarkerKind::Killing => write!(
+        MarkerKind::Killing => writeln!(
             out,
-            "<path class=\"marker killing\" d=\"M{:.1} {:.1}l7 7m0 -7l-7 7\"><title>{tip}</title></path>\n",
+            "<path class=\"marker killing\" d=\"M{:.1} {:.1}l7 7m0 -7l-7 7\"><title>{tip}</title></path>",
             x - 3.5,
             BOTTOM_ROW - 3.5
         ),
-        MarkerKind::Event { warning, .. } => write!(
+        MarkerKind::Event { warning, .. } => writeln!(
             out,
-            "<rect class=\"marker event{}\" x=\"{:.1}\" y=\"{TICK_TOP}\" width=\"3\" height=\"5\"><title>{tip}</title></rect>\n",
+            "<rect class=\"marker event{}\" x=\"{:.1}\" y=\"{TICK_TOP}\" width=\"3\" height=\"5\"><title>{tip}</title></rect>",
             if *warning { " warning" } else { "" },
             x - 1.5
         ),
@@ -313,11 +313,11 @@ fn phase_lane(out: &mut String, phases: &[Change<String>], y: f64, scale: &Scale
 
 /// Opens a pod lane's group, with its background and name.
 fn band_start(out: &mut String, kind: &str, name: &str, y: f64, alt: bool) {
-    let _ = write!(
+    let _ = writeln!(
         out,
         "<g class=\"lane\" data-kind=\"{kind}\" data-name=\"{name}\" transform=\"translate(0 {y:.1})\">\n\
          <rect class=\"lane-bg{}\" x=\"0\" y=\"0\" width=\"{WIDTH}\" height=\"{BAND_HEIGHT}\"/>\
-         <text class=\"band-name\" x=\"14\" y=\"{:.1}\">{name}</text>\n",
+         <text class=\"band-name\" x=\"14\" y=\"{:.1}\">{name}</text>",
         if alt { " alt" } else { "" },
         BAND_BAR_TOP + BAND_BAR_HEIGHT / 2.0 + 4.0,
         name = esc(name),
@@ -327,7 +327,9 @@ fn band_start(out: &mut String, kind: &str, name: &str, y: f64, alt: bool) {
 /// What each colour and mark means, drawn with the same classes as the picture.
 fn legend(out: &mut String) {
     let swatch = |class: &str| {
-        format!("<svg width=\"26\" height=\"14\"><rect class=\"bar {class}\" x=\"0\" y=\"1\" width=\"26\" height=\"12\" rx=\"3\"/></svg>")
+        format!(
+            "<svg width=\"26\" height=\"14\"><rect class=\"bar {class}\" x=\"0\" y=\"1\" width=\"26\" height=\"12\" rx=\"3\"/></svg>"
+        )
     };
     let mark = |shape: &str| format!("<svg width=\"14\" height=\"14\">{shape}</svg>");
     let items = [
@@ -346,7 +348,10 @@ fn legend(out: &mut String) {
         (mark("<path class=\"marker hook failed\" d=\"M7 1.5l5.5 5.5l-5.5 5.5l-5.5 -5.5z\"/>"), "hook failed".into()),
         (mark("<path class=\"marker killing\" d=\"M3 3l8 8m0 -8l-8 8\"/>"), "killing".into()),
         (mark("<rect class=\"marker event\" x=\"5.5\" y=\"3\" width=\"3\" height=\"8\"/>"), "event".into()),
-        (mark("<rect class=\"marker event warning\" x=\"5.5\" y=\"3\" width=\"3\" height=\"8\"/>"), "warning event".into()),
+        (
+            mark("<rect class=\"marker event warning\" x=\"5.5\" y=\"3\" width=\"3\" height=\"8\"/>"),
+            "warning event".into(),
+        ),
         (swatch("cond true"), "condition True".into()),
         (swatch("cond false"), "condition False".into()),
         (swatch("phase pending"), "Pending".into()),

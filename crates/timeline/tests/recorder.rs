@@ -45,7 +45,8 @@ fn lanes_follow_the_spec_init_containers_first_with_sidecars_marked() {
 #[test]
 fn container_states_are_kept_once_per_change_at_the_time_the_status_gives() {
     let mut r = Recorder::new(&pod(), t(0));
-    let s1 = status("Pending", &[], &[waiting("init-setup", "PodInitializing", 0)], &[waiting("app", "PodInitializing", 0)]);
+    let s1 =
+        status("Pending", &[], &[waiting("init-setup", "PodInitializing", 0)], &[waiting("app", "PodInitializing", 0)]);
     r.status(&s1, t(100));
     // The same status again changes nothing.
     r.status(&s1, t(150));
@@ -56,12 +57,8 @@ fn container_states_are_kept_once_per_change_at_the_time_the_status_gives() {
     r.status(&status("Running", &[], &[], &[running("app", 1_400, true, 0)]), t(2_000));
     assert_eq!(states(&r, "init-setup"), [(100, wait("PodInitializing")), (180, run()), (1_150, exited(0))]);
     assert_eq!(states(&r, "app"), [(100, wait("PodInitializing")), (1_400, run()), (2_000, ready())]);
-    let phases: Vec<(i64, &str)> = r
-        .timeline()
-        .phases
-        .iter()
-        .map(|c| (c.at.duration_since(t(0)).as_millis() as i64, c.value.as_str()))
-        .collect();
+    let phases: Vec<(i64, &str)> =
+        r.timeline().phases.iter().map(|c| (c.at.duration_since(t(0)).as_millis() as i64, c.value.as_str())).collect();
     assert_eq!(phases, [(100, "Pending"), (1_500, "Running")]);
     assert_eq!(r.timeline().end, t(2_000));
 }
@@ -153,7 +150,10 @@ fn conditions_keep_the_kubelets_order_and_their_transition_times() {
     };
     assert_eq!(
         changes("Ready"),
-        [(0, "False".into(), Some("PodInitializing".into())), (1_300, "False".into(), Some("ContainersNotReady".into()))]
+        [
+            (0, "False".into(), Some("PodInitializing".into())),
+            (1_300, "False".into(), Some("ContainersNotReady".into()))
+        ]
     );
     assert_eq!(
         changes("Initialized"),
@@ -164,7 +164,10 @@ fn conditions_keep_the_kubelets_order_and_their_transition_times() {
 #[test]
 fn events_become_marks_on_their_containers_lane() {
     let mut r = Recorder::new(&pod(), t(0));
-    r.status(&status("Running", &[], &[running("log-shipper", 100, true, 0)], &[running("app", 200, false, 0)]), t(300));
+    r.status(
+        &status("Running", &[], &[running("log-shipper", 100, true, 0)], &[running("app", 200, false, 0)]),
+        t(300),
+    );
     let app = Some("spec.containers{app}");
     let sidecar = Some("spec.initContainers{log-shipper}");
     for e in [
@@ -213,7 +216,13 @@ fn events_become_marks_on_their_containers_lane() {
 fn killing_a_container_that_is_not_running_runs_no_pre_stop_hook() {
     let mut r = Recorder::new(&pod(), t(0));
     r.status(&status("Pending", &[], &[waiting("log-shipper", "ContainerCreating", 0)], &[]), t(100));
-    r.event(&event(Some("spec.initContainers{log-shipper}"), "Normal", "Killing", "Stopping container log-shipper", 200));
+    r.event(&event(
+        Some("spec.initContainers{log-shipper}"),
+        "Normal",
+        "Killing",
+        "Stopping container log-shipper",
+        200,
+    ));
     assert_eq!(markers(&r, "log-shipper"), [(200, MarkerKind::Killing)]);
 }
 

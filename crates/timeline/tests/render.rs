@@ -19,19 +19,46 @@ fn life() -> Recorder {
             ("Ready", ready, None, at),
         ]
     };
-    r.status(&status("Pending", &cond("False", "False", 0), &[waiting("init-setup", "PodInitializing", 0)], &[]), t(60));
+    r.status(
+        &status("Pending", &cond("False", "False", 0), &[waiting("init-setup", "PodInitializing", 0)], &[]),
+        t(60),
+    );
     r.status(&status("Pending", &cond("False", "False", 0), &[running("init-setup", 100, false, 0)], &[]), t(120));
     let done = || terminated("init-setup", 0, 1_000, 0);
-    r.status(&status("Pending", &cond("False", "False", 0), &[done(), running("log-shipper", 1_100, false, 0)], &[]), t(1_150));
-    r.event(&event(Some("spec.initContainers{log-shipper}"), "Warning", "Unhealthy", "Readiness probe failed: <not yet>", 1_500));
-    r.status(&status("Pending", &cond("True", "False", 2_000), &[done(), running("log-shipper", 1_100, true, 0)], &[]), t(2_000));
+    r.status(
+        &status("Pending", &cond("False", "False", 0), &[done(), running("log-shipper", 1_100, false, 0)], &[]),
+        t(1_150),
+    );
+    r.event(&event(
+        Some("spec.initContainers{log-shipper}"),
+        "Warning",
+        "Unhealthy",
+        "Readiness probe failed: <not yet>",
+        1_500,
+    ));
+    r.status(
+        &status("Pending", &cond("True", "False", 2_000), &[done(), running("log-shipper", 1_100, true, 0)], &[]),
+        t(2_000),
+    );
     r.event(&event(Some("spec.containers{app}"), "Normal", "Started", "Started container app", 2_100));
     let side = || running("log-shipper", 1_100, true, 0);
-    r.status(&status("Running", &cond("True", "True", 2_200), &[done(), side()], &[running("app", 2_100, true, 0)]), t(2_200));
-    r.status(&status("Running", &cond("True", "False", 4_000), &[done(), side()], &[terminated("app", 1, 4_000, 0)]), t(4_050));
+    r.status(
+        &status("Running", &cond("True", "True", 2_200), &[done(), side()], &[running("app", 2_100, true, 0)]),
+        t(2_200),
+    );
+    r.status(
+        &status("Running", &cond("True", "False", 4_000), &[done(), side()], &[terminated("app", 1, 4_000, 0)]),
+        t(4_050),
+    );
     let again = with_last(running("app", 4_500, true, 1), 1, 4_000);
     r.status(&status("Running", &cond("True", "True", 4_600), &[done(), side()], &[again]), t(4_600));
-    r.event(&event(Some("spec.initContainers{log-shipper}"), "Normal", "Killing", "Stopping container log-shipper", 8_000));
+    r.event(&event(
+        Some("spec.initContainers{log-shipper}"),
+        "Normal",
+        "Killing",
+        "Stopping container log-shipper",
+        8_000,
+    ));
     let stopped = [done(), terminated("log-shipper", 0, 8_300, 0)];
     let app_done = with_last(terminated("app", 0, 8_100, 1), 1, 4_000);
     r.status(&status("Succeeded", &cond("True", "False", 8_300), &stopped, &[app_done]), t(8_400));
@@ -61,7 +88,10 @@ fn container_lanes_come_in_spec_order_init_containers_and_sidecars_first() {
     let roles: Vec<&str> = html.split("data-role=\"").skip(1).map(|r| &r[..r.find('"').unwrap()]).collect();
     assert_eq!(roles, ["init", "sidecar", "app"]);
     assert!(html.contains(">sidecar (init container 2)<"), "the sidecar says what it is");
-    assert_eq!(lane_names(&html, "condition"), ["PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready"]);
+    assert_eq!(
+        lane_names(&html, "condition"),
+        ["PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready"]
+    );
     assert_eq!(lane_names(&html, "phase"), ["phase"]);
 }
 
@@ -134,7 +164,10 @@ fn a_pod_seen_only_once_still_draws() {
     let r = Recorder::new(&pod(), t(0));
     let html = render_html(r.timeline());
     assert_eq!(lane_names(&html, "container"), ["init-setup", "log-shipper", "app"]);
-    assert_eq!(count(&html, "class=\"bar "), count(&html[html.find("<div class=\"legend\">").unwrap()..], "class=\"bar "));
+    assert_eq!(
+        count(&html, "class=\"bar "),
+        count(&html[html.find("<div class=\"legend\">").unwrap()..], "class=\"bar ")
+    );
 }
 
 #[test]

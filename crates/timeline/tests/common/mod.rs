@@ -51,13 +51,19 @@ pub fn terminated(name: &str, exit_code: i32, finished_ms: i64, restarts: i32) -
 
 /// `container` with `lastState` set to a run that ended with `exit_code` at `finished_ms`.
 pub fn with_last(mut container: Value, exit_code: i32, finished_ms: i64) -> Value {
-    container["lastState"] = json!({"terminated": {"exitCode": exit_code, "reason": "Error", "finishedAt": time(finished_ms)}});
+    container["lastState"] =
+        json!({"terminated": {"exitCode": exit_code, "reason": "Error", "finishedAt": time(finished_ms)}});
     container
 }
 
 /// A status: phase, conditions as (type, status, reason, lastTransitionTime), init container
 /// statuses and app container statuses.
-pub fn status(phase: &str, conditions: &[(&str, &str, Option<&str>, i64)], init: &[Value], apps: &[Value]) -> PodStatus {
+pub fn status(
+    phase: &str,
+    conditions: &[(&str, &str, Option<&str>, i64)],
+    init: &[Value],
+    apps: &[Value],
+) -> PodStatus {
     let conditions: Vec<Value> = conditions
         .iter()
         .map(|(type_, status, reason, at)| json!({"type": type_, "status": status, "reason": reason, "lastTransitionTime": time(*at)}))
