@@ -17,8 +17,8 @@ pub struct Timeline {
     /// One lane per container, in spec order: init containers (sidecars among them), then app
     /// containers.
     pub lanes: Vec<Lane>,
-    /// One lane per pod condition type, the four the kubelet sets first in the order it sets
-    /// them, then any others (readiness gates) as they appear.
+    /// One lane per pod condition type: `PodScheduled` and the four the kubelet sets, in the
+    /// order a pod passes them, then any others (readiness gates) as they appear.
     pub conditions: Vec<ConditionLane>,
     /// The pod's phase.
     pub phases: Vec<Change<String>>,

@@ -9,9 +9,9 @@
 //! - Each lane's changes are in time order and no later than the status that showed them: a
 //!   change takes the time the status gives it (`startedAt`, `finishedAt`,
 //!   `lastTransitionTime`) when that lies between the lane's previous change and the moment
-//!   the status was seen, else the moment it was seen.
-//! - A restart that happened between two statuses (running, then running again with a higher
-//!   restart count) still shows the run that ended, from the status's `lastState`.
+//!   the status was seen, else the moment it was seen (see `within`).
+//! - A run that ended between two statuses (running, then waiting for its back-off or running
+//!   again) still shows its end, from the status's `lastState`.
 //! - Memory is bounded per lane: past [`MAX_PER_LANE`] states or markers the oldest quarter is
 //!   dropped and counted in [`Lane::dropped`], so a probe failing every second for days costs
 //!   no more than one failing for a quarter of an hour.
@@ -33,8 +33,10 @@ use podwright_api::container_kind::{ContainerKind, pod_containers};
 /// The most states or markers a lane keeps.
 pub const MAX_PER_LANE: usize = 1000;
 
-/// The condition types the kubelet sets, in the order a pod passes them.
-const CONDITION_ORDER: [&str; 4] = ["PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready"];
+/// The condition types of a pod on a node (the scheduler's, then the kubelet's), in the order a
+/// pod passes them.
+const CONDITION_ORDER: [&str; 5] =
+    ["PodScheduled", "PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready"];
 
 /// Records one pod's timeline. Plain owned data: `Send`, and each call only compares the new
 /// status with the last change of each lane.
@@ -191,14 +193,20 @@ impl Recorder {
 fn fold_container(lane: &mut Lane, memory: &mut LaneMemory, cs: &ContainerStatus, start: Timestamp, seen: Timestamp) {
     let first_sight = lane.states.is_empty();
     let restarted = !first_sight && cs.restart_count > memory.restart_count;
-    // A run that ended between two statuses: its end is only in lastState.
+    // A run that ended between two statuses (the next one shows the container waiting for its
+    // back-off, or already running again): its end is only in lastState.
     let last_run = lane.states.iter().rev().find(|c| !matches!(c.value, State::Waiting { .. }));
-    if restarted
+    let another_run = cs.state.as_ref().is_some_and(|s| {
+        s.waiting.is_some()
+            || s.running.as_ref().is_some_and(|r| r.started_at.as_ref().map(|t| t.0) != memory.started_at)
+    });
+    if another_run
         && last_run.is_some_and(|c| matches!(c.value, State::Running { .. }))
         && let Some(ended) = cs.last_state.as_ref().and_then(|s| s.terminated.as_ref())
     {
+        // It ended after the last change we saw, whatever its second-cut finishedAt says.
         let finished = ended.finished_at.as_ref().map_or(seen, |t| t.0);
-        let at = within(finished, lane.states.last().map(|c| c.at), start, seen);
+        let at = clamp(finished, lane.states.last().map_or(start, |c| c.at), seen);
         let value = State::Terminated { exit_code: ended.exit_code, reason: ended.reason.clone() };
         push_bounded(&mut lane.states, &mut lane.dropped, Change { at, value });
     }
@@ -234,10 +242,20 @@ fn fold_container(lane: &mut Lane, memory: &mut LaneMemory, cs: &ContainerStatus
     }
 }
 
-/// `given`, kept between the lane's previous change (or the axis start) and `seen`.
+/// When a change happened: the time the status gives it, kept between the lane's previous
+/// change (or the axis start) and the moment it was seen. A given time before the previous
+/// change belongs to something already drawn (a terminated state shown again once its back-off
+/// is over) or was cut to the second: such a change is new when it is seen.
 fn within(given: Timestamp, previous: Option<Timestamp>, start: Timestamp, seen: Timestamp) -> Timestamp {
-    let floor = previous.unwrap_or(start);
-    given.min(seen).max(floor)
+    match previous {
+        Some(p) if given < p => seen.max(p),
+        Some(p) => clamp(given, p, seen),
+        None => clamp(given, start, seen),
+    }
+}
+
+fn clamp(t: Timestamp, floor: Timestamp, ceiling: Timestamp) -> Timestamp {
+    t.min(ceiling).max(floor)
 }
 
 /// The lane of a condition type, made in its place if it is new.

@@ -6,7 +6,7 @@
 //! liveness"`), which the legend, the styles and the tests rely on.
 
 use crate::axis::{Scale, span_text};
-use crate::model::{Change, ConditionLane, Lane, Marker, MarkerKind, State, Timeline};
+use crate::model::{Change, ConditionLane, Lane, Marker, MarkerKind, Role, State, Timeline};
 use jiff::Timestamp;
 use std::fmt::Write;
 
@@ -138,7 +138,7 @@ fn container_lane(out: &mut String, lane: &Lane, y: f64, alt: bool, scale: &Scal
     );
     for (i, change) in lane.states.iter().enumerate() {
         let until = lane.states.get(i + 1).map_or(scale.end(), |next| next.at);
-        let look = state_look(&change.value);
+        let look = state_look(&change.value, lane.role);
         let mut tip = format!("{}: {}", lane.name, look.label);
         if let State::Waiting { message: Some(m), .. } = &change.value {
             tip = format!("{tip}\n{m}");
@@ -176,9 +176,11 @@ struct Look {
     short: String,
 }
 
-fn state_look(state: &State) -> Look {
+fn state_look(state: &State, role: Role) -> Look {
     let look = |class, label: &str, short: &str| Look { class, label: label.to_string(), short: short.to_string() };
     match state {
+        // An init container is never ready: it runs to completion.
+        State::Running { .. } if matches!(role, Role::Init(_)) => look("running init", "Running", "running"),
         State::Waiting { reason, .. } => {
             let reason = reason.as_deref().unwrap_or("Waiting");
             let trouble = reason.contains("BackOff") || reason.starts_with("Err") || reason.ends_with("Error");
@@ -337,7 +339,7 @@ fn legend(out: &mut String) {
         (swatch("waiting trouble"), "waiting: back-off or error".into()),
         (swatch("running not-started"), "running, startup probe not passed".into()),
         (swatch("running not-ready"), "running, not ready".into()),
-        (swatch("running ready"), "running, ready".into()),
+        (swatch("running ready"), "running, ready (init container: running)".into()),
         (swatch("terminated ok"), "terminated, exit 0".into()),
         (swatch("terminated failed"), "terminated, exit code ≠ 0".into()),
         (mark("<g class=\"marker restart\"><line x1=\"4\" x2=\"4\" y1=\"0\" y2=\"14\"/></g>"), "restart".into()),
@@ -419,7 +421,7 @@ text.bar-label{pointer-events:none}
 .bar.waiting.trouble{fill:#f5a25d}
 .bar.running.not-started{fill:#d8f0de}
 .bar.running.not-ready{fill:#9bd8aa}
-.bar.running.ready{fill:#2f9e57}
+.bar.running.ready,.bar.running.init{fill:#2f9e57}
 .bar.terminated.ok{fill:#c5ced8}
 .bar.terminated.failed{fill:#e05d5a}
 .bar.cond.true{fill:#62bd85}
@@ -440,7 +442,7 @@ text.bar-label{pointer-events:none}
 .marker.killing{stroke:#1f2933;stroke-width:2;fill:none}
 .marker.event{fill:#7b8794}
 .marker.event.warning{fill:#d9480f}
-.bar.running.ready+.bar-label,.bar.terminated.failed+.bar-label,.bar.phase.running+.bar-label,.bar.phase.failed+.bar-label{fill:#fff}
+.bar.running.ready+.bar-label,.bar.running.init+.bar-label,.bar.terminated.failed+.bar-label,.bar.phase.running+.bar-label,.bar.phase.failed+.bar-label{fill:#fff}
 .legend{display:flex;flex-wrap:wrap;gap:6px 18px;font-size:12px;color:#323f4b;max-width:1300px;padding:8px 0;border-top:1px solid #e4e7eb}
 .legend .item{display:inline-flex;align-items:center;gap:5px}
 "#;

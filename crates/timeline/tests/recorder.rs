@@ -67,11 +67,27 @@ fn container_states_are_kept_once_per_change_at_the_time_the_status_gives() {
 fn a_time_from_the_status_never_goes_back_before_the_last_change_nor_after_it_was_seen() {
     let mut r = Recorder::new(&pod(), t(0));
     r.status(&status("Pending", &[], &[], &[waiting("app", "ContainerCreating", 0)]), t(500));
-    // startedAt before the waiting state was recorded (clocks disagree): it follows it instead.
+    // startedAt before the waiting state was recorded (cut to the second): the start is put
+    // where it was seen.
     r.status(&status("Running", &[], &[], &[running("app", 300, false, 0)]), t(600));
     // finishedAt after the moment the status was seen: it is put at that moment.
     r.status(&status("Running", &[], &[], &[terminated("app", 0, 9_000, 0)]), t(700));
-    assert_eq!(states(&r, "app"), [(500, wait("ContainerCreating")), (500, run()), (700, exited(0))]);
+    assert_eq!(states(&r, "app"), [(500, wait("ContainerCreating")), (600, run()), (700, exited(0))]);
+}
+
+#[test]
+fn a_terminated_state_shown_again_after_the_back_off_is_drawn_when_it_is_seen() {
+    let mut r = Recorder::new(&pod(), t(0));
+    r.status(&status("Running", &[], &[], &[running("app", 100, true, 0)]), t(200));
+    r.status(&status("Running", &[], &[], &[terminated("app", 3, 1_000, 0)]), t(1_050));
+    r.status(&status("Running", &[], &[], &[with_last(waiting("app", "CrashLoopBackOff", 0), 3, 1_000)]), t(1_100));
+    // The back-off is over: the status shows the last exit again until the next start.
+    r.status(&status("Running", &[], &[], &[terminated("app", 3, 1_000, 0)]), t(11_000));
+    r.status(&status("Running", &[], &[], &[with_last(running("app", 11_050, true, 1), 3, 1_000)]), t(11_100));
+    assert_eq!(
+        states(&r, "app"),
+        [(100, ready()), (1_000, exited(3)), (1_100, wait("CrashLoopBackOff")), (11_000, exited(3)), (11_050, ready())]
+    );
 }
 
 #[test]
@@ -99,6 +115,20 @@ fn a_restart_between_two_statuses_still_shows_the_run_that_ended() {
 }
 
 #[test]
+fn a_crash_seen_only_as_the_back_off_that_follows_it_still_shows_the_exit() {
+    let mut r = Recorder::new(&pod(), t(0));
+    r.status(&status("Running", &[], &[], &[running("app", 100, true, 0)]), t(200));
+    // The next status already waits for the back-off; the exit is in lastState.
+    r.status(&status("Running", &[], &[], &[with_last(waiting("app", "CrashLoopBackOff", 0), 3, 1_000)]), t(1_100));
+    r.status(&status("Running", &[], &[], &[with_last(running("app", 11_000, true, 1), 3, 1_000)]), t(11_100));
+    assert_eq!(
+        states(&r, "app"),
+        [(100, ready()), (1_000, exited(3)), (1_100, wait("CrashLoopBackOff")), (11_000, ready())]
+    );
+    assert_eq!(markers(&r, "app"), [(11_000, MarkerKind::Restart(1))]);
+}
+
+#[test]
 fn a_recorder_that_starts_late_marks_no_restart_it_did_not_see() {
     let mut r = Recorder::new(&pod(), t(0));
     r.status(&status("Running", &[], &[], &[with_last(running("app", 100, true, 3), 1, 50)]), t(200));
@@ -118,6 +148,7 @@ fn conditions_keep_the_kubelets_order_and_their_transition_times() {
                 ("Initialized", "False", Some("ContainersNotInitialized"), 40),
                 ("PodReadyToStartContainers", "True", None, 60),
                 ("example.com/gate", "False", None, 70),
+                ("PodScheduled", "True", None, 0),
                 ("ContainersReady", "False", Some("PodInitializing"), 40),
             ],
             &[],
@@ -137,7 +168,10 @@ fn conditions_keep_the_kubelets_order_and_their_transition_times() {
     );
     let tl = r.timeline();
     let order: Vec<&str> = tl.conditions.iter().map(|c| c.type_.as_str()).collect();
-    assert_eq!(order, ["PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "example.com/gate"]);
+    assert_eq!(
+        order,
+        ["PodScheduled", "PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready", "example.com/gate"]
+    );
     let changes = |type_: &str| -> Vec<(i64, String, Option<String>)> {
         tl.conditions
             .iter()

@@ -98,11 +98,12 @@ fn container_lanes_come_in_spec_order_init_containers_and_sidecars_first() {
 #[test]
 fn each_state_and_mark_is_drawn_once_in_its_own_class() {
     let html = render_html(life().timeline());
-    // States: init-setup PodInitializing, running, Completed; log-shipper running, ready,
-    // Completed; app ready, Error, ready, Completed.
+    // States: init-setup PodInitializing, running (an init container is never ready),
+    // Completed; log-shipper running, ready, Completed; app ready, Error, ready, Completed.
     let table = [
         ("class=\"bar waiting\"", 1),
-        ("class=\"bar running not-ready\"", 2),
+        ("class=\"bar running init\"", 1),
+        ("class=\"bar running not-ready\"", 1),
         ("class=\"bar running ready\"", 3),
         ("class=\"bar terminated ok\"", 3),
         ("class=\"bar terminated failed\"", 1),
@@ -168,9 +169,4 @@ fn a_pod_seen_only_once_still_draws() {
         count(&html, "class=\"bar "),
         count(&html[html.find("<div class=\"legend\">").unwrap()..], "class=\"bar ")
     );
-}
-
-#[test]
-fn zz_dump() {
-    std::fs::write("/tmp/tl.html", render_html(life().timeline())).unwrap();
 }
