@@ -67,18 +67,18 @@ pub async fn run(args: RunArgs) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let timeline_file = match args.timeline.as_deref().map(TimelineFile::create).transpose() {
-        Ok(f) => f,
-        Err(msg) => {
-            eprintln!("podwright: {msg}");
-            return exit::INVALID;
-        }
-    };
     let runtime = match connect(&args.runtime).await {
         Ok(r) => r,
         Err(msg) => {
             eprintln!("podwright: {msg}");
             return exit::NO_RUNTIME;
+        }
+    };
+    let timeline_file = match args.timeline.as_deref().map(TimelineFile::create).transpose() {
+        Ok(f) => f,
+        Err(msg) => {
+            eprintln!("podwright: {msg}");
+            return exit::INVALID;
         }
     };
     let clock = Clock::new();

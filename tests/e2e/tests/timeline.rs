@@ -179,6 +179,18 @@ spec:
     assert!(colours.len() > 50, "only {} colours: is the text drawn?", colours.len());
 }
 
+#[test]
+fn run_timeline_to_a_path_that_cannot_be_written_starts_no_pod() {
+    let pod = pod_name("timeline-nowhere");
+    let manifest = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {pod}}}\nspec:\n  containers:\n  - {{name: c, image: localhost/busybox:1.36, command: ['true']}}\n"
+    );
+    let o = run_manifest(&manifest, &["--timeline", "/nonexistent-podwright-dir/timeline.html"]);
+    o.assert_code(2);
+    assert!(o.stderr.contains("cannot write the timeline to /nonexistent-podwright-dir/timeline.html"), "{}", o.stderr);
+    assert!(o.progress(&pod).is_empty(), "a pod started: {}", o.stderr);
+}
+
 /// Serves one request with `response`; returns the request's head.
 fn serve_once(response: String) -> (String, std::thread::JoinHandle<String>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("a local port");
