@@ -88,7 +88,8 @@ pub async fn run(args: RunArgs) -> u8 {
     }
     let events = Arc::new(EventLog::default());
     let progress: Arc<dyn StatusSink> = Arc::new(output::Progress::new(clock, started));
-    let recording = timeline_file.is_some().then(|| Arc::new(Recording::new(clock, progress.clone(), events.clone())));
+    let recording =
+        timeline_file.is_some().then(|| Arc::new(Recording::new(clock, &pods, progress.clone(), events.clone())));
     let (status_sink, event_sink): (Arc<dyn StatusSink>, Arc<dyn EventSink>) = match &recording {
         Some(r) => (r.clone(), r.clone()),
         None => (progress, events.clone()),

@@ -17,14 +17,18 @@ pub struct Recording {
     clock: Clock,
     status: Arc<dyn StatusSink>,
     events: Arc<dyn EventSink>,
-    /// One recorder per pod, in the order the pods first showed up.
+    /// One recorder per pod: the manifest's, in its order, then any other in the order it
+    /// showed up.
     pods: Mutex<Vec<Recorder>>,
 }
 
 impl Recording {
-    /// Records what passes on to `status` and `events`, with the time of `clock`.
-    pub fn new(clock: Clock, status: Arc<dyn StatusSink>, events: Arc<dyn EventSink>) -> Self {
-        Recording { clock, status, events, pods: Mutex::default() }
+    /// Records the manifest's `pods` and what passes on to `status` and `events`, with the
+    /// time of `clock`.
+    pub fn new(clock: Clock, pods: &[Pod], status: Arc<dyn StatusSink>, events: Arc<dyn EventSink>) -> Self {
+        let now = clock.now();
+        let pods = pods.iter().map(|p| Recorder::new(p, now)).collect();
+        Recording { clock, status, events, pods: Mutex::new(pods) }
     }
 
     /// The pods' timelines up to now as one HTML page.
@@ -115,5 +119,41 @@ impl TimelineFile {
             .write_all(html.as_bytes())
             .and_then(|()| self.file.flush())
             .map_err(|e| format!("cannot write the timeline to {}: {e}", self.path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::PodStatus;
+    use podwright_node::EventLog;
+    use podwright_node::sinks::Discard;
+
+    fn pod(name: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn pods_are_drawn_in_manifest_order_and_everything_passes_on() {
+        let clock = Clock::new();
+        let (a, b) = (pod("a"), pod("b"));
+        let events = Arc::new(EventLog::default());
+        let recording = Recording::new(clock, &[a.clone(), b.clone()], Arc::new(Discard), events.clone());
+        // b's worker publishes first.
+        let status = PodStatus { phase: Some("Running".into()), ..Default::default() };
+        recording.publish(&PodUpdate { spec: Arc::new(b), status: Some(Arc::new(status)), finished: false });
+        recording.record(&a, Some("spec.containers{c}".into()), EventType::Warning, "BackOff", "m".into(), clock.now());
+        let html = recording.render();
+        // The legend draws every class once; look at the pods' pictures only.
+        let html = &html[..html.find("<div class=\"legend\">").unwrap()];
+        let (at_a, at_b) = (html.find("data-uid=\"uid-a\"").unwrap(), html.find("data-uid=\"uid-b\"").unwrap());
+        assert!(at_a < at_b, "manifest order");
+        assert!(html.contains("class=\"bar phase running\""), "b's status was recorded");
+        assert!(html.contains("class=\"marker event warning\""), "a's event was recorded");
+        assert_eq!(events.snapshot().len(), 1, "the event went on to the log");
     }
 }

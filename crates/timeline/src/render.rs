@@ -93,7 +93,15 @@ fn section(out: &mut String, t: &Timeline) {
     if !t.pod_events.is_empty() {
         band_start(&mut body, "pod-events", "pod events", y, true);
         for m in &t.pod_events {
-            marker(&mut body, m, &scale, "pod");
+            let warning = matches!(m.kind, MarkerKind::Event { warning: true, .. });
+            let _ = writeln!(
+                body,
+                "<rect class=\"marker event{}\" x=\"{:.1}\" y=\"{BAND_BAR_TOP}\" width=\"3\" height=\"{BAND_BAR_HEIGHT}\"><title>pod at {}: {}</title></rect>",
+                if warning { " warning" } else { "" },
+                scale.x(m.at) - 1.5,
+                scale.offset(m.at),
+                esc(&m.text)
+            );
         }
         body.push_str("</g>\n");
         y += BAND_HEIGHT;
@@ -156,11 +164,15 @@ fn container_lane(out: &mut String, lane: &Lane, y: f64, alt: bool, scale: &Scal
     out.push_str("</g>\n");
 }
 
-/// The line under a lane's name: its role, and its restarts and dropped history if any.
+/// The line under a lane's name: its role, its restart count if it restarted, and how much of
+/// its history was dropped.
 fn role_line(lane: &Lane) -> String {
     let mut line = lane.role.describe();
-    let restarts = lane.markers.iter().filter(|m| matches!(m.kind, MarkerKind::Restart(_))).count();
-    if restarts > 0 {
+    let restarts = lane.markers.iter().rev().find_map(|m| match m.kind {
+        MarkerKind::Restart(n) => Some(n),
+        _ => None,
+    });
+    if let Some(restarts) = restarts {
         let _ = write!(line, " · {restarts} restart{}", if restarts == 1 { "" } else { "s" });
     }
     if lane.dropped > 0 {
@@ -233,6 +245,8 @@ impl Bar {
     }
 }
 
+/// A mark on a container's lane, in its row: events above, hooks above the bar, restarts
+/// across it, probe failures and kills below.
 fn marker(out: &mut String, m: &Marker, scale: &Scale, lane: &str) {
     let x = scale.x(m.at);
     let tip = format!("{lane} at {}: {}", scale.offset(m.at), m.text);

@@ -59,6 +59,7 @@ fn life() -> Recorder {
         "Stopping container log-shipper",
         8_000,
     ));
+    r.event(&event(None, "Warning", "FailedKillPod", "error killing pod: boom", 8_200));
     let stopped = [done(), terminated("log-shipper", 0, 8_300, 0)];
     let app_done = with_last(terminated("app", 0, 8_100, 1), 1, 4_000);
     r.status(&status("Succeeded", &cond("True", "False", 8_300), &stopped, &[app_done]), t(8_400));
@@ -93,6 +94,7 @@ fn container_lanes_come_in_spec_order_init_containers_and_sidecars_first() {
         ["PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready"]
     );
     assert_eq!(lane_names(&html, "phase"), ["phase"]);
+    assert_eq!(lane_names(&html, "pod-events"), ["pod events"]);
 }
 
 #[test]
@@ -113,6 +115,7 @@ fn each_state_and_mark_is_drawn_once_in_its_own_class() {
         ("class=\"marker hook preStop ran\"", 1),
         ("class=\"marker killing\"", 1),
         ("class=\"marker event\"", 1),
+        ("class=\"marker event warning\"", 1),
         ("class=\"bar phase pending\"", 1),
         ("class=\"bar phase running\"", 1),
         ("class=\"bar phase succeeded\"", 1),
