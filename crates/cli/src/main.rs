@@ -4,6 +4,7 @@ mod check;
 mod output;
 mod run;
 mod runtime;
+mod serve;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -45,6 +46,14 @@ enum Command {
     Run(run::RunArgs),
     /// Validate a manifest and print what `run` would run.
     Check(check::CheckArgs),
+    /// Run a node daemon with a local Kubernetes-compatible API that kubectl drives.
+    Serve(serve::ServeArgs),
+    /// Print the kubeconfig of `podwright serve` (written under its root directory).
+    Kubeconfig {
+        /// The daemon's root directory.
+        #[arg(long, default_value = "/var/lib/podwright")]
+        root_dir: PathBuf,
+    },
     /// The embedded containerd.
     Runtime {
         #[command(subcommand)]
@@ -74,6 +83,24 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Check(args) => check::check(&args.file),
+            Command::Serve(args) => serve::serve(args).await,
+            Command::Kubeconfig { root_dir } => {
+                let path = serve::kubeconfig_path(&root_dir);
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => {
+                        print!("{text}");
+                        exit::SUCCEEDED
+                    }
+                    Err(e) => {
+                        eprintln!(
+                            "podwright: {}: {e} (is `podwright serve --root-dir {}` running?)",
+                            path.display(),
+                            root_dir.display()
+                        );
+                        exit::FAILED
+                    }
+                }
+            }
             Command::Runtime { action, root_dir } => runtime::runtime_cmd(action, root_dir).await,
         }
     });

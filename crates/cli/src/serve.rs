@@ -1,0 +1,182 @@
+//! `podwright serve`: the node daemon. The local Kubernetes-compatible API is the pod source
+//! and the status and event sink; it runs every pod it is given until the pod is deleted.
+//! SIGTERM stops the daemon and leaves the pods running (they are the runtime's).
+
+use crate::{RuntimeArgs, exit, run};
+use podwright_node::Node;
+use podwright_runtime::Clock;
+use podwright_server::{ApiServer, ServerConfig};
+use serde::Deserialize;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::signal::unix::{SignalKind, signal};
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+    /// A KubeletConfiguration-style YAML file (address, port, containerLogMaxSize,
+    /// containerLogMaxFiles); flags override it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The address to serve the API on (default 127.0.0.1).
+    #[arg(long)]
+    pub address: Option<IpAddr>,
+    /// The port to serve the API on (default 6443).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// The node's name instead of the host name.
+    #[arg(long)]
+    pub hostname_override: Option<String>,
+}
+
+/// The part of a `KubeletConfiguration` podwright honours; any other field is refused.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServeConfig {
+    kind: Option<String>,
+    api_version: Option<String>,
+    address: Option<IpAddr>,
+    port: Option<u16>,
+    container_log_max_size: Option<String>,
+    container_log_max_files: Option<u32>,
+}
+
+fn read_config(path: &Path) -> Result<ServeConfig, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let c: ServeConfig = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(k) = c.kind.as_deref().filter(|k| *k != "KubeletConfiguration") {
+        return Err(format!(
+            "{}: kind: Unsupported value: {k:?}: supported values: \"KubeletConfiguration\"",
+            path.display()
+        ));
+    }
+    let _ = &c.api_version;
+    Ok(c)
+}
+
+/// The kubelet's node name: the host name in lower case.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_lowercase())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+/// The kubeconfig that points kubectl at this daemon.
+pub fn kubeconfig_text(addr: SocketAddr) -> String {
+    let host = if addr.ip().is_unspecified() { IpAddr::V4(Ipv4Addr::LOCALHOST) } else { addr.ip() };
+    let server = format!("http://{}", SocketAddr::new(host, addr.port()));
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: podwright\n  cluster:\n    server: {server}\ncontexts:\n- name: podwright\n  context:\n    cluster: podwright\n    user: podwright\n    namespace: default\ncurrent-context: podwright\nusers:\n- name: podwright\n  user: {{}}\n"
+    )
+}
+
+pub fn kubeconfig_path(root: &Path) -> PathBuf {
+    root.join("kubeconfig")
+}
+
+pub async fn serve(args: ServeArgs) -> u8 {
+    let config = match args.config.as_deref().map(read_config).transpose() {
+        Ok(c) => c.unwrap_or_default(),
+        Err(e) => {
+            eprintln!("podwright: {e}");
+            return exit::INVALID;
+        }
+    };
+    let ip = args.address.or(config.address).unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let addr = SocketAddr::new(ip, args.port.or(config.port).unwrap_or(6443));
+    if !ip.is_loopback() {
+        eprintln!(
+            "podwright: refusing to serve the API on {ip} without TLS and a bearer token; serve on a loopback address (the default 127.0.0.1)"
+        );
+        return exit::INVALID;
+    }
+    if config.container_log_max_size.is_some() || config.container_log_max_files.is_some() {
+        eprintln!("podwright: containerLogMaxSize/containerLogMaxFiles: not supported by podwright yet");
+        return exit::INVALID;
+    }
+    let root = args.runtime.root_dir.clone();
+    if let Err(e) = std::fs::create_dir_all(&root) {
+        eprintln!("podwright: {}: {e}", root.display());
+        return exit::FAILED;
+    }
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("podwright: cannot listen on {addr}: {e}");
+            return exit::FAILED;
+        }
+    };
+    let runtime = match run::connect(&args.runtime).await {
+        Ok(r) => r,
+        Err(msg) => {
+            eprintln!("podwright: {msg}");
+            return exit::NO_RUNTIME;
+        }
+    };
+    let node_name = args.hostname_override.map(|h| h.to_lowercase()).unwrap_or_else(host_name);
+    let clock = Clock::new();
+    let (api, feed) = ApiServer::new(ServerConfig { node_name, root: root.clone() }, clock);
+    let workers = Arc::new(
+        Node::new(Arc::new(runtime), &root).clock(clock).events(api.event_sink()).status(api.status_sink()).build(),
+    );
+    let kubeconfig = kubeconfig_path(&root);
+    if let Err(e) = std::fs::write(&kubeconfig, kubeconfig_text(addr)) {
+        eprintln!("podwright: {}: {e}", kubeconfig.display());
+        return exit::FAILED;
+    }
+    tokio::spawn({
+        let workers = workers.clone();
+        async move { workers.follow(feed.source).await }
+    });
+    tokio::spawn({
+        let (workers, api) = (workers.clone(), api.clone());
+        let mut removals = feed.removals;
+        async move {
+            while let Some(uid) = removals.recv().await {
+                workers.remove(&uid).await;
+                api.pod_removed(&uid);
+            }
+        }
+    });
+    eprintln!(
+        "podwright: serving the API on http://{addr} (node {}); KUBECONFIG={}",
+        api.node_name(),
+        kubeconfig.display()
+    );
+    let mut sigint = signal(SignalKind::interrupt()).ok();
+    let mut sigterm = signal(SignalKind::terminate()).ok();
+    let server = axum::serve(listener, api.router());
+    tokio::select! {
+        r = server => {
+            if let Err(e) = r {
+                eprintln!("podwright: the API stopped: {e}");
+                return exit::FAILED;
+            }
+        }
+        _ = run::recv_signal(&mut sigint) => {}
+        _ = run::recv_signal(&mut sigterm) => {}
+    }
+    // The pods stay: they are the runtime's, and the next start finds them.
+    exit::SUCCEEDED
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_fields_podwright_does_not_honour_are_refused() {
+        let dir = std::env::temp_dir().join(format!("podwright-serve-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("c.yaml");
+        std::fs::write(&f, "kind: KubeletConfiguration\nport: 7000\n").unwrap();
+        assert_eq!(read_config(&f).unwrap().port, Some(7000));
+        std::fs::write(&f, "kind: KubeletConfiguration\nmaxPods: 3\n").unwrap();
+        assert!(read_config(&f).unwrap_err().contains("unknown field `maxPods`"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
