@@ -4,7 +4,8 @@
 //!
 //! Maps merge recursively and `null` deletes a key. A list merges by its schema strategy: maps
 //! matched on a merge key, primitives as a set, or replaced whole. Directives:
-//! - `$patch: replace | delete` on a map, `$patch: replace | delete` on a merged list's element;
+//! - `$patch: replace | delete` on a map or on an element of a merged list (upstream refuses
+//!   `merge`, and so does this);
 //! - `$setElementOrder/<list>`: the order of the merged list;
 //! - `$deleteFromPrimitiveList/<list>`: primitives to take out of a list;
 //! - `$retainKeys`: the only keys the map keeps.
@@ -249,8 +250,7 @@ fn list_field(map: &Map<String, Value>, field: &str) -> Result<Option<Vec<Value>
 fn as_read_after_merge_in_place(original: &[Value], patch: &[Value], key: &str) -> Vec<Value> {
     let mut list = original.to_vec();
     let mut len = list.len();
-    let directive = |v: &Value| v.get(DIRECTIVE).and_then(Value::as_str).map(str::to_string);
-    for element in patch.iter().filter(|v| directive(v).as_deref() == Some(DELETE)) {
+    for element in patch.iter().filter(|v| directive_of(v) == Some(DELETE)) {
         let target = element.get(key);
         while let Some(index) = list[..len].iter().position(|v| v.get(key) == target) {
             for i in index..len - 1 {
@@ -260,10 +260,10 @@ fn as_read_after_merge_in_place(original: &[Value], patch: &[Value], key: &str) 
         }
     }
     // `$patch: replace` makes the patch's elements a new list: nothing is appended in place.
-    if patch.iter().any(|v| directive(v).as_deref() == Some(REPLACE)) {
+    if patch.iter().any(|v| directive_of(v) == Some(REPLACE)) {
         return list;
     }
-    for element in patch.iter().filter(|v| directive(v).is_none()) {
+    for element in patch.iter().filter(|v| directive_of(v).is_none()) {
         if list[..len].iter().any(|v| v.get(key) == element.get(key)) {
             continue;
         }
@@ -344,7 +344,8 @@ fn same_merge_key(left: &Value, right: &Value, merge_key: Option<&str>) -> Resul
 fn split_deletions<'v>(list: impl Iterator<Item = &'v Value>) -> Result<(Vec<&'v Value>, Vec<&'v Value>), PatchError> {
     let (mut kept, mut deleted) = (Vec::new(), Vec::new());
     for value in list {
-        if as_map(value)?.get(DIRECTIVE).and_then(Value::as_str) == Some(DELETE) {
+        as_map(value)?;
+        if directive_of(value) == Some(DELETE) {
             deleted.push(value);
         } else {
             kept.push(value);
@@ -482,7 +483,7 @@ fn sort_by_order(
             }
         }
         let (kept, deleted): (Vec<Value>, Vec<Value>) =
-            items.into_iter().partition(|v| v.get(DIRECTIVE).and_then(Value::as_str) != Some(DELETE));
+            items.into_iter().partition(|v| directive_of(v) != Some(DELETE));
         items = kept;
         deletions = deleted;
     }
@@ -543,6 +544,11 @@ fn clean(value: Value, drop_directive_maps: bool) -> Option<Value> {
     }
 }
 
+/// The `$patch` directive of a map.
+fn directive_of(value: &Value) -> Option<&str> {
+    value.get(DIRECTIVE).and_then(Value::as_str)
+}
+
 fn is_directive_key(key: &str) -> bool {
     key == DIRECTIVE
         || key == RETAIN_KEYS
@@ -564,4 +570,93 @@ fn missing_merge_key(map: &Map<String, Value>, key: &str) -> PatchError {
 
 fn unknown_directive(directive: &Value, map: &Map<String, Value>) -> PatchError {
     PatchError::UnknownDirective { directive: go_format::s(directive), map: go_format::v(&Value::Object(map.clone())) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CoreV1Schema;
+    use serde_json::json;
+
+    fn patch(original: Value, patch: Value) -> Result<Value, PatchError> {
+        let Value::Object(patch) = patch else { panic!("patches are maps") };
+        apply(&original, patch, &CoreV1Schema)
+    }
+
+    #[test]
+    fn directive_keys_never_reach_the_result() {
+        let original = json!({"spec": {"containers": [{"name": "app", "image": "a"}]}});
+        let body = json!({"spec": {
+            "containers": [{
+                "name": "new",
+                "image": "b",
+                "$setElementOrder/env": [{"name": "A"}],
+                "env": [{"name": "A", "value": null}],
+                "volumeMounts": [{"$patch": "delete", "mountPath": "/x"}],
+                "securityContext": {"$retainKeys": ["privileged"], "privileged": true}
+            }],
+            "volumes": [{"name": "v", "$retainKeys": ["name", "emptyDir"], "emptyDir": {}}],
+            "overhead": {"$patch": "delete"}
+        }});
+        let patched = patch(original, body).unwrap();
+        assert_eq!(
+            patched,
+            json!({"spec": {
+                "containers": [
+                    {
+                        "name": "new",
+                        "image": "b",
+                        "env": [{"name": "A"}],
+                        // A new element is taken as it is, as decoding it upstream would leave
+                        // it: the directive goes, the map stays.
+                        "volumeMounts": [{"mountPath": "/x"}],
+                        "securityContext": {"privileged": true}
+                    },
+                    {"name": "app", "image": "a"}
+                ],
+                "volumes": [{"name": "v", "emptyDir": {}}]
+            }})
+        );
+    }
+
+    #[test]
+    fn set_element_order_must_be_a_list() {
+        let err = patch(json!({}), json!({"$setElementOrder/finalizers": "a"})).unwrap_err();
+        assert_eq!(err.to_string(), "expected a []interface {}, but received a string");
+        let err =
+            patch(json!({"metadata": {"finalizers": []}}), json!({"metadata": {"$setElementOrder/finalizers": []}}))
+                .unwrap_err();
+        assert_eq!(err.to_string(), "no elements in any of the given slices");
+    }
+
+    #[test]
+    fn merged_lists_hold_one_element_type() {
+        let original = json!({"metadata": {"finalizers": ["a"]}});
+        let err = patch(original.clone(), json!({"metadata": {"finalizers": [1]}})).unwrap_err();
+        assert_eq!(err.to_string(), "list element types are not identical: [[a] [1]]");
+        let err = patch(original.clone(), json!({"metadata": {"finalizers": [{"a": 1}]}})).unwrap_err();
+        assert_eq!(err.to_string(), "list element types are not identical: [[a] [map[a:1]]]");
+        let err = patch(json!({"metadata": {"finalizers": [["a"]]}}), json!({"metadata": {"finalizers": [["b"]]}}))
+            .unwrap_err();
+        assert_eq!((err.code(), err.reason()), (422, "Invalid"));
+        let err = patch(json!({}), json!({"metadata": {"finalizers": [{"a": 1}]}}));
+        assert!(err.is_ok(), "a new list is taken as it is: {err:?}");
+        let err = patch(json!({"metadata": {"finalizers": []}}), json!({"metadata": {"finalizers": [{"a": 1}]}}))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "cannot merge lists without merge key for string");
+    }
+
+    #[test]
+    fn element_of_the_object_without_merge_key() {
+        let original = json!({"spec": {"containers": [{"image": "a"}]}});
+        let err = patch(original, json!({"spec": {"containers": [{"name": "app"}]}})).unwrap_err();
+        assert_eq!(err.to_string(), "map: map[image:a] does not contain declared merge key: name");
+    }
+
+    #[test]
+    fn delete_list_of_a_missing_or_other_typed_field_changes_nothing() {
+        let original = json!({"metadata": {"finalizers": "x"}});
+        let body = json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["x"], "$deleteFromPrimitiveList/other": ["y"]}});
+        assert_eq!(patch(original.clone(), body).unwrap(), original);
+    }
 }
