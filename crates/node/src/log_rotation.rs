@@ -81,7 +81,9 @@ pub async fn rotate_logs(runtime: Arc<dyn Runtime>, clock: podwright_runtime::Cl
     loop {
         tokio::time::sleep(MONITOR_PERIOD).await;
         let Ok(containers) = runtime.list_containers(&managed).await else { continue };
-        for c in containers.iter().filter(|c| c.state == ContainerState::ContainerRunning as i32 && !c.log_path.is_empty()) {
+        for c in
+            containers.iter().filter(|c| c.state == ContainerState::ContainerRunning as i32 && !c.log_path.is_empty())
+        {
             let id = c.id.clone();
             rotate_one(runtime.as_ref(), &id, Path::new(&c.log_path), policy, clock.now()).await;
         }

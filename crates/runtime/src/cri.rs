@@ -423,7 +423,10 @@ impl RuntimeService for CriRuntime {
 
     async fn reopen_container_log(&self, container_id: &str) -> RuntimeResult<()> {
         let req = cri_api::ReopenContainerLogRequest { container_id: container_id.to_string() };
-        self.rt().reopen_container_log(timed(req, DEFAULT_REQUEST_TIMEOUT)).await.map_err(|s| self.err("ReopenContainerLog", s))?;
+        self.rt()
+            .reopen_container_log(timed(req, DEFAULT_REQUEST_TIMEOUT))
+            .await
+            .map_err(|s| self.err("ReopenContainerLog", s))?;
         Ok(())
     }
 

@@ -19,6 +19,8 @@ pub struct Daemon {
     pub root: PathBuf,
     /// kubectl's home (its discovery and HTTP caches), fresh for each daemon.
     pub home: PathBuf,
+    /// Started with `--tls`: kubectl then uses the daemon's kubeconfig (CA and token).
+    pub tls: bool,
     process: Option<Running>,
 }
 
@@ -45,7 +47,11 @@ impl Daemon {
         args.extend(["--port".into(), port.to_string()]);
         let endpoint = std::env::var("PODWRIGHT_CRI_ENDPOINT").ok().filter(|e| !e.is_empty());
         let endpoint = endpoint.unwrap_or_else(|| {
-            let out = Command::new(binary()).args(["runtime", "start", "--root-dir"]).arg(&base).output().expect("runtime start");
+            let out = Command::new(binary())
+                .args(["runtime", "start", "--root-dir"])
+                .arg(&base)
+                .output()
+                .expect("runtime start");
             String::from_utf8_lossy(&out.stdout).trim().to_string()
         });
         args.extend(["--runtime-endpoint".into(), endpoint]);
@@ -56,11 +62,17 @@ impl Daemon {
             "podwright serve did not start:\n{}",
             process.stderr_so_far()
         );
-        Daemon { port, root, home, process: Some(process) }
+        let tls = extra.contains(&"--tls");
+        Daemon { port, root, home, tls, process: Some(process) }
     }
 
     pub fn server(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.root.join("kubeconfig")
     }
 
     /// The daemon's log so far.
@@ -77,7 +89,13 @@ impl Daemon {
             Some(v) => versioned_kubectl(v),
         };
         let mut cmd = Command::new(program);
-        cmd.env("HOME", &self.home).env_remove("KUBECONFIG").arg("--server").arg(self.server()).args(args);
+        cmd.env("HOME", &self.home).env_remove("KUBECONFIG");
+        if self.tls {
+            cmd.arg("--kubeconfig").arg(self.kubeconfig());
+        } else {
+            cmd.arg("--server").arg(self.server());
+        }
+        cmd.args(args);
         cmd
     }
 
@@ -88,7 +106,13 @@ impl Daemon {
     /// kubectl with the default version; panics with its output unless it succeeds. Returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         let out = self.kubectl(None, args);
-        assert!(out.status.success(), "kubectl {args:?} failed: {}{}\n--- daemon log:\n{}", text(&out.stdout), text(&out.stderr), self.log());
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}{}\n--- daemon log:\n{}",
+            text(&out.stdout),
+            text(&out.stderr),
+            self.log()
+        );
         text(&out.stdout)
     }
 
@@ -107,7 +131,11 @@ impl Daemon {
             if done(&out) {
                 return out;
             }
-            assert!(start.elapsed() < limit, "kubectl {args:?} never satisfied the test; last output:\n{out}\n--- daemon log:\n{}", self.log());
+            assert!(
+                start.elapsed() < limit,
+                "kubectl {args:?} never satisfied the test; last output:\n{out}\n--- daemon log:\n{}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(250));
         }
     }
@@ -116,9 +144,8 @@ impl Daemon {
 /// `kubectl.<version>` from the PATH, else where Google's kubectl package keeps them.
 fn versioned_kubectl(v: &str) -> String {
     let name = format!("kubectl.{v}");
-    let on_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(&name).is_file()))
-        .unwrap_or(false);
+    let on_path =
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join(&name).is_file())).unwrap_or(false);
     if on_path { name } else { format!("/usr/lib/google-cloud-sdk/bin/{name}") }
 }
 

@@ -45,10 +45,19 @@ fn get_watch_describe_and_logs_show_init_progress() {
     let logs = d.wait_for(&["logs", "steps", "-c", "init"], Duration::from_secs(10), |o| o.contains("init says hi"));
     assert_eq!(logs, "init says hi\n");
     let describe = d.ok(&["describe", "-f", m.path_str()]);
-    for needle in ["Init Containers:", "  init:", "State:          Running", "Reason:       PodInitializing", "Started container init", "Created container: init"] {
+    for needle in [
+        "Init Containers:",
+        "  init:",
+        "State:          Running",
+        "Reason:       PodInitializing",
+        "Started container init",
+        "Created container: init",
+    ] {
         assert!(describe.contains(needle), "describe lacks {needle:?}:\n{describe}");
     }
-    d.wait_for(&["get", "pod", "steps", "--no-headers"], Duration::from_secs(30), |o| o.contains("Running") && o.contains("2/2"));
+    d.wait_for(&["get", "pod", "steps", "--no-headers"], Duration::from_secs(30), |o| {
+        o.contains("Running") && o.contains("2/2")
+    });
     // The watch saw the pod go from Init:0/1 through PodInitializing (or straight) to Running.
     let mut seen = vec![];
     let start = Instant::now();
@@ -74,7 +83,11 @@ fn logs_previous_follow_tail_and_timestamps() {
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: crash\nspec:\n  containers:\n  - name: app\n    image: {IMAGE}\n    command: ['sh', '-c', 'echo run $(cat /proc/uptime | cut -d. -f1); echo second; exit 1']\n"
     ));
     d.ok(&["create", "-f", m.path_str(), "--validate=false"]);
-    d.wait_for(&["get", "pod", "crash", "-o", "jsonpath={.status.containerStatuses[0].restartCount}"], Duration::from_secs(40), |o| o.trim().parse::<i32>().is_ok_and(|n| n >= 1));
+    d.wait_for(
+        &["get", "pod", "crash", "-o", "jsonpath={.status.containerStatuses[0].restartCount}"],
+        Duration::from_secs(40),
+        |o| o.trim().parse::<i32>().is_ok_and(|n| n >= 1),
+    );
     let previous = d.ok(&["logs", "crash", "-p"]);
     assert!(previous.starts_with("run ") && previous.ends_with("second\n"), "{previous}");
     assert_eq!(d.ok(&["logs", "crash", "--tail=1"]), "second\n");
@@ -103,16 +116,35 @@ fn updates_follow_the_api_servers_rules() {
     let yaml = pod_yaml("upd", "true", "sleep 3600");
     let m = Manifest::new(&yaml);
     d.ok(&["apply", "-f", m.path_str(), "--validate=false"]);
-    d.wait_for(&["get", "pod", "upd", "--no-headers"], Duration::from_secs(30), |o| o.contains("Running") && o.contains("2/2"));
+    d.wait_for(&["get", "pod", "upd", "--no-headers"], Duration::from_secs(30), |o| {
+        o.contains("Running") && o.contains("2/2")
+    });
 
     // apply again with a changed image: a strategic merge patch; the other container stays.
-    let changed = Manifest::new(&yaml.replacen(&format!("image: {IMAGE}\n    command: ['sh', '-c', 'sleep 3600']"), &format!("image: {OTHER_IMAGE}\n    command: ['sh', '-c', 'sleep 3600']"), 1));
+    let changed = Manifest::new(&yaml.replacen(
+        &format!("image: {IMAGE}\n    command: ['sh', '-c', 'sleep 3600']"),
+        &format!("image: {OTHER_IMAGE}\n    command: ['sh', '-c', 'sleep 3600']"),
+        1,
+    ));
     assert!(d.ok(&["apply", "-f", changed.path_str(), "--validate=false"]).contains("pod/upd configured"));
     let images = d.ok(&["get", "pod", "upd", "-o", "jsonpath={.spec.containers[*].image}"]);
     assert_eq!(images, format!("{OTHER_IMAGE} {IMAGE}"));
     // The changed container is restarted with its new image.
-    d.wait_for(&["get", "pod", "upd", "-o", "jsonpath={.status.containerStatuses[0].image} {.status.containerStatuses[0].restartCount}"], Duration::from_secs(30), |o| o == format!("{OTHER_IMAGE} 1"));
-    assert!(d.ok(&["get", "events", "--field-selector", "involvedObject.name=upd"]).contains("Container app definition changed, will be restarted"));
+    d.wait_for(
+        &[
+            "get",
+            "pod",
+            "upd",
+            "-o",
+            "jsonpath={.status.containerStatuses[0].image} {.status.containerStatuses[0].restartCount}",
+        ],
+        Duration::from_secs(30),
+        |o| o == format!("{OTHER_IMAGE} 1"),
+    );
+    assert!(
+        d.ok(&["get", "events", "--field-selector", "involvedObject.name=upd"])
+            .contains("Container app definition changed, will be restarted")
+    );
 
     // set image (strategic merge patch from kubectl set).
     assert!(d.ok(&["set", "image", "pod/upd", &format!("side={OTHER_IMAGE}")]).contains("image updated"));
@@ -120,8 +152,18 @@ fn updates_follow_the_api_servers_rules() {
     let err = d.fails(&["patch", "pod", "upd", "--type=merge", "-p", r#"{"spec":{"restartPolicy":"Never"}}"#]);
     assert!(err.contains("The Pod \"upd\" is invalid: spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`"), "{err}");
     d.ok(&["patch", "pod", "upd", "--type=merge", "-p", r#"{"spec":{"activeDeadlineSeconds":3000}}"#]);
-    let err = d.fails(&["patch", "pod", "upd", "--type=json", "-p", r#"[{"op":"replace","path":"/spec/activeDeadlineSeconds","value":4000}]"#]);
-    assert!(err.contains("spec.activeDeadlineSeconds: Invalid value: 4000: must be less than or equal to previous value"), "{err}");
+    let err = d.fails(&[
+        "patch",
+        "pod",
+        "upd",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/activeDeadlineSeconds","value":4000}]"#,
+    ]);
+    assert!(
+        err.contains("spec.activeDeadlineSeconds: Invalid value: 4000: must be less than or equal to previous value"),
+        "{err}"
+    );
     let err = d.fails(&["patch", "pod", "upd", "-p", r#"{"spec":{"containers":[{"name":"extra","image":"x"}]}}"#]);
     assert!(err.contains("pod updates may not add or remove containers"), "{err}");
     d.ok(&["label", "pod", "upd", "tier=web"]);
@@ -145,12 +187,21 @@ fn deletion_is_graceful_then_the_pod_is_gone() {
     let started = Instant::now();
     assert!(d.ok(&["delete", "pod", "slow", "--grace-period=10", "--wait=false"]).contains("pod \"slow\" deleted"));
     assert_eq!(status_of(&d, "slow"), "Terminating");
-    let obj = d.ok(&["get", "pod", "slow", "-o", "jsonpath={.metadata.deletionGracePeriodSeconds} {.metadata.deletionTimestamp}"]);
+    let obj = d.ok(&[
+        "get",
+        "pod",
+        "slow",
+        "-o",
+        "jsonpath={.metadata.deletionGracePeriodSeconds} {.metadata.deletionTimestamp}",
+    ]);
     assert!(obj.starts_with("10 "), "{obj}");
     // kubectl delete waits until the object is gone.
     d.ok(&["wait", "--for=delete", "pod/slow", "--timeout=30s"]);
     let took = started.elapsed();
-    assert!(took >= Duration::from_secs(3) && took < Duration::from_secs(10), "the trap's 3 s, not the grace: {took:?}");
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(10),
+        "the trap's 3 s, not the grace: {took:?}"
+    );
     let err = d.fails(&["get", "pod", "slow"]);
     assert!(err.contains("Error from server (NotFound): pods \"slow\" not found"), "{err}");
 }
@@ -162,15 +213,18 @@ fn errors_read_as_kubectl_prints_them() {
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\nspec:\n  containers:\n  - name: Bad_Name\n    image: {IMAGE}\n  - name: x\n    image: ''\n"
     ));
     let err = d.fails(&["create", "-f", bad.path_str(), "--validate=false"]);
-    assert!(err.contains("The Pod \"bad\" is invalid: \n* spec.containers[0].name: Invalid value: \"Bad_Name\""), "{err}");
+    assert!(
+        err.contains("The Pod \"bad\" is invalid: \n* spec.containers[0].name: Invalid value: \"Bad_Name\""),
+        "{err}"
+    );
     assert!(err.contains("* spec.containers[1].image: Required value"), "{err}");
     let m = Manifest::new(&pod_yaml("twice", "true", "sleep 3600"));
     d.ok(&["create", "-f", m.path_str(), "--validate=false"]);
     let err = d.fails(&["create", "-f", m.path_str(), "--validate=false"]);
     assert!(err.contains("Error from server (AlreadyExists): error when creating"), "{err}");
     assert!(err.contains("pods \"twice\" already exists"), "{err}");
-    let err = d.fails(&["logs", "twice"]);
-    assert!(err.contains("a container name must be specified for pod twice, choose one of: [app side] or one of the init containers: [init]") || err.contains("Defaulted container"), "{err}");
+    let err = d.fails(&["logs", "twice", "-c", "nope"]);
+    assert!(err.contains("Error from server (BadRequest): container nope is not valid for pod twice"), "{err}");
     let err = d.fails(&["get", "pods", "nothing"]);
     assert!(err.contains("Error from server (NotFound): pods \"nothing\" not found"), "{err}");
     // kubectl asks about the namespace itself when a get in it finds nothing.
@@ -180,14 +234,20 @@ fn errors_read_as_kubectl_prints_them() {
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: root\nspec:\n  securityContext:\n    runAsUser: 1000\n  containers:\n  - name: app\n    image: {IMAGE}\n"
     ));
     let err = d.fails(&["create", "-f", unsupported.path_str(), "--validate=false"]);
-    assert!(err.contains("spec.securityContext.runAsUser: Unsupported value: 1000: not supported by podwright yet"), "{err}");
+    assert!(
+        err.contains("spec.securityContext.runAsUser: Unsupported value: 1000: not supported by podwright yet"),
+        "{err}"
+    );
 }
 
 #[test]
 fn config_maps_secrets_and_namespaces() {
     let d = Daemon::start();
     // kubectl 1.32 sends these as protobuf.
-    assert!(d.ok(&["create", "configmap", "cfg", "--from-literal=a=b", "--from-literal=c=d"]).contains("configmap/cfg created"));
+    assert!(
+        d.ok(&["create", "configmap", "cfg", "--from-literal=a=b", "--from-literal=c=d"])
+            .contains("configmap/cfg created")
+    );
     assert_eq!(d.ok(&["get", "configmap", "cfg", "-o", "jsonpath={.data.a}"]), "b");
     assert!(d.ok(&["get", "configmaps"]).contains("cfg    2"));
     d.ok(&["create", "secret", "generic", "pw", "--from-literal=password=hunter2"]);
@@ -227,4 +287,18 @@ fn serving_beyond_loopback_needs_tls_and_a_token() {
     let out = podwright(&["serve", "--address", "0.0.0.0", "--port", "1", "--root-dir", "/nonexistent-podwright"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("without TLS and a bearer token"), "{}", out.stderr);
+
+    let d = Daemon::start_with(&["--address", "0.0.0.0", "--tls"]);
+    // kubectl with the kubeconfig (certificate authority and token) gets in, over HTTPS.
+    assert!(d.ok(&["get", "namespaces"]).contains("default"));
+    let kc = std::fs::read_to_string(d.kubeconfig()).expect("kubeconfig");
+    assert!(kc.contains("server: https://127.0.0.1:") && kc.contains("token: "), "{kc}");
+    // Without the token: 401, whatever the path.
+    let curl = std::process::Command::new("curl")
+        .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", &format!("{}/api/v1/pods", d.server())])
+        .output()
+        .expect("curl");
+    assert_eq!(text(&curl.stdout), "401");
+    let anonymous = d.kubectl_cmd(None, &["get", "pods", "--token", "wrong"]).output().expect("kubectl");
+    assert!(text(&anonymous.stderr).contains("Unauthorized"), "{}", text(&anonymous.stderr));
 }
