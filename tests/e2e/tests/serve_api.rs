@@ -302,3 +302,39 @@ fn serving_beyond_loopback_needs_tls_and_a_token() {
     let anonymous = d.kubectl_cmd(None, &["get", "pods", "--token", "wrong"]).output().expect("kubectl");
     assert!(text(&anonymous.stderr).contains("Unauthorized"), "{}", text(&anonymous.stderr));
 }
+
+#[test]
+fn container_logs_rotate_by_the_config() {
+    let config = Manifest::new(
+        "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\ncontainerLogMaxSize: 2Ki\ncontainerLogMaxFiles: 3\n",
+    );
+    let d = Daemon::start_with(&["--config", config.path_str()]);
+    let m = Manifest::new(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: chatty\nspec:\n  containers:\n  - name: app\n    image: {IMAGE}\n    command: ['sh', '-c', 'i=0; while true; do i=$((i+1)); echo line $i of a chatty container that fills its log; sleep 0.01; done']\n"
+    ));
+    d.ok(&["create", "-f", m.path_str(), "--validate=false"]);
+    let uid = d.wait_for(&["get", "pod", "chatty", "-o", "jsonpath={.metadata.uid}"], Duration::from_secs(10), |o| {
+        !o.is_empty()
+    });
+    let dir = d.root.join("pods").join(&uid).join("logs/app");
+    // The kubelet checks every 10 s; two rotations within 40 s.
+    let start = Instant::now();
+    let rotated = loop {
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .map(|r| r.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        let rotated: Vec<&String> = names.iter().filter(|n| n.starts_with("0.log.")).collect();
+        assert!(names.len() <= 3, "at most containerLogMaxFiles files: {names:?}");
+        if rotated.len() >= 2 {
+            break rotated.len();
+        }
+        assert!(start.elapsed() < Duration::from_secs(40), "no rotation: {names:?}\n{}", d.log());
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert_eq!(rotated, 2);
+    // The current file goes on after the rotation: kubectl logs shows fresh lines only.
+    let logs = d.ok(&["logs", "chatty", "--tail=1"]);
+    assert!(logs.starts_with("line ") && logs.ends_with("fills its log\n"), "{logs}");
+    let first = d.ok(&["logs", "chatty"]);
+    assert!(!first.starts_with("line 1 of"), "the oldest lines were rotated away");
+}
