@@ -5,6 +5,7 @@ mod http;
 mod output;
 mod run;
 mod runtime;
+mod serve;
 mod timeline;
 mod timeline_file;
 
@@ -48,6 +49,14 @@ enum Command {
     Run(run::RunArgs),
     /// Validate a manifest and print what `run` would run.
     Check(check::CheckArgs),
+    /// Run a node daemon with a local Kubernetes-compatible API that kubectl drives.
+    Serve(serve::ServeArgs),
+    /// Print the kubeconfig of `podwright serve` (written under its root directory).
+    Kubeconfig {
+        /// The daemon's root directory.
+        #[arg(long, default_value = "/var/lib/podwright")]
+        root_dir: PathBuf,
+    },
     /// Write a pod's timeline as an HTML page, asked of a running `podwright serve`.
     Timeline(timeline::TimelineArgs),
     /// The embedded containerd.
@@ -79,6 +88,24 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Check(args) => check::check(&args.file),
+            Command::Serve(args) => serve::serve(args).await,
+            Command::Kubeconfig { root_dir } => {
+                let path = serve::kubeconfig_path(&root_dir);
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => {
+                        print!("{text}");
+                        exit::SUCCEEDED
+                    }
+                    Err(e) => {
+                        eprintln!(
+                            "podwright: {}: {e} (is `podwright serve --root-dir {}` running?)",
+                            path.display(),
+                            root_dir.display()
+                        );
+                        exit::FAILED
+                    }
+                }
+            }
             Command::Timeline(args) => timeline::timeline(args).await,
             Command::Runtime { action, root_dir } => runtime::runtime_cmd(action, root_dir).await,
         }

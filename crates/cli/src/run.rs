@@ -44,7 +44,7 @@ pub struct RunArgs {
 }
 
 /// Connects to the given endpoint, or starts/reuses the embedded containerd.
-async fn connect(args: &RuntimeArgs) -> Result<cri::CriRuntime, String> {
+pub(crate) async fn connect(args: &RuntimeArgs) -> Result<cri::CriRuntime, String> {
     let endpoint = match &args.runtime_endpoint {
         Some(e) => e.clone(),
         None => {
@@ -157,7 +157,7 @@ pub async fn run(args: RunArgs) -> u8 {
     if all_ok { exit::SUCCEEDED } else { exit::FAILED }
 }
 
-async fn recv_signal(s: &mut Option<tokio::signal::unix::Signal>) {
+pub(crate) async fn recv_signal(s: &mut Option<tokio::signal::unix::Signal>) {
     match s {
         Some(s) => {
             s.recv().await;

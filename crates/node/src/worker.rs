@@ -214,8 +214,10 @@ impl PodWorker {
             if previous.as_deref() != Some(&status) || finished {
                 let status = Arc::new(status);
                 let update = PodUpdate { spec: self.pod.clone(), status: Some(status.clone()), finished };
+                // Published to the owner first: a sink that reacts to `finished` by removing
+                // the pod finds it finished.
+                self.published.send_replace(update.clone());
                 self.status_sink.publish(&update);
-                self.published.send_replace(update);
                 previous = Some(status);
             }
             if finished {

@@ -15,6 +15,7 @@
 mod containers;
 mod env;
 mod probes_and_hooks;
+mod update;
 mod volume_mounts;
 mod volumes;
 
@@ -28,6 +29,7 @@ use crate::formats::{
     inclusive_range_error, is_dns1123_label, is_qualified_name, is_valid_label_value, name_is_dns_label,
     name_is_dns_subdomain,
 };
+pub use update::{POD_UPDATE_FORBIDDEN, validate_pod_update};
 
 const INIT_FORBIDDEN: &str = "may not be set for init containers without restartPolicy=Always";
 const IS_NEGATIVE: &str = "must be greater than or equal to 0";

@@ -1,0 +1,270 @@
+//! `podwright serve`: the node daemon. The local Kubernetes-compatible API is the pod source
+//! and the status and event sink; it runs every pod it is given until the pod is deleted.
+//! SIGTERM stops the daemon and leaves the pods running (they are the runtime's).
+
+use crate::{RuntimeArgs, exit, run};
+use podwright_api::quantity::Quantity;
+use podwright_node::Node;
+use podwright_node::log_rotation::{self, LogPolicy};
+use podwright_runtime::Clock;
+use podwright_runtime::Runtime;
+use podwright_server::secure::{Security, write_private};
+use podwright_server::{ApiServer, ServerConfig};
+use serde::Deserialize;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::signal::unix::{SignalKind, signal};
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub runtime: RuntimeArgs,
+    /// A KubeletConfiguration-style YAML file (address, port, containerLogMaxSize,
+    /// containerLogMaxFiles); flags override it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The address to serve the API on (default 127.0.0.1).
+    #[arg(long)]
+    pub address: Option<IpAddr>,
+    /// The port to serve the API on (default 6443).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// The node's name instead of the host name.
+    #[arg(long)]
+    pub hostname_override: Option<String>,
+    /// Serve HTTPS and require a bearer token (both written into the kubeconfig); needed on
+    /// any address but loopback. The certificate is generated under the root directory unless
+    /// given.
+    #[arg(long)]
+    pub tls: bool,
+    /// The serving certificate (PEM), with --tls-private-key-file.
+    #[arg(long, requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The serving certificate's key (PEM), with --tls-cert-file.
+    #[arg(long, requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+}
+
+/// The part of a `KubeletConfiguration` podwright honours; any other field is refused.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServeConfig {
+    kind: Option<String>,
+    api_version: Option<String>,
+    address: Option<IpAddr>,
+    port: Option<u16>,
+    container_log_max_size: Option<String>,
+    container_log_max_files: Option<u32>,
+}
+
+fn read_config(path: &Path) -> Result<ServeConfig, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let c: ServeConfig = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(k) = c.kind.as_deref().filter(|k| *k != "KubeletConfiguration") {
+        return Err(format!(
+            "{}: kind: Unsupported value: {k:?}: supported values: \"KubeletConfiguration\"",
+            path.display()
+        ));
+    }
+    let _ = &c.api_version;
+    Ok(c)
+}
+
+/// `containerLogMaxSize` (a quantity such as `10Mi`) and `containerLogMaxFiles` (at least 2).
+fn log_policy(c: &ServeConfig) -> Result<LogPolicy, String> {
+    let mut policy = LogPolicy::default();
+    if let Some(size) = &c.container_log_max_size {
+        let q = Quantity::parse(size).map_err(|e| format!("containerLogMaxSize: Invalid value: {size:?}: {e}"))?;
+        policy.max_size = u64::try_from(q.value())
+            .ok()
+            .filter(|v| *v > 0)
+            .ok_or_else(|| format!("containerLogMaxSize: Invalid value: {size:?}: must be greater than 0"))?;
+    }
+    if let Some(files) = c.container_log_max_files {
+        if files < 2 {
+            return Err(format!("containerLogMaxFiles: Invalid value: {files}: must be greater than 1"));
+        }
+        policy.max_files = files as usize;
+    }
+    Ok(policy)
+}
+
+/// The kubelet's node name: the host name in lower case.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_lowercase())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+/// The address the host reaches the network from (the kubelet's node InternalIP): the source
+/// address of the default route, found without sending anything.
+fn host_ip() -> Option<String> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("8.8.8.8:53").ok()?;
+    Some(socket.local_addr().ok()?.ip().to_string()).filter(|ip| ip != "0.0.0.0")
+}
+
+/// The URL kubectl on this machine reaches the daemon at.
+fn server_url(scheme: &str, addr: SocketAddr) -> String {
+    let host = if addr.ip().is_unspecified() { IpAddr::V4(Ipv4Addr::LOCALHOST) } else { addr.ip() };
+    format!("{scheme}://{}", SocketAddr::new(host, addr.port()))
+}
+
+/// The kubeconfig that points kubectl at a plain-HTTP daemon.
+pub fn kubeconfig_text(addr: SocketAddr) -> String {
+    let server = server_url("http", addr);
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: podwright\n  cluster:\n    server: {server}\ncontexts:\n- name: podwright\n  context:\n    cluster: podwright\n    user: podwright\n    namespace: default\ncurrent-context: podwright\nusers:\n- name: podwright\n  user: {{}}\n"
+    )
+}
+
+pub fn kubeconfig_path(root: &Path) -> PathBuf {
+    root.join("kubeconfig")
+}
+
+pub async fn serve(args: ServeArgs) -> u8 {
+    let config = match args.config.as_deref().map(read_config).transpose() {
+        Ok(c) => c.unwrap_or_default(),
+        Err(e) => {
+            eprintln!("podwright: {e}");
+            return exit::INVALID;
+        }
+    };
+    let ip = args.address.or(config.address).unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let addr = SocketAddr::new(ip, args.port.or(config.port).unwrap_or(6443));
+    let tls = args.tls || args.tls_cert_file.is_some();
+    if !ip.is_loopback() && !tls {
+        eprintln!(
+            "podwright: refusing to serve the API on {ip} without TLS and a bearer token: add --tls (or serve on a loopback address, the default 127.0.0.1)"
+        );
+        return exit::INVALID;
+    }
+    let log_policy = match log_policy(&config) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("podwright: {e}");
+            return exit::INVALID;
+        }
+    };
+    let root = args.runtime.root_dir.clone();
+    if let Err(e) = std::fs::create_dir_all(&root) {
+        eprintln!("podwright: {}: {e}", root.display());
+        return exit::FAILED;
+    }
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("podwright: cannot listen on {addr}: {e}");
+            return exit::FAILED;
+        }
+    };
+    let runtime = match run::connect(&args.runtime).await {
+        Ok(r) => r,
+        Err(msg) => {
+            eprintln!("podwright: {msg}");
+            return exit::NO_RUNTIME;
+        }
+    };
+    let node_name = args.hostname_override.clone().map(|h| h.to_lowercase()).unwrap_or_else(host_name);
+    let host = host_ip();
+    let security = if tls {
+        let given = args.tls_cert_file.as_deref().zip(args.tls_private_key_file.as_deref());
+        let names = [node_name.clone(), "localhost".to_string()];
+        let mut ips: Vec<IpAddr> = vec![IpAddr::V4(Ipv4Addr::LOCALHOST)];
+        ips.extend(host.as_deref().and_then(|h| h.parse::<IpAddr>().ok()));
+        if !ip.is_unspecified() && !ips.contains(&ip) {
+            ips.push(ip);
+        }
+        match Security::load_or_create(&root, given, &names, &ips) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("podwright: {e}");
+                return exit::INVALID;
+            }
+        }
+    } else {
+        None
+    };
+    let clock = Clock::new();
+    let (api, feed) = ApiServer::new(ServerConfig { node_name, root: root.clone(), host_ip: host }, clock);
+    let runtime: Arc<dyn Runtime> = Arc::new(runtime);
+    tokio::spawn(log_rotation::rotate_logs(runtime.clone(), clock, log_policy));
+    let workers =
+        Arc::new(Node::new(runtime, &root).clock(clock).events(api.event_sink()).status(api.status_sink()).build());
+    let kubeconfig = kubeconfig_path(&root);
+    let kubeconfig_body = match &security {
+        Some(s) => s.kubeconfig(&server_url("https", addr)),
+        None => kubeconfig_text(addr),
+    };
+    if let Err(e) = write_private(&kubeconfig, &kubeconfig_body) {
+        eprintln!("podwright: {}: {e}", kubeconfig.display());
+        return exit::FAILED;
+    }
+    tokio::spawn({
+        let workers = workers.clone();
+        async move { workers.follow(feed.source).await }
+    });
+    tokio::spawn({
+        let (workers, api) = (workers.clone(), api.clone());
+        let mut removals = feed.removals;
+        async move {
+            while let Some(uid) = removals.recv().await {
+                workers.remove(&uid).await;
+                api.pod_removed(&uid);
+            }
+        }
+    });
+    let scheme = if security.is_some() { "https" } else { "http" };
+    eprintln!(
+        "podwright: serving the API on {} (node {}); KUBECONFIG={}",
+        server_url(scheme, addr),
+        api.node_name(),
+        kubeconfig.display()
+    );
+    let mut sigint = signal(SignalKind::interrupt()).ok();
+    let mut sigterm = signal(SignalKind::terminate()).ok();
+    let server = async move {
+        match security {
+            Some(s) => {
+                let token: Arc<str> = s.token.clone().into();
+                let router = api.router().layer(axum::middleware::from_fn(move |req, next| {
+                    podwright_server::secure::require_token(token.clone(), req, next)
+                }));
+                axum::serve(s.listener(listener), router).await
+            }
+            None => axum::serve(listener, api.router()).await,
+        }
+    };
+    tokio::select! {
+        r = server => {
+            if let Err(e) = r {
+                eprintln!("podwright: the API stopped: {e}");
+                return exit::FAILED;
+            }
+        }
+        _ = run::recv_signal(&mut sigint) => {}
+        _ = run::recv_signal(&mut sigterm) => {}
+    }
+    // The pods stay: they are the runtime's, and the next start finds them.
+    exit::SUCCEEDED
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_fields_podwright_does_not_honour_are_refused() {
+        let dir = std::env::temp_dir().join(format!("podwright-serve-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("c.yaml");
+        std::fs::write(&f, "kind: KubeletConfiguration\nport: 7000\n").unwrap();
+        assert_eq!(read_config(&f).unwrap().port, Some(7000));
+        std::fs::write(&f, "kind: KubeletConfiguration\nmaxPods: 3\n").unwrap();
+        assert!(read_config(&f).unwrap_err().contains("unknown field `maxPods`"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,400 @@
+//! The resource handlers: list, watch, get, create, replace, patch and delete, the same for
+//! every kind, with what differs per kind in [`crate::kinds`] and pod deletion in
+//! [`crate::pods`].
+
+use crate::errors::{ApiError, ApiResult};
+use crate::kinds::{Prepared, prepare_create, prepare_update};
+use crate::request::{FieldValidation, Params, json_body, warning_headers};
+use crate::resources::Resource;
+use crate::selectors::Filter;
+use crate::server::ApiServer;
+use crate::store::{meta_str, object_rv};
+use crate::table::{self, Include, wants_table};
+use crate::watch;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+pub fn resource(plural: &str) -> ApiResult<Resource> {
+    Resource::from_plural(plural).ok_or_else(ApiError::no_such_path)
+}
+
+fn with_warnings(code: StatusCode, body: Value, warnings: &[String]) -> Response {
+    let mut resp = (code, axum::Json(body)).into_response();
+    for (k, v) in warning_headers(warnings) {
+        resp.headers_mut().append(k, v);
+    }
+    resp
+}
+
+/// `GET /api/v1/{resource}`: every namespace (or the namespaces themselves).
+pub async fn list_all(
+    State(s): State<ApiServer>,
+    Path(plural): Path<String>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    list_or_watch(&s, resource(&plural)?, None, &p, &headers).await
+}
+
+/// `GET /api/v1/namespaces/{ns}/{resource}`.
+pub async fn list(
+    State(s): State<ApiServer>,
+    Path((ns, plural)): Path<(String, String)>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let r = resource(&plural)?;
+    if !r.namespaced() {
+        return Err(ApiError::no_such_path());
+    }
+    list_or_watch(&s, r, Some(ns), &p, &headers).await
+}
+
+async fn list_or_watch(
+    s: &ApiServer,
+    r: Resource,
+    ns: Option<String>,
+    p: &Params,
+    headers: &HeaderMap,
+) -> ApiResult<Response> {
+    let filter = Filter::new(p.label_selector.as_deref(), p.field_selector.as_deref())?;
+    let table = wants_table(headers).then(|| Include::parse(p.include_object.as_deref()));
+    if p.is_watch() {
+        return watch::serve(s.clone(), r, ns, filter, p, table);
+    }
+    let (items, rv) = s.store().list(r, ns.as_deref());
+    let items: Vec<&Value> = items.iter().map(|v| v.as_ref()).filter(|o| filter.matches(o)).collect();
+    if let Some(include) = table {
+        return Ok(axum::Json(table::table(r, &items, rv, s.now(), include, true)).into_response());
+    }
+    Ok(axum::Json(json!({
+        "kind": format!("{}List", r.kind()),
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": rv.to_string()},
+        "items": items,
+    }))
+    .into_response())
+}
+
+fn one(s: &ApiServer, r: Resource, obj: &Value, headers: &HeaderMap, p: &Params) -> Response {
+    if wants_table(headers) {
+        let rv = object_rv(obj).unwrap_or_default();
+        return axum::Json(table::table(r, &[obj], rv, s.now(), Include::parse(p.include_object.as_deref()), true))
+            .into_response();
+    }
+    axum::Json(obj).into_response()
+}
+
+/// `GET /api/v1/namespaces/{ns}/{resource}/{name}`.
+pub async fn get(
+    State(s): State<ApiServer>,
+    Path((ns, plural, name)): Path<(String, String, String)>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let r = resource(&plural)?;
+    let obj = s.store().get(r, &ns, &name)?;
+    Ok(one(&s, r, &obj, &headers, &p))
+}
+
+/// `GET /api/v1/namespaces/{name}`.
+pub async fn get_namespace(
+    State(s): State<ApiServer>,
+    Path(name): Path<String>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let obj = s.store().get(Resource::Namespaces, "", &name)?;
+    Ok(one(&s, Resource::Namespaces, &obj, &headers, &p))
+}
+
+async fn create_in(
+    s: &ApiServer,
+    r: Resource,
+    ns: &str,
+    p: &Params,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult<Response> {
+    let input = crate::protobuf::body(headers, body, r).unwrap_or_else(|| json_body(headers, body))?;
+    let v = FieldValidation::parse(p)?;
+    let Prepared { object, warnings, pod } = prepare_create(s.store(), r, ns, input, v, s.node_name())?;
+    if p.dry_run() {
+        return Ok(with_warnings(StatusCode::CREATED, object, &warnings));
+    }
+    let stored = s.store().create(r, object)?;
+    if let Some(mut pod) = pod {
+        pod.metadata = serde_json::from_value(stored["metadata"].clone()).unwrap_or(pod.metadata);
+        s.pod_created(&stored, pod);
+    }
+    Ok(with_warnings(StatusCode::CREATED, stored, &warnings))
+}
+
+/// `POST /api/v1/namespaces/{ns}/{resource}`.
+pub async fn create(
+    State(s): State<ApiServer>,
+    Path((ns, plural)): Path<(String, String)>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    create_in(&s, resource(&plural)?, &ns, &p, &headers, &body).await
+}
+
+/// `POST /api/v1/{resource}` (namespaces).
+pub async fn create_cluster(
+    State(s): State<ApiServer>,
+    Path(plural): Path<String>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let r = resource(&plural)?;
+    if r.namespaced() {
+        return Err(ApiError::method_not_allowed("create", r.plural()));
+    }
+    create_in(&s, r, "", &p, &headers, &body).await
+}
+
+/// Stores a new version of an object computed from the stored one.
+fn write(
+    s: &ApiServer,
+    r: Resource,
+    ns: &str,
+    name: &str,
+    p: &Params,
+    is_patch: bool,
+    change: impl FnOnce(&Value) -> ApiResult<Value>,
+) -> ApiResult<Response> {
+    let v = FieldValidation::parse(p)?;
+    let mut warnings = vec![];
+    let mut pod = None;
+    let dry_run = p.dry_run();
+    let mut dry = None;
+    let stored = s.store().update(r, ns, name, |old| {
+        let input = change(old)?;
+        let prepared = prepare_update(r, old, input, v, is_patch)?;
+        warnings = prepared.warnings;
+        pod = prepared.pod;
+        if dry_run {
+            dry = Some(prepared.object);
+            return Ok(None);
+        }
+        Ok(Some(prepared.object))
+    })?;
+    if let Some(obj) = dry {
+        return Ok(with_warnings(StatusCode::OK, obj, &warnings));
+    }
+    if let Some(pod) = pod {
+        s.pod_updated(&stored, pod);
+    }
+    Ok(with_warnings(StatusCode::OK, stored, &warnings))
+}
+
+/// `PUT .../{name}`: replace (conditional on `metadata.resourceVersion` when it is given).
+pub async fn replace(
+    State(s): State<ApiServer>,
+    Path((ns, plural, name)): Path<(String, String, String)>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let r = resource(&plural)?;
+    let input = json_body(&headers, &body)?;
+    if meta_str(&input, "name").is_some_and(|n| n != name) {
+        return Err(ApiError::bad_request("the name of the object does not match the name on the URL"));
+    }
+    write(&s, r, &ns, &name, &p, false, |_| Ok(input))
+}
+
+/// `PATCH .../{name}`: JSON patch, merge patch or strategic merge patch.
+pub async fn patch(
+    State(s): State<ApiServer>,
+    Path((ns, plural, name)): Path<(String, String, String)>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let r = resource(&plural)?;
+    let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    write(&s, r, &ns, &name, &p, true, |old| crate::patching::apply(old, &body, &ct))
+}
+
+/// `PUT /api/v1/namespaces/{name}` and friends, for the cluster-scoped namespaces.
+pub async fn replace_namespace(
+    State(s): State<ApiServer>,
+    Path(name): Path<String>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let input = json_body(&headers, &body)?;
+    write(&s, Resource::Namespaces, "", &name, &p, false, |_| Ok(input))
+}
+
+pub async fn patch_namespace(
+    State(s): State<ApiServer>,
+    Path(name): Path<String>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    write(&s, Resource::Namespaces, "", &name, &p, true, |old| crate::patching::apply(old, &body, &ct))
+}
+
+/// `DELETE .../{name}`: pods stop gracefully first; other objects go at once.
+pub async fn delete(
+    State(s): State<ApiServer>,
+    Path((ns, plural, name)): Path<(String, String, String)>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let r = resource(&plural)?;
+    let options = crate::pods::DeleteOptions::parse(&headers, &body, &p)?;
+    if r == Resource::Pods {
+        return crate::pods::delete(&s, &ns, &name, &options, p.dry_run()).map(|obj| axum::Json(obj).into_response());
+    }
+    let obj = s.store().get(r, &ns, &name)?;
+    options.check_preconditions(r, &obj)?;
+    if p.dry_run() {
+        return Ok(axum::Json(success(r, &obj)).into_response());
+    }
+    let gone = s.store().delete(r, &ns, &name)?;
+    Ok(axum::Json(success(r, &gone)).into_response())
+}
+
+/// The `Status` the API server answers a finished deletion with.
+fn success(r: Resource, obj: &Value) -> Value {
+    json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+        "details": {"name": meta_str(obj, "name"), "kind": r.plural(), "uid": meta_str(obj, "uid")},
+    })
+}
+
+/// `DELETE /api/v1/namespaces/{name}`: everything in it goes (pods gracefully), then the
+/// namespace. `default`, `kube-system` and `kube-public` stay.
+pub async fn delete_namespace(
+    State(s): State<ApiServer>,
+    Path(name): Path<String>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let options = crate::pods::DeleteOptions::parse(&headers, &body, &p)?;
+    if crate::server::BUILTIN_NAMESPACES.contains(&name.as_str()) {
+        return Err(ApiError::forbidden(Resource::Namespaces, &name, "this namespace may not be deleted"));
+    }
+    let obj = s.store().get(Resource::Namespaces, "", &name)?;
+    options.check_preconditions(Resource::Namespaces, &obj)?;
+    if p.dry_run() {
+        return Ok(axum::Json(success(Resource::Namespaces, &obj)).into_response());
+    }
+    for r in Resource::ALL.into_iter().filter(|r| r.namespaced()) {
+        let (items, _) = s.store().list(r, Some(&name));
+        for item in items {
+            let item_name = meta_str(&item, "name").unwrap_or_default();
+            let _ = if r == Resource::Pods {
+                crate::pods::delete(&s, &name, item_name, &options, false).map(drop)
+            } else {
+                s.store().delete(r, &name, item_name).map(drop)
+            };
+        }
+    }
+    let gone = s.store().delete(Resource::Namespaces, "", &name)?;
+    Ok(axum::Json(success(Resource::Namespaces, &gone)).into_response())
+}
+
+/// The pod named by a subresource path (`.../pods/{name}/{sub}`); 404 for other kinds.
+fn pod_path(plural: &str) -> ApiResult<()> {
+    if resource(plural)? != Resource::Pods {
+        return Err(ApiError::no_such_path());
+    }
+    Ok(())
+}
+
+/// `GET .../pods/{name}/{status|log|exec|attach|portforward}`.
+pub async fn sub_get(
+    State(s): State<ApiServer>,
+    Path((ns, plural, name, sub)): Path<(String, String, String, String)>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+    req: axum::extract::Request,
+) -> ApiResult<Response> {
+    pod_path(&plural)?;
+    match sub.as_str() {
+        "status" => {
+            let obj = s.store().get(Resource::Pods, &ns, &name)?;
+            Ok(one(&s, Resource::Pods, &obj, &headers, &p))
+        }
+        "log" => crate::logs::get(&s, &ns, &name, req.uri()).await,
+        "exec" | "attach" | "portforward" => crate::streaming::proxy(&s, &ns, &name, &sub, req).await,
+        _ => Err(ApiError::no_such_path()),
+    }
+}
+
+/// `POST .../pods/{name}/{exec|attach|portforward}` (kubectl's SPDY and WebSocket upgrades).
+pub async fn sub_post(
+    State(s): State<ApiServer>,
+    Path((ns, plural, name, sub)): Path<(String, String, String, String)>,
+    req: axum::extract::Request,
+) -> ApiResult<Response> {
+    pod_path(&plural)?;
+    match sub.as_str() {
+        "exec" | "attach" | "portforward" => crate::streaming::proxy(&s, &ns, &name, &sub, req).await,
+        _ => Err(ApiError::method_not_allowed("create", &format!("pods/{sub}"))),
+    }
+}
+
+/// A status written through the API replaces the stored one until the pod's worker publishes
+/// its next status: the node, not the client, owns a pod's status.
+fn write_status(
+    s: &ApiServer,
+    ns: &str,
+    name: &str,
+    change: impl FnOnce(&Value) -> ApiResult<Value>,
+) -> ApiResult<Response> {
+    let stored = s.store().update(Resource::Pods, ns, name, |old| {
+        let new = change(old)?;
+        let status: k8s_openapi::api::core::v1::PodStatus = serde_json::from_value(new["status"].clone())
+            .map_err(|e| ApiError::bad_request(format!("Pod in version \"v1\" cannot be handled as a Pod: {e}")))?;
+        let mut out = old.clone();
+        out["status"] = serde_json::to_value(status).map_err(|e| ApiError::internal(e.to_string()))?;
+        Ok(Some(out))
+    })?;
+    Ok(axum::Json(stored).into_response())
+}
+
+/// `PUT .../pods/{name}/status`.
+pub async fn sub_put(
+    State(s): State<ApiServer>,
+    Path((ns, plural, name, sub)): Path<(String, String, String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    pod_path(&plural)?;
+    if sub != "status" {
+        return Err(ApiError::method_not_allowed("update", &format!("pods/{sub}")));
+    }
+    let input = json_body(&headers, &body)?;
+    write_status(&s, &ns, &name, |_| Ok(input))
+}
+
+/// `PATCH .../pods/{name}/status`.
+pub async fn sub_patch(
+    State(s): State<ApiServer>,
+    Path((ns, plural, name, sub)): Path<(String, String, String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    pod_path(&plural)?;
+    if sub != "status" {
+        return Err(ApiError::method_not_allowed("patch", &format!("pods/{sub}")));
+    }
+    let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    write_status(&s, &ns, &name, |old| crate::patching::apply(old, &body, &ct))
+}

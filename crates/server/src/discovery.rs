@@ -1,0 +1,150 @@
+//! Discovery: what kubectl reads before every command to map `pods`, `po` or `pod/x` to a
+//! resource (`/api`, `/api/v1`, `/apis`, `/version`), in the legacy JSON every kubectl reads and
+//! in the aggregated form newer ones ask for first (client-go `discovery/discovery_client.go`).
+
+use crate::resources::Resource;
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+/// The aggregated discovery media types, newest first; kubectl takes what the response's
+/// Content-Type says it got.
+const AGGREGATED: [&str; 2] = ["v=v2;", "v=v2beta1;"];
+
+/// The aggregated version kubectl asked for and we serve, if any.
+fn aggregated_version(headers: &HeaderMap) -> Option<&'static str> {
+    let accept = headers.get(header::ACCEPT)?.to_str().ok()?.replace(' ', "");
+    if !accept.contains("as=APIGroupDiscoveryList") {
+        return None;
+    }
+    AGGREGATED.into_iter().find(|v| accept.contains(v)).map(|v| if v == "v=v2;" { "v2" } else { "v2beta1" })
+}
+
+fn aggregated(version: &str, groups: Vec<Value>) -> Response {
+    let body = json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": format!("apidiscovery.k8s.io/{version}"),
+        "metadata": {},
+        "items": groups,
+    });
+    let ct = format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList");
+    ([(header::CONTENT_TYPE, ct)], body.to_string()).into_response()
+}
+
+fn aggregated_core() -> Value {
+    let resources: Vec<Value> = Resource::ALL
+        .into_iter()
+        .map(|r| {
+            let subs: Vec<Value> = r
+                .subresources()
+                .iter()
+                .map(|(sub, kind, verbs)| {
+                    json!({"subresource": sub, "responseKind": {"group": "", "version": "v1", "kind": kind}, "verbs": verbs})
+                })
+                .collect();
+            json!({
+                "resource": r.plural(),
+                "responseKind": {"group": "", "version": "v1", "kind": r.kind()},
+                "scope": if r.namespaced() { "Namespaced" } else { "Cluster" },
+                "singularResource": r.singular(),
+                "verbs": r.verbs(),
+                "shortNames": r.short_names(),
+                "categories": r.categories(),
+                "subresources": subs,
+            })
+        })
+        .collect();
+    json!({"metadata": {"creationTimestamp": null}, "versions": [{"version": "v1", "resources": resources, "freshness": "Current"}]})
+}
+
+pub async fn api(headers: HeaderMap) -> Response {
+    if let Some(v) = aggregated_version(&headers) {
+        return aggregated(v, vec![aggregated_core()]);
+    }
+    axum::Json(json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}],
+    }))
+    .into_response()
+}
+
+pub async fn apis(headers: HeaderMap) -> Response {
+    if let Some(v) = aggregated_version(&headers) {
+        return aggregated(v, vec![]);
+    }
+    axum::Json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})).into_response()
+}
+
+pub async fn api_v1() -> Response {
+    let mut resources = vec![];
+    for r in Resource::ALL {
+        resources.push(json!({
+            "name": r.plural(),
+            "singularName": r.singular(),
+            "namespaced": r.namespaced(),
+            "kind": r.kind(),
+            "verbs": r.verbs(),
+            "shortNames": r.short_names(),
+            "categories": r.categories(),
+        }));
+        for (sub, kind, verbs) in r.subresources() {
+            resources.push(json!({
+                "name": format!("{}/{sub}", r.plural()),
+                "singularName": "",
+                "namespaced": true,
+                "kind": kind,
+                "verbs": verbs,
+            }));
+        }
+    }
+    axum::Json(json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": resources})).into_response()
+}
+
+/// `/version`: kubectl compares it with its own for its version-skew warning, so it claims
+/// the Kubernetes version whose kubelet rules podwright follows.
+pub async fn version() -> Response {
+    axum::Json(json!({
+        "major": "1",
+        "minor": "33",
+        "gitVersion": "v1.33.0",
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "",
+        "goVersion": "",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, go_arch()),
+        "podwrightVersion": env!("CARGO_PKG_VERSION"),
+    }))
+    .into_response()
+}
+
+fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn takes_the_newest_aggregated_version_offered() {
+        let mut h = HeaderMap::new();
+        h.insert(header::ACCEPT, HeaderValue::from_static("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"));
+        assert_eq!(aggregated_version(&h), Some("v2"));
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static(
+                "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json",
+            ),
+        );
+        assert_eq!(aggregated_version(&h), Some("v2beta1"));
+        h.insert(header::ACCEPT, HeaderValue::from_static("application/json, */*"));
+        assert_eq!(aggregated_version(&h), None);
+    }
+}

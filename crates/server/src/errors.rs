@@ -1,0 +1,162 @@
+//! Errors as the API server returns them: a v1 `Status` object whose reason, code, message and
+//! details kubectl turns into `Error from server (NotFound): pods "x" not found` and
+//! `The Pod "x" is invalid: ...` (apimachinery `pkg/api/errors/errors.go`).
+
+use crate::resources::Resource;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use podwright_api::FieldError;
+use serde_json::{Value, json};
+
+/// A failed request, answered with a `Status`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ApiError {
+    pub code: u16,
+    pub reason: &'static str,
+    pub message: String,
+    pub details: Option<Value>,
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>, details: Option<Value>) -> Self {
+        ApiError { code, reason, message: message.into(), details }
+    }
+
+    pub fn not_found(resource: Resource, name: &str) -> Self {
+        let message = format!("{} \"{name}\" not found", resource.plural());
+        Self::new(404, "NotFound", message, Some(json!({"name": name, "kind": resource.plural()})))
+    }
+
+    pub fn already_exists(resource: Resource, name: &str) -> Self {
+        let message = format!("{} \"{name}\" already exists", resource.plural());
+        Self::new(409, "AlreadyExists", message, Some(json!({"name": name, "kind": resource.plural()})))
+    }
+
+    pub fn conflict(resource: Resource, name: &str) -> Self {
+        let message = format!(
+            "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
+            resource.plural()
+        );
+        Self::new(409, "Conflict", message, Some(json!({"name": name, "kind": resource.plural()})))
+    }
+
+    /// 422 with one cause per field error: kubectl prints `The Pod "x" is invalid: ...`.
+    pub fn invalid(resource: Resource, name: &str, errors: &[FieldError]) -> Self {
+        let rendered: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        let kind = resource.kind();
+        let message = match rendered.as_slice() {
+            [one] => format!("{kind} \"{name}\" is invalid: {one}"),
+            many => format!("{kind} \"{name}\" is invalid: [{}]", many.join(", ")),
+        };
+        let causes: Vec<Value> =
+            errors.iter().map(|e| json!({"reason": e.kind.reason(), "message": e.body(), "field": e.path})).collect();
+        Self::new(422, "Invalid", message, Some(json!({"name": name, "kind": kind, "causes": causes})))
+    }
+
+    /// 422 for a patch the strict decoder refused (no kind or name, as the API server sends).
+    pub fn invalid_patch(detail: impl Into<String>) -> Self {
+        let detail = detail.into();
+        let message = format!("patch: Invalid value: {detail}");
+        let causes =
+            json!([{"reason": "FieldValueInvalid", "message": format!("Invalid value: {detail}"), "field": "patch"}]);
+        Self::new(422, "Invalid", message, Some(json!({"causes": causes})))
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message, None)
+    }
+
+    pub fn forbidden(resource: Resource, name: &str, why: &str) -> Self {
+        let message = format!("{} \"{name}\" is forbidden: {why}", resource.plural());
+        Self::new(403, "Forbidden", message, Some(json!({"name": name, "kind": resource.plural()})))
+    }
+
+    pub fn method_not_allowed(verb: &str, resource: &str) -> Self {
+        let message = format!("{verb} is not supported on resources of kind \"{resource}\"");
+        Self::new(405, "MethodNotAllowed", message, Some(json!({"kind": resource})))
+    }
+
+    /// The resource or path is not served at all.
+    pub fn no_such_path() -> Self {
+        Self::new(404, "NotFound", "the server could not find the requested resource", Some(json!({})))
+    }
+
+    /// A watch from a resourceVersion older than the history kept.
+    pub fn expired(asked: u64, oldest: u64) -> Self {
+        Self::new(410, "Expired", format!("too old resource version: {asked} ({oldest})"), None)
+    }
+
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf; got {content_type:?}"
+            ),
+            None,
+        )
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized", None)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", message, None)
+    }
+
+    /// The `Status` object.
+    pub fn status(&self) -> Value {
+        let mut s = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(d) = &self.details {
+            s["details"] = d.clone();
+        }
+        s
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        (code, axum::Json(self.status())).into_response()
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use podwright_api::FieldError;
+
+    #[test]
+    fn not_found_reads_as_kubectl_prints_it() {
+        let s = ApiError::not_found(Resource::Pods, "x").status();
+        assert_eq!(s["message"], "pods \"x\" not found");
+        assert_eq!(s["reason"], "NotFound");
+        assert_eq!(s["code"], 404);
+    }
+
+    #[test]
+    fn invalid_lists_every_cause() {
+        let errs = [
+            FieldError::forbidden("spec", "no"),
+            FieldError::required("metadata.name", "name or generateName is required"),
+        ];
+        let s = ApiError::invalid(Resource::Pods, "x", &errs).status();
+        assert_eq!(s["code"], 422);
+        assert_eq!(s["details"]["causes"][0]["field"], "spec");
+        assert_eq!(s["details"]["causes"][0]["reason"], "FieldValueForbidden");
+        assert_eq!(s["details"]["causes"][0]["message"], "Forbidden: no");
+        assert!(s["message"].as_str().unwrap().starts_with("Pod \"x\" is invalid: [spec: Forbidden: no, "));
+    }
+}

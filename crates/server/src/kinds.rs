@@ -1,0 +1,252 @@
+//! What each kind needs on create and update besides storing: typed decoding with the
+//! request's field validation, the API server's defaults, and validation (pods through
+//! podwright-api's admission, the same as `podwright run`).
+
+use crate::errors::{ApiError, ApiResult};
+use crate::request::{FieldValidation, decode};
+use crate::resources::Resource;
+use crate::store::{Store, meta_str};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, Secret, Service};
+use podwright_api::FieldError;
+use podwright_api::validation::validate_pod_update;
+use serde_json::{Value, json};
+use std::net::Ipv4Addr;
+
+/// An object ready to store, the warnings for the client, and for pods the typed pod.
+pub struct Prepared {
+    pub object: Value,
+    pub warnings: Vec<String>,
+    pub pod: Option<Pod>,
+}
+
+/// Decodes `input` as the resource's type and encodes it again: unknown fields are dropped
+/// (or refused), and the object has its kind and apiVersion.
+fn normalize(resource: Resource, input: &Value, v: FieldValidation, is_patch: bool) -> ApiResult<(Value, Vec<String>)> {
+    let kind = resource.kind();
+    fn enc<T: serde::Serialize>(t: T) -> ApiResult<Value> {
+        serde_json::to_value(t).map_err(|e| ApiError::internal(e.to_string()))
+    }
+    let (mut out, w) = match resource {
+        Resource::Pods => decode::<Pod>(input, kind, v, is_patch).and_then(|(t, w)| Ok((enc(t)?, w)))?,
+        Resource::Events => decode::<Event>(input, kind, v, is_patch).and_then(|(t, w)| Ok((enc(t)?, w)))?,
+        Resource::ConfigMaps => decode::<ConfigMap>(input, kind, v, is_patch).and_then(|(t, w)| Ok((enc(t)?, w)))?,
+        Resource::Secrets => decode::<Secret>(input, kind, v, is_patch).and_then(|(t, w)| Ok((enc(t)?, w)))?,
+        Resource::Services => decode::<Service>(input, kind, v, is_patch).and_then(|(t, w)| Ok((enc(t)?, w)))?,
+        Resource::Namespaces => decode::<Namespace>(input, kind, v, is_patch).and_then(|(t, w)| Ok((enc(t)?, w)))?,
+    };
+    out["kind"] = json!(kind);
+    out["apiVersion"] = json!("v1");
+    Ok((out, w))
+}
+
+fn check_name(resource: Resource, obj: &Value) -> ApiResult<()> {
+    let name = meta_str(obj, "name").unwrap_or_default();
+    let mut errs = vec![];
+    if name.is_empty() {
+        errs.push(FieldError::required("metadata.name", "name or generateName is required"));
+    } else {
+        let problems = if resource == Resource::Namespaces {
+            podwright_api::formats::name_is_dns_label(name, false)
+        } else {
+            podwright_api::formats::name_is_dns_subdomain(name, false)
+        };
+        for p in problems {
+            errs.push(FieldError::invalid("metadata.name", name, p));
+        }
+    }
+    if errs.is_empty() { Ok(()) } else { Err(ApiError::invalid(resource, name, &errs)) }
+}
+
+/// `generateName`: the prefix and five random characters (apiserver `names.SimpleNameGenerator`).
+fn generate_name(obj: &mut Value) {
+    if meta_str(obj, "name").is_some_and(|n| !n.is_empty()) {
+        return;
+    }
+    let Some(prefix) = meta_str(obj, "generateName").map(str::to_string) else { return };
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let random = uuid::Uuid::new_v4();
+    let suffix: String =
+        random.as_bytes()[..5].iter().map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect();
+    obj["metadata"]["name"] = json!(format!("{prefix}{suffix}"));
+}
+
+/// A new object for `resource` in namespace `ns` (ignored for cluster-scoped resources).
+pub fn prepare_create(
+    store: &Store,
+    resource: Resource,
+    ns: &str,
+    input: Value,
+    v: FieldValidation,
+    node_name: &str,
+) -> ApiResult<Prepared> {
+    let (mut obj, mut warnings) = normalize(resource, &input, v, false)?;
+    if resource.namespaced() {
+        match meta_str(&obj, "namespace") {
+            Some(given) if !given.is_empty() && given != ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => obj["metadata"]["namespace"] = json!(ns),
+        }
+        store.get(Resource::Namespaces, "", ns).map_err(|_| ApiError::not_found(Resource::Namespaces, ns))?;
+    }
+    generate_name(&mut obj);
+    check_name(resource, &obj)?;
+    let mut pod = None;
+    match resource {
+        Resource::Pods => {
+            let mut p: Pod = serde_json::from_value(obj).map_err(|e| ApiError::internal(e.to_string()))?;
+            let name = p.metadata.name.clone().unwrap_or_default();
+            warnings
+                .extend(podwright_api::admit_pod(&mut p).map_err(|e| ApiError::invalid(resource, &name, &e.errors))?);
+            let spec = p.spec.get_or_insert_default();
+            if spec.node_name.as_deref().is_none_or(str::is_empty) {
+                spec.node_name = Some(node_name.to_string());
+            }
+            p.status =
+                Some(k8s_openapi::api::core::v1::PodStatus { phase: Some("Pending".into()), ..Default::default() });
+            p.metadata.generation = Some(1);
+            obj = serde_json::to_value(&p).map_err(|e| ApiError::internal(e.to_string()))?;
+            pod = Some(p);
+        }
+        Resource::Namespaces => {
+            obj["spec"] = json!({"finalizers": ["kubernetes"]});
+            obj["status"] = json!({"phase": "Active"});
+            obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = obj["metadata"]["name"].clone();
+        }
+        Resource::Secrets => {
+            if obj.get("type").and_then(Value::as_str).is_none_or(str::is_empty) {
+                obj["type"] = json!("Opaque");
+            }
+            fold_string_data(&mut obj);
+        }
+        Resource::Services => default_service(store, &mut obj)?,
+        Resource::Events | Resource::ConfigMaps => {}
+    }
+    Ok(Prepared { object: obj, warnings, pod })
+}
+
+/// `stringData` is write-only: merged into `data`, base64-encoded (k8s-openapi's ByteString
+/// does the encoding when decoded as a Secret).
+fn fold_string_data(obj: &mut Value) {
+    let Some(Value::Object(sd)) = obj.as_object_mut().and_then(|o| o.remove("stringData")) else { return };
+    let mut secret: Secret = serde_json::from_value(obj.clone()).unwrap_or_default();
+    let data = secret.data.get_or_insert_default();
+    for (k, v) in sd {
+        data.insert(k, k8s_openapi::ByteString(v.as_str().unwrap_or_default().as_bytes().to_vec()));
+    }
+    if let Ok(v) = serde_json::to_value(secret) {
+        *obj = v;
+        obj["kind"] = json!("Secret");
+        obj["apiVersion"] = json!("v1");
+    }
+}
+
+/// The first address of the service range (10.96.0.0/12) not yet taken; .1 is the API's own.
+fn allocate_cluster_ip(store: &Store) -> ApiResult<String> {
+    let (services, _) = store.list(Resource::Services, None);
+    let taken: std::collections::HashSet<&str> =
+        services.iter().filter_map(|s| s.pointer("/spec/clusterIP").and_then(Value::as_str)).collect();
+    let base = u32::from(Ipv4Addr::new(10, 96, 0, 0));
+    (10..(1u32 << 20))
+        .map(|i| Ipv4Addr::from(base + i).to_string())
+        .find(|ip| !taken.contains(ip.as_str()))
+        .ok_or_else(|| ApiError::internal("the service IP range is full"))
+}
+
+fn default_service(store: &Store, obj: &mut Value) -> ApiResult<()> {
+    let spec = &mut obj["spec"];
+    if spec.get("type").is_none_or(Value::is_null) {
+        spec["type"] = json!("ClusterIP");
+    }
+    if spec.get("sessionAffinity").is_none_or(Value::is_null) {
+        spec["sessionAffinity"] = json!("None");
+    }
+    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports {
+            if p.get("protocol").is_none_or(Value::is_null) {
+                p["protocol"] = json!("TCP");
+            }
+            if p.get("targetPort").is_none_or(Value::is_null) {
+                p["targetPort"] = p["port"].clone();
+            }
+        }
+    }
+    let headless = spec.get("clusterIP").and_then(Value::as_str) == Some("None");
+    if !headless && spec.get("clusterIP").and_then(Value::as_str).is_none_or(str::is_empty) {
+        let ip = allocate_cluster_ip(store)?;
+        obj["spec"]["clusterIP"] = json!(ip);
+        obj["spec"]["clusterIPs"] = json!([ip]);
+    }
+    obj["spec"]["ipFamilies"] = json!(["IPv4"]);
+    obj["spec"]["ipFamilyPolicy"] = json!("SingleStack");
+    obj["spec"]["internalTrafficPolicy"] = json!("Cluster");
+    obj["status"] = json!({"loadBalancer": {}});
+    Ok(())
+}
+
+/// A new version of a stored object (PUT or the result of a patch). For pods only what the
+/// API server allows may change, and the status is kept (it has its own subresource).
+pub fn prepare_update(
+    resource: Resource,
+    old: &Value,
+    input: Value,
+    v: FieldValidation,
+    is_patch: bool,
+) -> ApiResult<Prepared> {
+    let name = meta_str(old, "name").unwrap_or_default().to_string();
+    if let Some(rv) = meta_str(&input, "resourceVersion").filter(|rv| !rv.is_empty())
+        && Some(rv) != meta_str(old, "resourceVersion")
+    {
+        return Err(ApiError::conflict(resource, &name));
+    }
+    let (mut obj, warnings) = normalize(resource, &input, v, is_patch)?;
+    // Identity comes from the stored object; a different one is an error for pods below.
+    if resource != Resource::Pods {
+        for f in ["namespace", "uid", "creationTimestamp"] {
+            obj["metadata"][f] = old["metadata"][f].clone();
+        }
+    }
+    let mut pod = None;
+    match resource {
+        Resource::Pods => {
+            let mut new: Pod = serde_json::from_value(obj).map_err(|e| ApiError::internal(e.to_string()))?;
+            let old_pod: Pod = serde_json::from_value(old.clone()).map_err(|e| ApiError::internal(e.to_string()))?;
+            if new.metadata.namespace.is_none() {
+                new.metadata.namespace = old_pod.metadata.namespace.clone();
+            }
+            for keep in [&mut new.metadata.uid] {
+                if keep.is_none() {
+                    *keep = old_pod.metadata.uid.clone();
+                }
+            }
+            if new.metadata.creation_timestamp.is_none() {
+                new.metadata.creation_timestamp = old_pod.metadata.creation_timestamp.clone();
+            }
+            // Set by the API server, not by clients.
+            new.metadata.deletion_timestamp = old_pod.metadata.deletion_timestamp.clone();
+            new.metadata.deletion_grace_period_seconds = old_pod.metadata.deletion_grace_period_seconds;
+            new.metadata.generation = old_pod.metadata.generation;
+            podwright_api::apply_defaults(&mut new);
+            let errs = validate_pod_update(&new, &old_pod);
+            if !errs.is_empty() {
+                return Err(ApiError::invalid(resource, &name, &errs));
+            }
+            if new.spec != old_pod.spec {
+                new.metadata.generation = Some(old_pod.metadata.generation.unwrap_or(1) + 1);
+            }
+            new.status = old_pod.status.clone();
+            obj = serde_json::to_value(&new).map_err(|e| ApiError::internal(e.to_string()))?;
+            pod = Some(new);
+        }
+        Resource::Secrets => fold_string_data(&mut obj),
+        Resource::Services => {
+            obj["spec"]["clusterIP"] = old["spec"]["clusterIP"].clone();
+            obj["spec"]["clusterIPs"] = old["spec"]["clusterIPs"].clone();
+        }
+        Resource::Namespaces => obj["status"] = old["status"].clone(),
+        Resource::Events | Resource::ConfigMaps => {}
+    }
+    Ok(Prepared { object: obj, warnings, pod })
+}

@@ -1,0 +1,24 @@
+//! podwright-server: the local Kubernetes-compatible API of `podwright serve`, which an
+//! unmodified kubectl drives: discovery, pods (with watch, Tables, patches, graceful deletion,
+//! logs), events, namespaces, config maps, secrets and services, with the API server's errors.
+
+pub mod api;
+pub mod discovery;
+pub mod errors;
+pub mod kinds;
+pub mod logs;
+pub mod node_link;
+pub mod patching;
+pub mod pods;
+pub mod protobuf;
+pub mod request;
+pub mod resources;
+pub mod secure;
+pub mod selectors;
+pub mod server;
+pub mod store;
+pub mod streaming;
+pub mod table;
+pub mod watch;
+
+pub use server::{ApiServer, ServerConfig};

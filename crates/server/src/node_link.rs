@@ -1,0 +1,209 @@
+//! The local API as the node layer sees it: a [`PodSource`] of the pods created, changed and
+//! deleted through the API, and the [`StatusSink`] and [`EventSink`] that write what the pod
+//! workers report back into the store, where kubectl reads it.
+
+use crate::resources::Resource;
+use crate::store::{Store, meta_str};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use podwright_node::{EventSink, EventType, PodChange, PodSource, PodUpdate, StatusSink};
+use serde_json::{Value, json};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+/// The pods the API hands the node, and what it learns back about their end.
+pub struct NodeLink {
+    changes: mpsc::UnboundedSender<PodChange>,
+    removals: mpsc::UnboundedSender<String>,
+    /// UIDs whose workers have finished.
+    finished: Mutex<HashSet<String>>,
+    /// UIDs deleted through the API: once finished, removed from the node and the store.
+    deleting: Mutex<HashSet<String>>,
+}
+
+/// The receiving ends `serve` drives: pod changes for `PodWorkers::follow`, and the UIDs of
+/// finished, deleted pods for `PodWorkers::remove`.
+pub struct NodeFeed {
+    pub source: ApiSource,
+    pub removals: mpsc::UnboundedReceiver<String>,
+}
+
+/// The pods of the local API as a [`PodSource`].
+pub struct ApiSource(mpsc::UnboundedReceiver<PodChange>);
+
+impl PodSource for ApiSource {
+    async fn next(&mut self) -> Option<PodChange> {
+        self.0.recv().await
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl NodeLink {
+    pub fn new() -> (NodeLink, NodeFeed) {
+        let (changes, rx) = mpsc::unbounded_channel();
+        let (removals, removals_rx) = mpsc::unbounded_channel();
+        let link = NodeLink { changes, removals, finished: Mutex::default(), deleting: Mutex::default() };
+        (link, NodeFeed { source: ApiSource(rx), removals: removals_rx })
+    }
+
+    /// A pod created or changed through the API.
+    pub fn upsert(&self, pod: Pod) {
+        // The receiver lives as long as `serve`.
+        let _ = self.changes.send(PodChange::Upsert(pod));
+    }
+
+    /// Whether the pod's worker has finished (terminal phase, nothing running).
+    pub fn is_finished(&self, uid: &str) -> bool {
+        lock(&self.finished).contains(uid)
+    }
+
+    /// A pod deleted through the API: stop it with `grace` seconds, and remove it once
+    /// stopped. Returns whether it has already finished.
+    pub fn delete(&self, uid: &str, grace: i64) -> bool {
+        if self.is_finished(uid) {
+            let _ = self.removals.send(uid.to_string());
+            return true;
+        }
+        lock(&self.deleting).insert(uid.to_string());
+        let _ = self.changes.send(PodChange::Delete { uid: uid.to_string(), grace: Some(grace) });
+        false
+    }
+
+    /// Called for every status a worker publishes; returns whether the pod is deleted and now
+    /// gone from the node, so that its object is to be removed.
+    fn on_status(&self, uid: &str, finished: bool) -> bool {
+        if !finished {
+            return false;
+        }
+        lock(&self.finished).insert(uid.to_string());
+        if lock(&self.deleting).remove(uid) {
+            let _ = self.removals.send(uid.to_string());
+            return true;
+        }
+        false
+    }
+
+    /// The node has removed a pod: forget it.
+    pub fn forget(&self, uid: &str) {
+        lock(&self.finished).remove(uid);
+        lock(&self.deleting).remove(uid);
+    }
+}
+
+/// Writes pod statuses into the store (kubectl reads them there) and removes deleted pods'
+/// objects once their containers have stopped.
+pub struct StoreStatus {
+    pub store: Arc<Store>,
+    pub link: Arc<NodeLink>,
+    pub host_ip: Option<String>,
+}
+
+impl StatusSink for StoreStatus {
+    fn publish(&self, update: &PodUpdate) {
+        let Some(uid) = update.spec.metadata.uid.as_deref() else { return };
+        let Some((ns, name)) = self.store.pod_by_uid(uid) else { return };
+        if let Some(status) = &update.status {
+            let mut status = serde_json::to_value(status.as_ref()).unwrap_or(Value::Null);
+            if let Some(ip) = &self.host_ip {
+                status["hostIP"] = json!(ip);
+                status["hostIPs"] = json!([{"ip": ip}]);
+            }
+            let written = self.store.update(Resource::Pods, &ns, &name, |old| {
+                // A pod of the same name but another uid is not this worker's.
+                if meta_str(old, "uid") != Some(uid) {
+                    return Ok(None);
+                }
+                let mut new = old.clone();
+                new["status"] = status;
+                Ok(Some(new))
+            });
+            if let Err(e) = written {
+                tracing::debug!(%e, uid, "status of a pod no longer stored");
+            }
+        }
+        if self.link.on_status(uid, update.finished) {
+            let _ = self.store.delete(Resource::Pods, &ns, &name);
+        }
+    }
+}
+
+/// Records events as Event objects in the store, folding repeats of the same (pod, field
+/// path, reason, message) into one object with a count, as the kubelet's recorder does.
+pub struct StoreEvents {
+    pub store: Arc<Store>,
+    pub node_name: String,
+    /// The event object of each (uid, field path, reason, message) seen.
+    names: Mutex<HashMap<(String, String, String, String), (String, String)>>,
+}
+
+impl StoreEvents {
+    pub fn new(store: Arc<Store>, node_name: String) -> Self {
+        StoreEvents { store, node_name, names: Mutex::default() }
+    }
+}
+
+impl EventSink for StoreEvents {
+    fn record(
+        &self,
+        pod: &Pod,
+        field_path: Option<String>,
+        kind: EventType,
+        reason: &str,
+        message: String,
+        now: Timestamp,
+    ) {
+        let m = &pod.metadata;
+        let ns = m.namespace.clone().unwrap_or_else(|| "default".into());
+        let uid = m.uid.clone().unwrap_or_default();
+        let key = (uid.clone(), field_path.clone().unwrap_or_default(), reason.to_string(), message.clone());
+        let now_v = serde_json::to_value(Time(now)).unwrap_or(Value::Null);
+        let mut names = lock(&self.names);
+        if let Some((ens, ename)) = names.get(&key) {
+            let bumped = self.store.update(Resource::Events, ens, ename, |old| {
+                let mut new = old.clone();
+                new["count"] = json!(old["count"].as_i64().unwrap_or(1) + 1);
+                new["lastTimestamp"] = now_v.clone();
+                Ok(Some(new))
+            });
+            if bumped.is_ok() {
+                return;
+            }
+        }
+        let pod_name = m.name.clone().unwrap_or_default();
+        let name = format!("{pod_name}.{:x}", now.as_nanosecond());
+        let event = json!({
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": ns},
+            "involvedObject": {
+                "kind": "Pod", "apiVersion": "v1", "namespace": ns, "name": pod_name, "uid": uid,
+                "fieldPath": field_path,
+            },
+            "reason": reason,
+            "message": message,
+            "source": {"component": "kubelet", "host": self.node_name},
+            "firstTimestamp": now_v,
+            "lastTimestamp": now_v,
+            "count": 1,
+            "type": match kind { EventType::Normal => "Normal", EventType::Warning => "Warning" },
+            "eventTime": null,
+            "reportingComponent": "kubelet",
+            "reportingInstance": self.node_name,
+        });
+        let mut event = event;
+        if field_path.is_none() {
+            event["involvedObject"].as_object_mut().map(|o| o.remove("fieldPath"));
+        }
+        match self.store.create(Resource::Events, event) {
+            Ok(_) => {
+                names.insert(key, (ns, name));
+            }
+            Err(e) => tracing::debug!(%e, "event not recorded"),
+        }
+    }
+}

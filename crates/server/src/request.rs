@@ -1,0 +1,140 @@
+//! What a request carries besides its path: query parameters, the body's media type, and
+//! strict decoding of typed objects (`fieldValidation`).
+
+use crate::errors::{ApiError, ApiResult};
+use axum::http::{HeaderMap, header};
+use podwright_api::manifest::unknown_fields;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// The query parameters the API server takes on list, watch, get, create, update, patch and
+/// delete, as kubectl sends them.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Params {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub watch: Option<String>,
+    pub resource_version: Option<String>,
+    pub timeout_seconds: Option<u64>,
+    pub allow_watch_bookmarks: Option<String>,
+    pub send_initial_events: Option<String>,
+    pub include_object: Option<String>,
+    pub field_validation: Option<String>,
+    pub dry_run: Option<String>,
+    pub grace_period_seconds: Option<i64>,
+}
+
+fn truthy(v: &Option<String>) -> bool {
+    matches!(v.as_deref(), Some("true" | "1"))
+}
+
+impl Params {
+    pub fn is_watch(&self) -> bool {
+        truthy(&self.watch)
+    }
+    pub fn bookmarks(&self) -> bool {
+        truthy(&self.allow_watch_bookmarks)
+    }
+    pub fn initial_events(&self) -> bool {
+        truthy(&self.send_initial_events)
+    }
+    pub fn dry_run(&self) -> bool {
+        self.dry_run.as_deref().is_some_and(|d| d == "All")
+    }
+}
+
+/// How unknown fields in a body are treated (`fieldValidation`; Warn unless asked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldValidation {
+    Ignore,
+    Warn,
+    Strict,
+}
+
+impl FieldValidation {
+    pub fn parse(p: &Params) -> ApiResult<FieldValidation> {
+        match p.field_validation.as_deref() {
+            None | Some("" | "Warn") => Ok(FieldValidation::Warn),
+            Some("Ignore") => Ok(FieldValidation::Ignore),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "fieldValidation parameter unsupported: {other}. Supported values: Ignore, Warn, Strict"
+            ))),
+        }
+    }
+}
+
+/// The body as JSON. kubectl 1.20 sends JSON without a Content-Type.
+pub fn json_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
+    let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json");
+    if ct.contains("protobuf") {
+        return Err(ApiError::unsupported_media_type(ct));
+    }
+    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))
+}
+
+/// A typed object decoded from JSON, the typed form re-encoded (unknown fields dropped), and
+/// the warnings for the unknown fields; with Strict validation they are an error instead.
+pub fn decode<T: DeserializeOwned + serde::Serialize>(
+    input: &Value,
+    kind: &str,
+    validation: FieldValidation,
+    is_patch: bool,
+) -> ApiResult<(T, Vec<String>)> {
+    let typed: T = serde_json::from_value(input.clone())
+        .map_err(|e| ApiError::bad_request(format!("{kind} in version \"v1\" cannot be handled as a {kind}: {e}")))?;
+    let output = serde_json::to_value(&typed).map_err(|e| ApiError::internal(e.to_string()))?;
+    let unknown: Vec<String> = if validation == FieldValidation::Ignore {
+        vec![]
+    } else {
+        unknown_fields(input, &output).iter().map(|p| format!("unknown field \"{p}\"")).collect()
+    };
+    if validation == FieldValidation::Strict && !unknown.is_empty() {
+        let detail = format!("strict decoding error: {}", unknown.join(", "));
+        if is_patch {
+            return Err(ApiError::invalid_patch(format!("\"{}\": {detail}", compact(input))));
+        }
+        return Err(ApiError::bad_request(format!("{kind} in version \"v1\" cannot be handled as a {kind}: {detail}")));
+    }
+    Ok((typed, unknown))
+}
+
+fn compact(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 200 { format!("{}...", &s[..s.floor_char_boundary(200)]) } else { s }
+}
+
+/// `Warning` header values (RFC 7234 code 299), as the API server sends them.
+pub fn warning_headers(warnings: &[String]) -> Vec<(header::HeaderName, header::HeaderValue)> {
+    warnings
+        .iter()
+        .filter_map(|w| {
+            let quoted = serde_json::to_string(w).ok()?;
+            let value = header::HeaderValue::from_str(&format!("299 - {quoted}")).ok()?;
+            Some((header::WARNING, value))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_fields_warn_or_fail() {
+        let cm = json!({"metadata": {"name": "c"}, "data": {"a": "b"}, "dta": {}});
+        let (_, w) = decode::<ConfigMap>(&cm, "ConfigMap", FieldValidation::Warn, false).unwrap();
+        assert_eq!(w, ["unknown field \"dta\""]);
+        let e = decode::<ConfigMap>(&cm, "ConfigMap", FieldValidation::Strict, false).unwrap_err();
+        assert_eq!(
+            e.message,
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"dta\""
+        );
+        let (_, w) = decode::<ConfigMap>(&cm, "ConfigMap", FieldValidation::Ignore, false).unwrap();
+        assert!(w.is_empty());
+    }
+}

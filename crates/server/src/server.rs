@@ -1,0 +1,133 @@
+//! [`ApiServer`]: the local API's shared state (store, node link, configuration) and its
+//! routes.
+
+use crate::node_link::{NodeFeed, NodeLink, StoreEvents, StoreStatus};
+use crate::resources::Resource;
+use crate::store::Store;
+use crate::{api, discovery};
+use axum::Router;
+use axum::routing::get;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use podwright_runtime::Clock;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Namespaces that always exist and cannot be deleted.
+pub const BUILTIN_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// What the daemon tells the API about the node.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// This node's name (`spec.nodeName` of every pod, the events' source host).
+    pub node_name: String,
+    /// podwright's root directory, where the pods' logs are.
+    pub root: PathBuf,
+    /// The node's address, reported as every pod's `status.hostIP`.
+    pub host_ip: Option<String>,
+}
+
+struct Shared {
+    store: Arc<Store>,
+    link: Arc<NodeLink>,
+    config: ServerConfig,
+}
+
+/// The local Kubernetes-compatible API. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct ApiServer(Arc<Shared>);
+
+impl ApiServer {
+    /// The API and the ends the daemon plugs into the node layer.
+    pub fn new(config: ServerConfig, clock: Clock) -> (ApiServer, NodeFeed) {
+        let store = Arc::new(Store::new(clock));
+        for ns in BUILTIN_NAMESPACES {
+            let obj = json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}},
+                "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+            // A fresh store has none of them.
+            let _ = store.create(Resource::Namespaces, obj);
+        }
+        let (link, feed) = NodeLink::new();
+        (ApiServer(Arc::new(Shared { store, link: Arc::new(link), config })), feed)
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.0.store
+    }
+
+    pub(crate) fn link(&self) -> &NodeLink {
+        &self.0.link
+    }
+
+    pub fn node_name(&self) -> &str {
+        &self.0.config.node_name
+    }
+
+    pub fn config(&self) -> &ServerConfig {
+        &self.0.config
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.0.store.clock().now()
+    }
+
+    /// Where pod statuses go: into the store.
+    pub fn status_sink(&self) -> Arc<StoreStatus> {
+        Arc::new(StoreStatus {
+            store: self.0.store.clone(),
+            link: self.0.link.clone(),
+            host_ip: self.0.config.host_ip.clone(),
+        })
+    }
+
+    /// Where events go: Event objects in the store.
+    pub fn event_sink(&self) -> Arc<StoreEvents> {
+        Arc::new(StoreEvents::new(self.0.store.clone(), self.0.config.node_name.clone()))
+    }
+
+    /// The node has removed a deleted pod.
+    pub fn pod_removed(&self, uid: &str) {
+        self.0.link.forget(uid);
+    }
+
+    pub(crate) fn pod_created(&self, _stored: &Value, pod: Pod) {
+        self.0.link.upsert(pod);
+    }
+
+    pub(crate) fn pod_updated(&self, _stored: &Value, pod: Pod) {
+        self.0.link.upsert(pod);
+    }
+
+    /// Every route of the API.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/api", get(discovery::api))
+            .route("/api/v1", get(discovery::api_v1))
+            .route("/apis", get(discovery::apis))
+            .route("/version", get(discovery::version))
+            .route("/healthz", get(|| async { "ok" }))
+            .route("/readyz", get(|| async { "ok" }))
+            .route("/livez", get(|| async { "ok" }))
+            .route("/api/v1/{resource}", get(api::list_all).post(api::create_cluster))
+            .route(
+                "/api/v1/namespaces/{name}",
+                get(api::get_namespace)
+                    .put(api::replace_namespace)
+                    .patch(api::patch_namespace)
+                    .delete(api::delete_namespace),
+            )
+            .route("/api/v1/namespaces/{ns}/{resource}", get(api::list).post(api::create))
+            .route(
+                "/api/v1/namespaces/{ns}/{resource}/{name}",
+                get(api::get).put(api::replace).patch(api::patch).delete(api::delete),
+            )
+            .route(
+                "/api/v1/namespaces/{ns}/{resource}/{name}/{sub}",
+                get(api::sub_get).post(api::sub_post).put(api::sub_put).patch(api::sub_patch),
+            )
+            .fallback(|| async { crate::errors::ApiError::no_such_path() })
+            .with_state(self.clone())
+    }
+}

@@ -1,0 +1,167 @@
+//! Watches: one JSON event per line on a chunked response, from a resourceVersion (or with
+//! the current objects first), with bookmarks and `timeoutSeconds`, as client-go expects
+//! (apiserver `pkg/endpoints/handlers/watch.go`).
+
+use crate::errors::{ApiError, ApiResult};
+use crate::request::Params;
+use crate::resources::Resource;
+use crate::selectors::Filter;
+use crate::server::ApiServer;
+use crate::store::{Change, meta_str};
+use crate::table::{self, Include};
+use axum::body::{Body, Bytes};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc};
+
+/// How often an idle watch that allows bookmarks gets one (the API server sends them about
+/// once a minute).
+const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
+
+struct Watch {
+    server: ApiServer,
+    resource: Resource,
+    ns: Option<String>,
+    filter: Filter,
+    table: Option<Include>,
+    /// Whether the Table column definitions have been sent (only the first event has them).
+    sent_columns: bool,
+    out: mpsc::Sender<Result<Bytes, std::convert::Infallible>>,
+}
+
+impl Watch {
+    fn wanted(&self, c: &Change) -> bool {
+        c.resource == self.resource
+            && self.ns.as_deref().is_none_or(|ns| meta_str(&c.object, "namespace") == Some(ns))
+            && self.filter.matches(&c.object)
+    }
+
+    fn render(&mut self, kind: &str, obj: &Value, rv: u64) -> Value {
+        let object = match self.table {
+            Some(include) => {
+                let with_columns = !self.sent_columns;
+                self.sent_columns = true;
+                table::table(self.resource, &[obj], rv, self.server.now(), include, with_columns)
+            }
+            None => obj.clone(),
+        };
+        json!({"type": kind, "object": object})
+    }
+
+    /// Sends one line; false once the client is gone.
+    async fn send(&mut self, event: Value) -> bool {
+        let mut line = event.to_string();
+        line.push('\n');
+        self.out.send(Ok(Bytes::from(line))).await.is_ok()
+    }
+
+    async fn change(&mut self, c: &Change) -> bool {
+        if !self.wanted(c) {
+            return true;
+        }
+        let ev = self.render(c.kind.as_str(), &c.object, c.rv);
+        self.send(ev).await
+    }
+
+    async fn bookmark(&mut self, rv: u64, initial_end: bool) -> bool {
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if initial_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let ev =
+            json!({"type": "BOOKMARK", "object": {"kind": self.resource.kind(), "apiVersion": "v1", "metadata": meta}});
+        self.send(ev).await
+    }
+}
+
+/// Starts a watch and answers with its stream.
+pub fn serve(
+    server: ApiServer,
+    resource: Resource,
+    ns: Option<String>,
+    filter: Filter,
+    p: &Params,
+    table: Option<Include>,
+) -> ApiResult<Response> {
+    let from: Option<u64> = match p.resource_version.as_deref() {
+        None | Some("" | "0") => None,
+        Some(rv) => Some(rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv}")))?),
+    };
+    let initial = from.is_none() || p.initial_events();
+    let bookmarks = p.bookmarks();
+    let initial_end_bookmark = p.initial_events() && bookmarks;
+    let timeout = p.timeout_seconds.map(Duration::from_secs);
+    let (out, rx) = mpsc::channel(64);
+    let mut w = Watch { server: server.clone(), resource, ns, filter, table, sent_columns: false, out };
+    // Taken now, so that nothing changed between this request and the stream is missed.
+    let started = if initial {
+        let (items, rv) = server.store().list(resource, w.ns.as_deref());
+        server.store().watch(Some(rv)).map(|(backlog, rx)| (items, rv, backlog, rx))
+    } else {
+        let from = from.unwrap_or_default();
+        server.store().watch(Some(from)).map(|(backlog, rx)| (vec![], from, backlog, rx))
+    };
+    tokio::spawn(async move {
+        let (items, mut rv, backlog, mut changes) = match started {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = w.send(json!({"type": "ERROR", "object": e.status()})).await;
+                return;
+            }
+        };
+        for obj in &items {
+            if !w.filter.matches(obj) {
+                continue;
+            }
+            let ev = w.render("ADDED", obj, rv);
+            if !w.send(ev).await {
+                return;
+            }
+        }
+        if initial_end_bookmark && !w.bookmark(rv, true).await {
+            return;
+        }
+        for c in &backlog {
+            rv = c.rv;
+            if !w.change(c).await {
+                return;
+            }
+        }
+        run(&mut w, &mut changes, rv, bookmarks, timeout).await;
+    });
+    let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
+    Ok(([(header::CONTENT_TYPE, "application/json")], Body::from_stream(stream)).into_response())
+}
+
+async fn run(
+    w: &mut Watch,
+    changes: &mut broadcast::Receiver<Change>,
+    mut rv: u64,
+    bookmarks: bool,
+    timeout: Option<Duration>,
+) {
+    let timeout = tokio::time::sleep(timeout.unwrap_or(Duration::MAX / 4));
+    tokio::pin!(timeout);
+    let mut ticks = tokio::time::interval(BOOKMARK_EVERY);
+    ticks.tick().await;
+    loop {
+        tokio::select! {
+            c = changes.recv() => match c {
+                Ok(c) => {
+                    if c.rv <= rv { continue; }
+                    rv = c.rv;
+                    if !w.change(&c).await { return; }
+                }
+                // Fell behind: end, and the client lists again.
+                Err(_) => return,
+            },
+            _ = ticks.tick(), if bookmarks => {
+                if !w.bookmark(rv, false).await { return; }
+            }
+            _ = w.out.closed() => return,
+            _ = &mut timeout => return,
+        }
+    }
+}
