@@ -1,12 +1,13 @@
 //! `podwright run`: the manifest file as the pod source and the terminal as the status sink;
 //! stop on completion, timeout or a signal, tear everything down, print the final pods and events.
 
-use crate::timeline_file::{Recording, TimelineFile};
+use crate::timeline_file::TimelineFile;
 use crate::{RuntimeArgs, exit, output};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podwright_containerd::EmbeddedRuntime;
 use podwright_node::source::FileSource;
+use podwright_node::timeline::Recording;
 use podwright_node::{EventLog, EventSink, Node, StatusSink, logs};
 use podwright_runtime::cri;
 use podwright_runtime::{Clock, RuntimeService};

@@ -192,8 +192,7 @@ pub async fn serve(args: ServeArgs) -> u8 {
     let (api, feed) = ApiServer::new(ServerConfig { node_name, root: root.clone(), host_ip: host }, clock);
     let runtime: Arc<dyn Runtime> = Arc::new(runtime);
     tokio::spawn(log_rotation::rotate_logs(runtime.clone(), clock, log_policy));
-    let workers =
-        Arc::new(Node::new(runtime, &root).clock(clock).events(api.event_sink()).status(api.status_sink()).build());
+    let workers = Arc::new(Node::new(runtime, &root).clock(clock).events(api.sink()).status(api.sink()).build());
     let kubeconfig = kubeconfig_path(&root);
     let kubeconfig_body = match &security {
         Some(s) => s.kubeconfig(&server_url("https", addr)),

@@ -17,6 +17,7 @@ pub mod probes;
 pub mod sinks;
 pub mod source;
 pub mod termination_message;
+pub mod timeline;
 pub mod volumes;
 pub mod worker;
 

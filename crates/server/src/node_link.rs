@@ -132,13 +132,16 @@ impl StatusSink for StoreStatus {
     }
 }
 
+/// What folds repeats of an event: (pod uid, field path, reason, message).
+type EventKey = (String, String, String, String);
+
 /// Records events as Event objects in the store, folding repeats of the same (pod, field
 /// path, reason, message) into one object with a count, as the kubelet's recorder does.
 pub struct StoreEvents {
     pub store: Arc<Store>,
     pub node_name: String,
     /// The event object of each (uid, field path, reason, message) seen.
-    names: Mutex<HashMap<(String, String, String, String), (String, String)>>,
+    names: Mutex<HashMap<EventKey, (String, String)>>,
 }
 
 impl StoreEvents {
@@ -190,7 +193,7 @@ impl EventSink for StoreEvents {
             "firstTimestamp": now_v,
             "lastTimestamp": now_v,
             "count": 1,
-            "type": match kind { EventType::Normal => "Normal", EventType::Warning => "Warning" },
+            "type": kind.as_str(),
             "eventTime": null,
             "reportingComponent": "kubelet",
             "reportingInstance": self.node_name,

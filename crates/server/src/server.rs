@@ -9,6 +9,7 @@ use axum::Router;
 use axum::routing::get;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
+use podwright_node::timeline::Recording;
 use podwright_runtime::Clock;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -32,6 +33,8 @@ struct Shared {
     store: Arc<Store>,
     link: Arc<NodeLink>,
     config: ServerConfig,
+    /// The statuses and events of every pod, into the store and into its timeline.
+    recording: Arc<Recording>,
 }
 
 /// The local Kubernetes-compatible API. Cheap to clone; clones share everything.
@@ -50,7 +53,12 @@ impl ApiServer {
             let _ = store.create(Resource::Namespaces, obj);
         }
         let (link, feed) = NodeLink::new();
-        (ApiServer(Arc::new(Shared { store, link: Arc::new(link), config })), feed)
+        let link = Arc::new(link);
+        let status =
+            Arc::new(StoreStatus { store: store.clone(), link: link.clone(), host_ip: config.host_ip.clone() });
+        let events = Arc::new(StoreEvents::new(store.clone(), config.node_name.clone()));
+        let recording = Arc::new(Recording::new(clock, &[], status, events));
+        (ApiServer(Arc::new(Shared { store, link, config, recording })), feed)
     }
 
     pub fn store(&self) -> &Store {
@@ -73,23 +81,28 @@ impl ApiServer {
         self.0.store.clock().now()
     }
 
-    /// Where pod statuses go: into the store.
-    pub fn status_sink(&self) -> Arc<StoreStatus> {
-        Arc::new(StoreStatus {
-            store: self.0.store.clone(),
-            link: self.0.link.clone(),
-            host_ip: self.0.config.host_ip.clone(),
-        })
-    }
-
-    /// Where events go: Event objects in the store.
-    pub fn event_sink(&self) -> Arc<StoreEvents> {
-        Arc::new(StoreEvents::new(self.0.store.clone(), self.0.config.node_name.clone()))
+    /// Where pod statuses and events go: into the store, and into each pod's timeline.
+    pub fn sink(&self) -> Arc<Recording> {
+        self.0.recording.clone()
     }
 
     /// The node has removed a deleted pod.
     pub fn pod_removed(&self, uid: &str) {
         self.0.link.forget(uid);
+        self.0.recording.forget(uid);
+    }
+
+    /// A pod's timeline as one HTML page (`podwright timeline POD`).
+    async fn timeline(
+        axum::extract::State(s): axum::extract::State<ApiServer>,
+        axum::extract::Path((ns, name)): axum::extract::Path<(String, String)>,
+    ) -> crate::errors::ApiResult<axum::response::Response> {
+        use axum::response::IntoResponse;
+        let pod = s.store().get(Resource::Pods, &ns, &name)?;
+        let uid = crate::store::meta_str(&pod, "uid").unwrap_or_default();
+        let html =
+            s.0.recording.render_pod(uid).ok_or_else(|| crate::errors::ApiError::not_found(Resource::Pods, &name))?;
+        Ok(([(axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response())
     }
 
     pub(crate) fn pod_created(&self, _stored: &Value, pod: Pod) {
@@ -127,6 +140,7 @@ impl ApiServer {
                 "/api/v1/namespaces/{ns}/{resource}/{name}/{sub}",
                 get(api::sub_get).post(api::sub_post).put(api::sub_put).patch(api::sub_patch),
             )
+            .route("/podwright/v1/namespaces/{ns}/pods/{name}/timeline", get(Self::timeline))
             .fallback(|| async { crate::errors::ApiError::no_such_path() })
             .with_state(self.clone())
     }
