@@ -9,7 +9,7 @@ use axum::Router;
 use axum::routing::get;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
-use podwright_runtime::Clock;
+use podwright_runtime::{Clock, Runtime};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,6 +32,8 @@ struct Shared {
     store: Arc<Store>,
     link: Arc<NodeLink>,
     config: ServerConfig,
+    /// Asked for the streaming URLs of exec, attach and port-forward.
+    runtime: Arc<dyn Runtime>,
 }
 
 /// The local Kubernetes-compatible API. Cheap to clone; clones share everything.
@@ -39,8 +41,9 @@ struct Shared {
 pub struct ApiServer(Arc<Shared>);
 
 impl ApiServer {
-    /// The API and the ends the daemon plugs into the node layer.
-    pub fn new(config: ServerConfig, clock: Clock) -> (ApiServer, NodeFeed) {
+    /// The API and the ends the daemon plugs into the node layer. `runtime` is the node's
+    /// runtime, which serves exec, attach and port-forward streams.
+    pub fn new(config: ServerConfig, clock: Clock, runtime: Arc<dyn Runtime>) -> (ApiServer, NodeFeed) {
         let store = Arc::new(Store::new(clock));
         for ns in BUILTIN_NAMESPACES {
             let obj = json!({"apiVersion": "v1", "kind": "Namespace",
@@ -50,7 +53,7 @@ impl ApiServer {
             let _ = store.create(Resource::Namespaces, obj);
         }
         let (link, feed) = NodeLink::new();
-        (ApiServer(Arc::new(Shared { store, link: Arc::new(link), config })), feed)
+        (ApiServer(Arc::new(Shared { store, link: Arc::new(link), config, runtime })), feed)
     }
 
     pub fn store(&self) -> &Store {
@@ -59,6 +62,10 @@ impl ApiServer {
 
     pub(crate) fn link(&self) -> &NodeLink {
         &self.0.link
+    }
+
+    pub(crate) fn runtime(&self) -> &dyn Runtime {
+        &*self.0.runtime
     }
 
     pub fn node_name(&self) -> &str {
