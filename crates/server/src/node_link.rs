@@ -132,13 +132,16 @@ impl StatusSink for StoreStatus {
     }
 }
 
+/// (pod uid, field path, reason, message): what makes two events the same one.
+type EventKey = (String, String, String, String);
+
 /// Records events as Event objects in the store, folding repeats of the same (pod, field
 /// path, reason, message) into one object with a count, as the kubelet's recorder does.
 pub struct StoreEvents {
     pub store: Arc<Store>,
     pub node_name: String,
     /// The event object of each (uid, field path, reason, message) seen.
-    names: Mutex<HashMap<(String, String, String, String), (String, String)>>,
+    names: Mutex<HashMap<EventKey, (String, String)>>,
 }
 
 impl StoreEvents {

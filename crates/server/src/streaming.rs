@@ -101,12 +101,15 @@ impl StreamOptions {
 
     /// The kubelet's `remotecommandserver.NewOptions`: a TTY merges stderr into stdout, and a
     /// stream with nothing to carry is refused.
-    fn streams(&mut self) -> Result<(), Response> {
+    fn streams(&mut self) -> Result<(), KubeletError> {
         if self.tty {
             self.stderr = false;
         }
         if !self.stdin && !self.stdout && !self.stderr {
-            return Err(kubelet_error(StatusCode::BAD_REQUEST, "you must specify at least 1 of stdin, stdout, stderr"));
+            return Err(KubeletError::new(
+                StatusCode::BAD_REQUEST,
+                "you must specify at least 1 of stdin, stdout, stderr",
+            ));
         }
         Ok(())
     }
@@ -148,17 +151,37 @@ impl Upgrade {
     }
 }
 
-/// An error in the kubelet's words: a plain-text body, which kubectl prints as
+/// A refusal in the kubelet's words: a plain-text body, which kubectl prints as
 /// `error: unable to upgrade connection: <body>` (`streaming.WriteError` in the kubelet).
-fn kubelet_error(code: StatusCode, message: impl Into<String>) -> Response {
-    (code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], message.into()).into_response()
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct KubeletError {
+    code: StatusCode,
+    message: String,
+}
+
+impl KubeletError {
+    fn new(code: StatusCode, message: impl Into<String>) -> Self {
+        KubeletError { code, message: message.into() }
+    }
+
+    fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, message)
+    }
 }
 
 /// A runtime failure as the kubelet answers it: NotFound is a 404, anything else a 500.
-fn runtime_error(e: RuntimeError) -> Response {
-    match e {
-        RuntimeError::NotFound(m) => kubelet_error(StatusCode::NOT_FOUND, m),
-        other => kubelet_error(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
+impl From<RuntimeError> for KubeletError {
+    fn from(e: RuntimeError) -> Self {
+        match e {
+            RuntimeError::NotFound(m) => KubeletError::new(StatusCode::NOT_FOUND, m),
+            other => KubeletError::internal(other.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for KubeletError {
+    fn into_response(self) -> Response {
+        (self.code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], self.message).into_response()
     }
 }
 
@@ -209,16 +232,14 @@ pub async fn proxy(s: &ApiServer, ns: &str, name: &str, sub: &str, req: axum::ex
     }
     let url = match container {
         None => port_forward_url(s, ns, name, &pod, &options.ports).await,
-        Some(container) => {
-            if let Err(refused) = options.streams() {
-                return Ok(refused);
-            }
-            container_url(s, ns, name, &pod, kind, &container, options).await
-        }
+        Some(container) => match options.streams() {
+            Ok(()) => container_url(s, ns, name, &pod, kind, &container, options).await,
+            Err(refused) => Err(refused),
+        },
     };
     match url {
         Ok(url) => Ok(forward(&url, req).await),
-        Err(refused) => Ok(refused),
+        Err(refused) => Ok(refused.into_response()),
     }
 }
 
@@ -231,15 +252,12 @@ async fn container_url(
     kind: Kind,
     container: &str,
     o: StreamOptions,
-) -> Result<String, Response> {
+) -> Result<String, KubeletError> {
     let id = running_container_id(pod, container);
     let url = match kind {
         Kind::Exec => {
             let Some(container_id) = id else {
-                return Err(kubelet_error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("container not found ({container:?})"),
-                ));
+                return Err(KubeletError::internal(format!("container not found ({container:?})")));
             };
             let request = ExecRequest {
                 container_id,
@@ -253,10 +271,10 @@ async fn container_url(
         }
         _ => {
             let Some(container_id) = id else {
-                return Err(kubelet_error(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("container {container} not found in pod {}", full_name(ns, name)),
-                ));
+                return Err(KubeletError::internal(format!(
+                    "container {container} not found in pod {}",
+                    full_name(ns, name)
+                )));
             };
             let tty = spec_tty(pod, container);
             let request =
@@ -264,22 +282,27 @@ async fn container_url(
             s.runtime().attach(&request).await
         }
     };
-    url.map_err(runtime_error)
+    Ok(url?)
 }
 
 /// The kubelet's `GetPortForward`: the pod's ready sandbox, then the runtime's URL.
-async fn port_forward_url(s: &ApiServer, ns: &str, name: &str, pod: &Value, ports: &[i32]) -> Result<String, Response> {
-    let not_found =
-        || kubelet_error(StatusCode::INTERNAL_SERVER_ERROR, format!("pod not found ({:?})", full_name(ns, name)));
+async fn port_forward_url(
+    s: &ApiServer,
+    ns: &str,
+    name: &str,
+    pod: &Value,
+    ports: &[i32],
+) -> Result<String, KubeletError> {
+    let not_found = || KubeletError::internal(format!("pod not found ({:?})", full_name(ns, name)));
     let uid = meta_str(pod, "uid").unwrap_or_default();
     let selector = podwright_node::cri::config::pod_selector(uid);
-    let sandboxes = s.runtime().list_pod_sandboxes(&selector).await.map_err(runtime_error)?;
+    let sandboxes = s.runtime().list_pod_sandboxes(&selector).await?;
     let sandbox = sandboxes
         .into_iter()
         .filter(|sb| sb.state == PodSandboxState::SandboxReady as i32)
         .max_by_key(|sb| sb.created_at)
         .ok_or_else(not_found)?;
-    s.runtime().port_forward(&sandbox.id, ports).await.map_err(runtime_error)
+    Ok(s.runtime().port_forward(&sandbox.id, ports).await?)
 }
 
 /// Request headers that stay between kubectl and us: the runtime's URL is its own
@@ -300,7 +323,7 @@ async fn forward(url: &str, mut req: axum::extract::Request) -> Response {
         Ok(resp) => resp,
         Err(message) => {
             tracing::debug!(url, %message, "streaming server unreachable");
-            return kubelet_error(StatusCode::INTERNAL_SERVER_ERROR, message);
+            return KubeletError::internal(message).into_response();
         }
     };
     let (head, body) = upstream.into_parts();
@@ -310,7 +333,7 @@ async fn forward(url: &str, mut req: axum::extract::Request) -> Response {
     let mut upstream = Response::from_parts(head, ());
     let upgraded = match hyper::upgrade::on(&mut upstream).await {
         Ok(u) => u,
-        Err(e) => return kubelet_error(StatusCode::INTERNAL_SERVER_ERROR, format!("error upgrading connection: {e}")),
+        Err(e) => return KubeletError::internal(format!("error upgrading connection: {e}")).into_response(),
     };
     let client = hyper::upgrade::on(&mut req);
     tokio::spawn(splice(client, upgraded));
