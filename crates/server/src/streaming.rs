@@ -226,7 +226,7 @@ pub async fn proxy(s: &ApiServer, ns: &str, name: &str, sub: &str, req: axum::ex
         let served = kind.runtime_websocket_protocols();
         if !offered.is_empty() && !offered.iter().any(|p| served.contains(&p.as_str())) {
             return Err(ApiError::bad_request(format!(
-                "unable to upgrade connection: unable to negotiate protocol: client supports {offered:?}, server accepts {served:?}"
+                "unable to negotiate protocol: client supports {offered:?}, server accepts {served:?}"
             )));
         }
     }

@@ -48,7 +48,8 @@ fn pod_manifest(name: &str) -> String {
     {{"name": "ticker", "image": "localhost/busybox:1.36",
       "command": ["sh", "-c", "i=0; while true; do echo tick $i; i=$((i+1)); sleep 1; done"]}},
     {{"name": "web", "image": "localhost/busybox:1.36",
-      "command": ["sh", "-c", "mkdir -p /www && echo hello from httpd > /www/index.html && exec httpd -f -p 8080 -h /www"]}}
+      "command": ["sh", "-c", "mkdir -p /www && echo hello from httpd > /www/index.html && exec httpd -f -p 8080 -h /www"],
+      "readinessProbe": {{"httpGet": {{"port": 8080, "path": "/index.html"}}, "periodSeconds": 1}}}}
   ]}}}}"#
     )
 }
@@ -107,7 +108,7 @@ impl StreamingDaemon {
         self.root.join("kubeconfig")
     }
 
-    /// Waits until every container of the pod runs.
+    /// Waits until every container of the pod is ready (httpd answers once `web` is).
     fn wait_running(&self) {
         let deadline = Instant::now() + START_LIMIT;
         loop {
@@ -116,10 +117,10 @@ impl StreamingDaemon {
                 "pod",
                 &self.pod,
                 "-o",
-                "jsonpath={.status.phase} {.status.containerStatuses[*].state.running.startedAt}",
+                "jsonpath={.status.phase} {.status.containerStatuses[*].ready}",
             ]);
             let text = states.stdout_text();
-            if text.starts_with("Running") && text.split_whitespace().count() == 4 {
+            if text == "Running true true true" {
                 return;
             }
             assert!(Instant::now() < deadline, "pod {} not running in time: {text}", self.pod);
