@@ -93,7 +93,8 @@ async fn setup(container_state: Value) -> Setup {
     fake.serve_streaming(&stand_in_streaming_server(seen.clone()).await);
 
     let root = std::env::temp_dir().join(format!("podwright-streaming-test-{}", std::process::id()));
-    let (api, _feed) = ApiServer::new(ServerConfig { node_name: "n".into(), root }, Clock::new(), fake.clone());
+    let (api, _feed) =
+        ApiServer::new(ServerConfig { node_name: "n".into(), root, host_ip: None }, Clock::new(), fake.clone());
     let pod = json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "p", "namespace": "default", "uid": UID},
