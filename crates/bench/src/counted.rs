@@ -4,7 +4,9 @@
 #![allow(clippy::disallowed_methods)]
 
 use async_trait::async_trait;
-use podwright_runtime::cri_api::{AuthConfig, ContainerConfig, ContainerStatus, PodSandboxConfig, PodSandboxStatus};
+use podwright_runtime::cri_api::{
+    AttachRequest, AuthConfig, ContainerConfig, ContainerStatus, ExecRequest, PodSandboxConfig, PodSandboxStatus,
+};
 use podwright_runtime::{
     ContainerInfo, ExecResult, ImageService, Runtime, RuntimeEvent, RuntimeResult, RuntimeService, SandboxInfo,
 };
@@ -122,6 +124,15 @@ impl RuntimeService for Counted {
     }
     async fn exec_sync(&self, container_id: &str, cmd: &[String], timeout: Duration) -> RuntimeResult<ExecResult> {
         self.call("ExecSync", Kind::Action, self.inner.exec_sync(container_id, cmd, timeout)).await
+    }
+    async fn exec(&self, request: &ExecRequest) -> RuntimeResult<String> {
+        self.call("Exec", Kind::Action, self.inner.exec(request)).await
+    }
+    async fn attach(&self, request: &AttachRequest) -> RuntimeResult<String> {
+        self.call("Attach", Kind::Action, self.inner.attach(request)).await
+    }
+    async fn port_forward(&self, sandbox_id: &str, ports: &[i32]) -> RuntimeResult<String> {
+        self.call("PortForward", Kind::Action, self.inner.port_forward(sandbox_id, ports)).await
     }
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<RuntimeEvent> {
         self.inner.subscribe()

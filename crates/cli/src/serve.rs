@@ -189,8 +189,9 @@ pub async fn serve(args: ServeArgs) -> u8 {
         None
     };
     let clock = Clock::new();
-    let (api, feed) = ApiServer::new(ServerConfig { node_name, root: root.clone(), host_ip: host }, clock);
     let runtime: Arc<dyn Runtime> = Arc::new(runtime);
+    let (api, feed) =
+        ApiServer::new(ServerConfig { node_name, root: root.clone(), host_ip: host }, clock, runtime.clone());
     tokio::spawn(log_rotation::rotate_logs(runtime.clone(), clock, log_policy));
     let workers = Arc::new(Node::new(runtime, &root).clock(clock).events(api.sink()).status(api.sink()).build());
     let kubeconfig = kubeconfig_path(&root);

@@ -44,6 +44,12 @@ disabled_plugins = [
   sandbox_image = {sandbox_image}
   # Required without CAP_SYS_RESOURCE: the sandbox's oom_score_adj of -998 would fail otherwise.
   restrict_oom_score_adj = true
+  # The streaming server behind exec, attach and port-forward, which `podwright serve` proxies
+  # to: plain HTTP on loopback on a port of its choosing (carried in the URLs it hands out).
+  # It checks no credentials beyond each URL's one-time token, so it must not listen elsewhere.
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  enable_tls_streaming = false
 
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"

@@ -10,6 +10,8 @@ fn config_has_what_this_machine_needs() {
         "state = \"/var/lib/podwright/containerd/state\"",
         "address = \"/var/lib/podwright/containerd/containerd.sock\"",
         "restrict_oom_score_adj = true",
+        "stream_server_address = \"127.0.0.1\"",
+        "enable_tls_streaming = false",
         "sandbox_image = \"localhost/pause:3.9\"",
         "runtime_type = \"io.containerd.runc.v2\"",
         "default_runtime_name = \"runc\"",

@@ -2,8 +2,9 @@
 //! CRI v1 runtime), plus the container event stream from `cri_events`.
 
 use crate::cri_api::{
-    self, AuthConfig, ContainerConfig, ContainerFilter, ContainerStatus, ImageSpec, PodSandboxConfig, PodSandboxFilter,
-    PodSandboxStatus, image_service_client::ImageServiceClient, runtime_service_client::RuntimeServiceClient,
+    self, AttachRequest, AuthConfig, ContainerConfig, ContainerFilter, ContainerStatus, ExecRequest, ImageSpec,
+    PodSandboxConfig, PodSandboxFilter, PodSandboxStatus, image_service_client::ImageServiceClient,
+    runtime_service_client::RuntimeServiceClient,
 };
 use crate::cri_events::{self, EventStreamState};
 use crate::{
@@ -428,6 +429,22 @@ impl RuntimeService for CriRuntime {
             .await
             .map_err(|s| self.err("ReopenContainerLog", s))?;
         Ok(())
+    }
+
+    async fn exec(&self, req: &ExecRequest) -> RuntimeResult<String> {
+        let resp = self.rt().exec(request(req.clone())).await.map_err(|s| self.err("Exec", s))?;
+        Ok(resp.into_inner().url)
+    }
+
+    async fn attach(&self, req: &AttachRequest) -> RuntimeResult<String> {
+        let resp = self.rt().attach(request(req.clone())).await.map_err(|s| self.err("Attach", s))?;
+        Ok(resp.into_inner().url)
+    }
+
+    async fn port_forward(&self, sandbox_id: &str, ports: &[i32]) -> RuntimeResult<String> {
+        let req = cri_api::PortForwardRequest { pod_sandbox_id: sandbox_id.to_string(), port: ports.to_vec() };
+        let resp = self.rt().port_forward(request(req)).await.map_err(|s| self.err("PortForward", s))?;
+        Ok(resp.into_inner().url)
     }
 
     fn subscribe(&self) -> broadcast::Receiver<RuntimeEvent> {

@@ -59,15 +59,56 @@ pub enum Behaviour {
 /// Reads (statuses, lists, `image_status`, `version`) are not recorded; see [`FakeStats`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Call {
-    RunPodSandbox { name: String, attempt: u32 },
-    StopPodSandbox { name: String },
-    RemovePodSandbox { name: String },
-    CreateContainer { name: String, attempt: u32 },
-    StartContainer { name: String },
-    StopContainer { name: String, timeout: Duration },
-    RemoveContainer { name: String },
-    ExecSync { name: String },
-    PullImage { image: String },
+    RunPodSandbox {
+        name: String,
+        attempt: u32,
+    },
+    StopPodSandbox {
+        name: String,
+    },
+    RemovePodSandbox {
+        name: String,
+    },
+    CreateContainer {
+        name: String,
+        attempt: u32,
+    },
+    StartContainer {
+        name: String,
+    },
+    StopContainer {
+        name: String,
+        timeout: Duration,
+    },
+    RemoveContainer {
+        name: String,
+    },
+    ExecSync {
+        name: String,
+    },
+    /// A streaming `Exec`: the command and the streams asked for.
+    Exec {
+        name: String,
+        cmd: Vec<String>,
+        stdin: bool,
+        stdout: bool,
+        stderr: bool,
+        tty: bool,
+    },
+    Attach {
+        name: String,
+        stdin: bool,
+        stdout: bool,
+        stderr: bool,
+        tty: bool,
+    },
+    PortForward {
+        name: String,
+        ports: Vec<i32>,
+    },
+    PullImage {
+        image: String,
+    },
 }
 
 /// What an `exec_sync` in a scripted container does.
@@ -208,6 +249,8 @@ struct State {
     images: HashMap<String, String>,
     pulls: HashMap<String, PullRule>,
     handlers: HashSet<String>,
+    /// Base URL of the streaming server that `exec`, `attach` and `port_forward` answer with.
+    streaming: Option<String>,
     log_calls: bool,
     calls: Vec<LoggedCall>,
 }
@@ -264,6 +307,7 @@ impl FakeRuntime {
                 images: HashMap::new(),
                 pulls: HashMap::new(),
                 handlers: ["", "runc"].into_iter().map(String::from).collect(),
+                streaming: None,
                 log_calls: true,
                 calls: Vec::new(),
             }),
@@ -344,6 +388,13 @@ impl FakeRuntime {
     }
 
     /// Latency added to every call (a tokio sleep, so virtual under paused time).
+    /// Makes `exec`, `attach` and `port_forward` answer `<base_url>/exec/<token>` (and
+    /// `/attach/`, `/portforward/`) as containerd's streaming server does, with a fresh token per
+    /// call. Without it they fail as `Unimplemented`: the fake serves no streams itself.
+    pub fn serve_streaming(&self, base_url: &str) {
+        self.lock().streaming = Some(base_url.trim_end_matches('/').to_string());
+    }
+
     pub fn set_latency(&self, latency: Duration) {
         let nanos = u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX);
         self.latency_nanos.store(nanos, Ordering::Relaxed);

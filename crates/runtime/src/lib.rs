@@ -21,7 +21,9 @@ pub use fake::{Behaviour, Call, ExecBehaviour, FakeRuntime, FakeStats};
 pub use k8s_cri::v1 as cri_api;
 
 use async_trait::async_trait;
-use cri_api::{AuthConfig, ContainerConfig, ContainerStatus, PodSandboxConfig, PodSandboxStatus};
+use cri_api::{
+    AttachRequest, AuthConfig, ContainerConfig, ContainerStatus, ExecRequest, PodSandboxConfig, PodSandboxStatus,
+};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -67,6 +69,16 @@ pub trait RuntimeService: Send + Sync {
     async fn reopen_container_log(&self, container_id: &str) -> RuntimeResult<()> {
         Err(RuntimeError::Unimplemented(format!("ReopenContainerLog {container_id}")))
     }
+    /// The URL on the runtime's streaming server where a client runs `request.cmd` in the
+    /// container with the streams asked for (CRI `Exec`). The URL is single-use and short-lived.
+    async fn exec(&self, request: &ExecRequest) -> RuntimeResult<String>;
+    /// The URL on the runtime's streaming server where a client attaches to the container's
+    /// main process (CRI `Attach`).
+    async fn attach(&self, request: &AttachRequest) -> RuntimeResult<String>;
+    /// The URL on the runtime's streaming server that forwards connections to ports in the
+    /// sandbox's network namespace (CRI `PortForward`). `ports` may be empty: SPDY clients name
+    /// the port per stream.
+    async fn port_forward(&self, sandbox_id: &str, ports: &[i32]) -> RuntimeResult<String>;
     /// Container start/exit events as they happen. Events can be missed (reconnects): callers
     /// pair this with a status check after acting and a slow relist.
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<RuntimeEvent>;

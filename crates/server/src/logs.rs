@@ -83,7 +83,7 @@ fn names(containers: Option<&Value>) -> Vec<String> {
 }
 
 /// The container to show: the one named, or the only one.
-fn pick_container(pod: &Value, asked: Option<&str>, pod_name: &str) -> ApiResult<String> {
+pub(crate) fn pick_container(pod: &Value, asked: Option<&str>, pod_name: &str) -> ApiResult<String> {
     let apps = names(pod.pointer("/spec/containers"));
     let inits = names(pod.pointer("/spec/initContainers"));
     let ephemeral = names(pod.pointer("/spec/ephemeralContainers"));
@@ -102,7 +102,7 @@ fn pick_container(pod: &Value, asked: Option<&str>, pod_name: &str) -> ApiResult
     }
 }
 
-fn container_status<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
+pub(crate) fn container_status<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
     ["/status/containerStatuses", "/status/initContainerStatuses", "/status/ephemeralContainerStatuses"]
         .into_iter()
         .filter_map(|p| pod.pointer(p)?.as_array())

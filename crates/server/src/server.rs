@@ -10,7 +10,7 @@ use axum::routing::get;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use podwright_node::timeline::Recording;
-use podwright_runtime::Clock;
+use podwright_runtime::{Clock, Runtime};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,6 +35,8 @@ struct Shared {
     config: ServerConfig,
     /// The statuses and events of every pod, into the store and into its timeline.
     recording: Arc<Recording>,
+    /// Asked for the streaming URLs of exec, attach and port-forward.
+    runtime: Arc<dyn Runtime>,
 }
 
 /// The local Kubernetes-compatible API. Cheap to clone; clones share everything.
@@ -42,8 +44,9 @@ struct Shared {
 pub struct ApiServer(Arc<Shared>);
 
 impl ApiServer {
-    /// The API and the ends the daemon plugs into the node layer.
-    pub fn new(config: ServerConfig, clock: Clock) -> (ApiServer, NodeFeed) {
+    /// The API and the ends the daemon plugs into the node layer. `runtime` is the node's
+    /// runtime, which serves exec, attach and port-forward streams.
+    pub fn new(config: ServerConfig, clock: Clock, runtime: Arc<dyn Runtime>) -> (ApiServer, NodeFeed) {
         let store = Arc::new(Store::new(clock));
         for ns in BUILTIN_NAMESPACES {
             let obj = json!({"apiVersion": "v1", "kind": "Namespace",
@@ -58,7 +61,7 @@ impl ApiServer {
             Arc::new(StoreStatus { store: store.clone(), link: link.clone(), host_ip: config.host_ip.clone() });
         let events = Arc::new(StoreEvents::new(store.clone(), config.node_name.clone()));
         let recording = Arc::new(Recording::new(clock, &[], status, events));
-        (ApiServer(Arc::new(Shared { store, link, config, recording })), feed)
+        (ApiServer(Arc::new(Shared { store, link, config, recording, runtime })), feed)
     }
 
     pub fn store(&self) -> &Store {
@@ -67,6 +70,10 @@ impl ApiServer {
 
     pub(crate) fn link(&self) -> &NodeLink {
         &self.0.link
+    }
+
+    pub(crate) fn runtime(&self) -> &dyn Runtime {
+        &*self.0.runtime
     }
 
     pub fn node_name(&self) -> &str {

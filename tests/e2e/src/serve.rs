@@ -155,8 +155,9 @@ pub fn text(b: &[u8]) -> String {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        let _ = self.kubectl(None, &["delete", "pods", "--all", "-A", "--grace-period=0", "--force", "--wait=false"]);
-        // Give the node a moment to stop and remove what it ran.
+        // Not forced: a pod's object goes only once its containers have stopped, so that
+        // nothing runs on after the daemon.
+        let _ = self.kubectl(None, &["delete", "pods", "--all", "-A", "--grace-period=1", "--wait=false"]);
         let _ = self.wait_quiet();
         if let Some(p) = self.process.take() {
             p.signal(libc::SIGTERM);

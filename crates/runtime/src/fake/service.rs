@@ -2,6 +2,7 @@
 //! the parent module.
 
 use super::*;
+use crate::cri_api::{AttachRequest, ExecRequest};
 
 #[async_trait]
 impl RuntimeService for FakeRuntime {
@@ -327,6 +328,45 @@ impl RuntimeService for FakeRuntime {
         }
     }
 
+    async fn exec(&self, req: &ExecRequest) -> RuntimeResult<String> {
+        self.delay().await;
+        let mut state = self.lock();
+        self.container_call(&mut state, &req.container_id, |name| Call::Exec {
+            name,
+            cmd: req.cmd.clone(),
+            stdin: req.stdin,
+            stdout: req.stdout,
+            stderr: req.stderr,
+            tty: req.tty,
+        });
+        running(&state, &req.container_id)?;
+        streaming_url(&mut state, "exec")
+    }
+
+    async fn attach(&self, req: &AttachRequest) -> RuntimeResult<String> {
+        self.delay().await;
+        let mut state = self.lock();
+        self.container_call(&mut state, &req.container_id, |name| Call::Attach {
+            name,
+            stdin: req.stdin,
+            stdout: req.stdout,
+            stderr: req.stderr,
+            tty: req.tty,
+        });
+        running(&state, &req.container_id)?;
+        streaming_url(&mut state, "attach")
+    }
+
+    async fn port_forward(&self, sandbox_id: &str, ports: &[i32]) -> RuntimeResult<String> {
+        self.delay().await;
+        let mut state = self.lock();
+        self.sandbox_call(&mut state, sandbox_id, |name| Call::PortForward { name, ports: ports.to_vec() });
+        if !state.sandboxes.contains_key(sandbox_id) {
+            return Err(sandbox_not_found(sandbox_id));
+        }
+        streaming_url(&mut state, "portforward")
+    }
+
     fn subscribe(&self) -> broadcast::Receiver<RuntimeEvent> {
         self.events.subscribe()
     }
@@ -377,4 +417,27 @@ impl ImageService for FakeRuntime {
         self.lock().images.insert(name, image_ref.clone());
         Ok(image_ref)
     }
+}
+
+/// containerd refuses streams into a container that is not running.
+fn running(state: &State, container_id: &str) -> RuntimeResult<()> {
+    let Some(c) = state.containers.get(container_id) else {
+        return Err(container_not_found(container_id));
+    };
+    if !c.is_running() {
+        return Err(RuntimeError::Failed(format!(
+            "container \"{container_id}\" is in {} state",
+            state_name(c.status.state)
+        )));
+    }
+    Ok(())
+}
+
+/// A fresh single-use URL on the scripted streaming server.
+fn streaming_url(state: &mut State, kind: &str) -> RuntimeResult<String> {
+    let Some(base) = state.streaming.clone() else {
+        return Err(RuntimeError::Unimplemented(format!("{kind}: the fake runtime has no streaming server")));
+    };
+    state.seq += 1;
+    Ok(format!("{base}/{kind}/{:08x}", state.seq))
 }

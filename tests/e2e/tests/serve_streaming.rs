@@ -1,0 +1,405 @@
+//! `kubectl exec`, `attach`, `cp` and `port-forward` against `podwright serve` on a real
+//! containerd, with the machine's kubectl (1.32: WebSocket first, which podwright refuses so that
+//! kubectl falls back to SPDY; and SPDY only when told so) and kubectl 1.27 (SPDY only).
+// Real processes, real timeouts.
+#![allow(clippy::disallowed_methods)]
+
+use podwright_e2e::pod_name;
+use podwright_e2e::serve::{Daemon, text};
+use std::ffi::OsStr;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::time::{Duration, Instant};
+
+/// How long one kubectl command may take before the test kills it (a guard against hangs,
+/// never an assertion on speed).
+const KUBECTL_LIMIT: Duration = Duration::from_secs(60);
+/// How long the pod may take to get ready.
+const START_LIMIT: Duration = Duration::from_secs(120);
+
+/// The pod every test streams into: a shell that sleeps, a ticker that writes a line a second,
+/// and busybox's httpd on 8080 serving one page.
+fn pod_manifest(name: &str) -> String {
+    format!(
+        r#"{{"apiVersion": "v1", "kind": "Pod", "metadata": {{"name": "{name}"}}, "spec": {{
+  "terminationGracePeriodSeconds": 1,
+  "containers": [
+    {{"name": "shell", "image": "localhost/busybox:1.36", "command": ["sleep", "3600"]}},
+    {{"name": "ticker", "image": "localhost/busybox:1.36",
+      "command": ["sh", "-c", "i=0; while true; do echo tick $i; i=$((i+1)); sleep 1; done"]}},
+    {{"name": "web", "image": "localhost/busybox:1.36",
+      "command": ["sh", "-c", "mkdir -p /www && echo hello from httpd > /www/index.html && exec httpd -f -p 8080 -h /www"],
+      "readinessProbe": {{"httpGet": {{"port": 8080, "path": "/index.html"}}, "periodSeconds": 1}}}}
+  ]}}}}"#
+    )
+}
+
+/// One daemon with the pod ready, shared by the tests of this file; the last test to finish
+/// deletes the pod and stops the daemon.
+struct Fixture {
+    pod: String,
+    daemon: Daemon,
+}
+
+/// The fixture while any test holds it. `Daemon` is not `Sync`: each kubectl command is built
+/// under the fixture's lock, then run without it.
+#[derive(Default)]
+struct Shared {
+    fixture: Option<Arc<Mutex<Fixture>>>,
+    leases: usize,
+}
+
+static SHARED: OnceLock<Mutex<Shared>> = OnceLock::new();
+
+fn shared() -> std::sync::MutexGuard<'static, Shared> {
+    SHARED.get_or_init(Mutex::default).lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A test's hold on the fixture.
+struct Lease {
+    fixture: Arc<Mutex<Fixture>>,
+    pod: String,
+}
+
+impl Lease {
+    fn take() -> Lease {
+        let mut shared = shared();
+        let fixture = shared.fixture.get_or_insert_with(|| Arc::new(Mutex::new(Fixture::start()))).clone();
+        shared.leases += 1;
+        let pod = fixture.lock().unwrap_or_else(|e| e.into_inner()).pod.clone();
+        Lease { fixture, pod }
+    }
+
+    fn command(&self, client: &Client, args: &[&str]) -> Command {
+        let fixture = self.fixture.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cmd = fixture.daemon.kubectl_cmd(client.version, args);
+        cmd.envs(client.env.iter().copied());
+        cmd
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let mut shared = shared();
+        shared.leases -= 1;
+        if shared.leases == 0 {
+            shared.fixture = None;
+        }
+    }
+}
+
+impl Fixture {
+    fn start() -> Fixture {
+        let daemon = Daemon::start();
+        let pod = pod_name("streaming");
+        let manifest = std::env::temp_dir().join(format!("{pod}.json"));
+        std::fs::write(&manifest, pod_manifest(&pod)).unwrap();
+        daemon.ok(&["create", "--validate=false", "-f", &manifest.to_string_lossy()]);
+        std::fs::remove_file(&manifest).unwrap();
+        let jsonpath = "jsonpath={.status.phase} {.status.containerStatuses[*].ready}";
+        daemon.wait_for(&["get", "pod", &pod, "-o", jsonpath], START_LIMIT, |s| s == "Running true true true");
+        Fixture { pod, daemon }
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        // Not forced: kubectl waits until the node has stopped the pod's containers and sandbox
+        // and the object is gone, so that stopping the daemon next leaves nothing running.
+        let delete = ["delete", "pod", &self.pod, "--grace-period=1", "--timeout=60s"];
+        let _ = self.daemon.kubectl(None, &delete);
+    }
+}
+
+/// One kubectl: a version and the environment that chooses its protocol.
+#[derive(Clone, Debug)]
+struct Client {
+    name: &'static str,
+    /// As `Daemon::kubectl_cmd` takes it: None for the machine's default (1.32).
+    version: Option<&'static str>,
+    env: &'static [(&'static str, &'static str)],
+}
+
+impl Client {
+    /// kubectl 1.32: WebSocket first for exec, attach, cp and port-forward.
+    const WEBSOCKET_FIRST: Client = Client { name: "kubectl 1.32 (WebSocket first)", version: None, env: &[] };
+    /// kubectl 1.32 told to speak SPDY only.
+    const SPDY_ONLY: Client = Client {
+        name: "kubectl 1.32 (SPDY only)",
+        version: None,
+        env: &[("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "false"), ("KUBECTL_PORT_FORWARD_WEBSOCKETS", "false")],
+    };
+    /// kubectl 1.27, which speaks SPDY only.
+    const OLD: Client = Client { name: "kubectl 1.27", version: Some("1.27"), env: &[] };
+
+    fn all() -> [Client; 3] {
+        [Client::WEBSOCKET_FIRST, Client::SPDY_ONLY, Client::OLD]
+    }
+
+    fn run(&self, l: &Lease, args: &[&str], stdin: Option<&[u8]>) -> Ran {
+        let mut cmd = l.command(self, args);
+        bounded(format!("{} {args:?}", self.name), &mut cmd, stdin)
+    }
+
+    /// kubectl with a terminal: `script` runs it on a pseudo-terminal.
+    fn run_on_tty(&self, l: &Lease, args: &[&str]) -> Ran {
+        let kubectl = l.command(self, args);
+        let quote = |a: &OsStr| format!("'{}'", a.to_string_lossy().replace('\'', r"'\''"));
+        let line = std::iter::once(kubectl.get_program()).chain(kubectl.get_args()).map(quote).collect::<Vec<_>>();
+        let mut script = Command::new("script");
+        script.args(["-qec", &line.join(" "), "/dev/null"]);
+        for (k, v) in kubectl.get_envs() {
+            match v {
+                Some(v) => script.env(k, v),
+                None => script.env_remove(k),
+            };
+        }
+        bounded(format!("{} on a tty {args:?}", self.name), &mut script, None)
+    }
+
+    /// A kubectl that runs until the test is done with it (attach, port-forward).
+    fn start(&self, l: &Lease, args: &[&str]) -> Background {
+        let mut child = l
+            .command(self, args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting kubectl");
+        let stdout = Arc::new(Mutex::new(Vec::new()));
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        collect(child.stdout.take().unwrap(), stdout.clone());
+        collect(child.stderr.take().unwrap(), stderr.clone());
+        Background { what: format!("{} {args:?}", self.name), child, stdout, stderr }
+    }
+}
+
+/// Runs `cmd` to its end, feeding it `stdin` (then closing it); kills it and fails the test
+/// when it runs longer than [`KUBECTL_LIMIT`].
+fn bounded(what: String, cmd: &mut Command, stdin: Option<&[u8]>) -> Ran {
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("starting kubectl");
+    if let Some(bytes) = stdin {
+        // Dropping the pipe after writing closes the command's stdin.
+        child.stdin.take().unwrap().write_all(bytes).unwrap();
+    }
+    let pid = child.id();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    match rx.recv_timeout(KUBECTL_LIMIT) {
+        Ok(output) => Ran { what, output: output.unwrap() },
+        Err(_) => {
+            // SAFETY: kill(2) on our own child, not yet reaped: its waiter has not returned.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            panic!("{what} still ran after {KUBECTL_LIMIT:?}; killed it");
+        }
+    }
+}
+
+fn collect(mut from: impl Read + Send + 'static, into: Arc<Mutex<Vec<u8>>>) {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            into.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+}
+
+/// A finished kubectl.
+struct Ran {
+    what: String,
+    output: Output,
+}
+
+impl Ran {
+    fn stdout_text(&self) -> String {
+        text(&self.output.stdout)
+    }
+
+    fn stderr_text(&self) -> String {
+        text(&self.output.stderr)
+    }
+
+    fn code(&self) -> Option<i32> {
+        self.output.status.code()
+    }
+
+    fn context(&self) -> String {
+        format!(
+            "{}: exit {:?}\nstdout:\n{}\nstderr:\n{}",
+            self.what,
+            self.code(),
+            self.stdout_text(),
+            self.stderr_text()
+        )
+    }
+
+    fn success(&self) -> &Self {
+        assert_eq!(self.code(), Some(0), "{}", self.context());
+        self
+    }
+}
+
+/// A kubectl still running; killed when dropped.
+struct Background {
+    what: String,
+    child: Child,
+    stdout: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Background {
+    /// Waits until stdout contains `needle`; panics with the output when kubectl exits first
+    /// or `limit` passes.
+    fn wait_for_stdout(&mut self, needle: &str, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let out = text(&self.stdout.lock().unwrap());
+            if out.contains(needle) {
+                return out;
+            }
+            let exited = self.child.try_wait().unwrap();
+            if exited.is_some() || Instant::now() >= deadline {
+                panic!(
+                    "{}: no {needle:?} on stdout (exit {exited:?})\nstdout:\n{out}\nstderr:\n{}",
+                    self.what,
+                    text(&self.stderr.lock().unwrap())
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn exec_runs_a_command_and_carries_stdin_to_its_end() {
+    let l = Lease::take();
+    for client in Client::all() {
+        let out = client.run(&l, &["exec", &l.pod, "-c", "shell", "--", "echo", "hi"], None);
+        out.success();
+        assert_eq!(out.stdout_text(), "hi\n", "{}", out.context());
+
+        // stdin's end reaches the command: `cat` ends and the script goes on.
+        let args = ["exec", "-i", &l.pod, "-c", "shell", "--", "sh", "-c", "cat; echo done"];
+        let out = client.run(&l, &args, Some(b"abc\nxyz\n"));
+        out.success();
+        assert_eq!(out.stdout_text(), "abc\nxyz\ndone\n", "{}", out.context());
+
+        // stderr stays apart from stdout.
+        let out = client.run(&l, &["exec", &l.pod, "-c", "shell", "--", "sh", "-c", "echo out; echo err >&2"], None);
+        out.success();
+        assert_eq!((out.stdout_text().as_str(), out.stderr_text().as_str()), ("out\n", "err\n"), "{}", out.context());
+    }
+}
+
+#[test]
+fn exec_exit_codes_reach_kubectl() {
+    let l = Lease::take();
+    for client in Client::all() {
+        let out = client.run(&l, &["exec", &l.pod, "-c", "shell", "--", "sh", "-c", "exit 3"], None);
+        assert_eq!(out.code(), Some(3), "{}", out.context());
+        assert!(out.stderr_text().contains("command terminated with exit code 3"), "{}", out.context());
+    }
+}
+
+#[test]
+fn exec_with_a_tty() {
+    let l = Lease::take();
+    for client in Client::all() {
+        let args = ["exec", "-it", &l.pod, "-c", "shell", "--", "sh", "-c", "tty; test -t 0 && echo stdin-is-a-tty"];
+        let out = client.run_on_tty(&l, &args);
+        out.success();
+        let text = out.stdout_text();
+        assert!(text.contains("/dev/pts/"), "{}", out.context());
+        assert!(text.contains("stdin-is-a-tty"), "{}", out.context());
+    }
+}
+
+#[test]
+fn cp_copies_a_file_in_and_out() {
+    let l = Lease::take();
+    let dir = std::env::temp_dir().join(format!("podwright-cp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, client) in Client::all().iter().enumerate() {
+        let content = format!("copied by {}\n{}\n", client.name, "x".repeat(100_000));
+        let local_in = dir.join(format!("in-{i}.txt"));
+        let local_out = dir.join(format!("out-{i}.txt"));
+        std::fs::write(&local_in, &content).unwrap();
+        let remote = format!("{}:/tmp/cp-{i}.txt", l.pod);
+        client.run(&l, &["cp", "-c", "shell", &path(&local_in), &remote], None).success();
+        let out = client.run(&l, &["exec", &l.pod, "-c", "shell", "--", "cat", &format!("/tmp/cp-{i}.txt")], None);
+        assert_eq!(out.success().stdout_text(), content, "{}", out.context());
+        client.run(&l, &["cp", "-c", "shell", &remote, &path(&local_out)], None).success();
+        assert_eq!(std::fs::read_to_string(&local_out).unwrap(), content);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn path(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// podwright refuses `stdin` and `tty` on containers (crates/api honoured_fields), so attach
+/// follows the output of a container that has neither.
+#[test]
+fn attach_follows_a_running_containers_output() {
+    let l = Lease::take();
+    for client in Client::all() {
+        let mut attached = client.start(&l, &["attach", &l.pod, "-c", "ticker"]);
+        let first = attached.wait_for_stdout("tick ", Duration::from_secs(30));
+        // Lines that were written after the attach began: the stream is live.
+        let n: u64 = first.lines().find_map(|l| l.strip_prefix("tick ")?.parse().ok()).unwrap();
+        attached.wait_for_stdout(&format!("tick {}", n + 1), Duration::from_secs(30));
+    }
+}
+
+#[test]
+fn port_forward_reaches_a_port_in_the_pod() {
+    let l = Lease::take();
+    for client in Client::all() {
+        let mut forward = client.start(&l, &["port-forward", &l.pod, ":8080"]);
+        let text = forward.wait_for_stdout(" -> 8080", Duration::from_secs(30));
+        let port: u16 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Forwarding from 127.0.0.1:")?.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{}: no local port in {text:?}", client.name));
+        // Two connections: each is a stream of its own in the one forwarded session.
+        for _ in 0..2 {
+            let page = http_get(port);
+            assert!(page.starts_with("HTTP/1.") && page.contains("hello from httpd"), "{}: {page}", client.name);
+        }
+    }
+}
+
+fn http_get(port: u16) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(b"GET /index.html HTTP/1.0\r\nHost: localhost\r\n\r\n").unwrap();
+    let mut page = String::new();
+    s.read_to_string(&mut page).unwrap();
+    page
+}
+
+#[test]
+fn refusals_read_as_the_kubelets() {
+    let l = Lease::take();
+    for client in Client::all() {
+        let out = client.run(&l, &["exec", &l.pod, "-c", "nope", "--", "true"], None);
+        assert_eq!(out.code(), Some(1), "{}", out.context());
+        let expected = format!("Error from server (BadRequest): container nope is not valid for pod {}", l.pod);
+        assert!(out.stderr_text().contains(&expected), "{}", out.context());
+    }
+}
