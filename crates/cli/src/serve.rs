@@ -4,7 +4,9 @@
 
 use crate::{RuntimeArgs, exit, run};
 use podwright_node::Node;
+use podwright_node::cri::dns::{ClusterDns, DEFAULT_CLUSTER_DOMAIN, ResolvConf};
 use podwright_runtime::Clock;
+use podwright_server::dns::{DnsServer, DnsSockets, upstream::Upstream};
 use podwright_server::{ApiServer, ServerConfig};
 use serde::Deserialize;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -16,8 +18,8 @@ use tokio::signal::unix::{SignalKind, signal};
 pub struct ServeArgs {
     #[command(flatten)]
     pub runtime: RuntimeArgs,
-    /// A KubeletConfiguration-style YAML file (address, port, containerLogMaxSize,
-    /// containerLogMaxFiles); flags override it.
+    /// A KubeletConfiguration-style YAML file (address, port, clusterDNS, clusterDomain);
+    /// flags override it.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// The address to serve the API on (default 127.0.0.1).
@@ -41,6 +43,10 @@ pub struct ServeConfig {
     port: Option<u16>,
     container_log_max_size: Option<String>,
     container_log_max_files: Option<u32>,
+    /// The DNS servers pods ask; without it podwright serves cluster DNS itself.
+    #[serde(rename = "clusterDNS")]
+    cluster_dns: Option<Vec<IpAddr>>,
+    cluster_domain: Option<String>,
 }
 
 fn read_config(path: &Path) -> Result<ServeConfig, String> {
@@ -53,7 +59,61 @@ fn read_config(path: &Path) -> Result<ServeConfig, String> {
         ));
     }
     let _ = &c.api_version;
+    if c.cluster_dns.as_ref().is_none_or(Vec::is_empty) && c.cluster_domain().is_empty() {
+        return Err(format!(
+            "{}: clusterDomain: Required value: podwright serves cluster DNS for it unless clusterDNS is given",
+            path.display()
+        ));
+    }
     Ok(c)
+}
+
+impl ServeConfig {
+    /// Without a trailing dot; `cluster.local` unless given.
+    fn cluster_domain(&self) -> &str {
+        self.cluster_domain.as_deref().unwrap_or(DEFAULT_CLUSTER_DOMAIN).trim_end_matches('.')
+    }
+}
+
+/// The host's resolver configuration: the search domains pods add after the cluster's, and
+/// where podwright's cluster DNS sends other names.
+const HOST_RESOLV_CONF: &str = "/etc/resolv.conf";
+
+/// The cluster DNS pods are told to use: the configured servers, or podwright's own.
+///
+/// podwright's own answers on the pod bridge's gateway address, port 53 (resolv.conf has no
+/// port): every pod reaches it through its default route whatever its IP, and nothing is
+/// opened on the host's other interfaces, as a wildcard 0.0.0.0:53 would. The bridge gets
+/// that address only with the first sandbox, so the sockets are bound with IP_FREEBIND and
+/// work from then on. Only one node on a machine can have it; a second one (or another DNS
+/// server there) leaves its pods the host's resolv.conf, as a kubelet without cluster DNS,
+/// and says so.
+fn cluster_dns(config: &ServeConfig, api: &ApiServer) -> Option<ClusterDns> {
+    let host = ResolvConf::read(Path::new(HOST_RESOLV_CONF)).unwrap_or_else(|e| {
+        tracing::warn!("{HOST_RESOLV_CONF}: {e}; pods search only the cluster domains");
+        ResolvConf::default()
+    });
+    let domain = config.cluster_domain().to_string();
+    if let Some(servers) = config.cluster_dns.clone().filter(|s| !s.is_empty()) {
+        return Some(ClusterDns { servers, domain, host });
+    }
+    let gateway = IpAddr::V4(podwright_containerd::POD_GATEWAY);
+    let sockets = match DnsSockets::bind(SocketAddr::new(gateway, 53)) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "podwright: cannot serve cluster DNS on {gateway}:53: {e}; pods get the host's resolv.conf (give clusterDNS in --config to use another server)"
+            );
+            return None;
+        }
+    };
+    let server = DnsServer::new(api, &domain, Upstream::from_resolv_conf(&host, gateway));
+    tokio::spawn(async move {
+        if let Err(e) = server.serve(sockets).await {
+            eprintln!("podwright: cluster DNS stopped: {e}");
+        }
+    });
+    Some(ClusterDns { servers: vec![gateway], domain, host })
 }
 
 /// The kubelet's node name: the host name in lower case.
@@ -120,9 +180,11 @@ pub async fn serve(args: ServeArgs) -> u8 {
     let node_name = args.hostname_override.map(|h| h.to_lowercase()).unwrap_or_else(host_name);
     let clock = Clock::new();
     let (api, feed) = ApiServer::new(ServerConfig { node_name, root: root.clone() }, clock);
-    let workers = Arc::new(
-        Node::new(Arc::new(runtime), &root).clock(clock).events(api.event_sink()).status(api.status_sink()).build(),
-    );
+    let mut node = Node::new(Arc::new(runtime), &root).clock(clock).events(api.event_sink()).status(api.status_sink());
+    if let Some(dns) = cluster_dns(&config, &api) {
+        node = node.cluster_dns(dns);
+    }
+    let workers = Arc::new(node.build());
     let kubeconfig = kubeconfig_path(&root);
     if let Err(e) = std::fs::write(&kubeconfig, kubeconfig_text(addr)) {
         eprintln!("podwright: {}: {e}", kubeconfig.display());
@@ -177,6 +239,11 @@ mod tests {
         assert_eq!(read_config(&f).unwrap().port, Some(7000));
         std::fs::write(&f, "kind: KubeletConfiguration\nmaxPods: 3\n").unwrap();
         assert!(read_config(&f).unwrap_err().contains("unknown field `maxPods`"));
+        std::fs::write(&f, "clusterDNS: [10.96.0.10]\nclusterDomain: k8s.test.\n").unwrap();
+        let c = read_config(&f).unwrap();
+        assert_eq!((c.cluster_dns.as_deref(), c.cluster_domain()), (Some(&["10.96.0.10".parse().unwrap()][..]), "k8s.test"));
+        std::fs::write(&f, "clusterDomain: \"\"\n").unwrap();
+        assert!(read_config(&f).unwrap_err().contains("clusterDomain: Required value"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
