@@ -3,9 +3,12 @@
 //! SIGTERM stops the daemon and leaves the pods running (they are the runtime's).
 
 use crate::{RuntimeArgs, exit, run};
+use podwright_api::quantity::Quantity;
 use podwright_node::Node;
 use podwright_node::cri::dns::{ClusterDns, DEFAULT_CLUSTER_DOMAIN, ResolvConf};
+use podwright_node::log_rotation::{self, LogPolicy};
 use podwright_runtime::Clock;
+use podwright_runtime::Runtime;
 use podwright_server::dns::{DnsServer, DnsSockets, upstream::Upstream};
 use podwright_server::{ApiServer, ServerConfig};
 use serde::Deserialize;
@@ -18,8 +21,8 @@ use tokio::signal::unix::{SignalKind, signal};
 pub struct ServeArgs {
     #[command(flatten)]
     pub runtime: RuntimeArgs,
-    /// A KubeletConfiguration-style YAML file (address, port, clusterDNS, clusterDomain);
-    /// flags override it.
+    /// A KubeletConfiguration-style YAML file (address, port, containerLogMaxSize,
+    /// containerLogMaxFiles, clusterDNS, clusterDomain); flags override it.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// The address to serve the API on (default 127.0.0.1).
@@ -116,6 +119,25 @@ fn cluster_dns(config: &ServeConfig, api: &ApiServer) -> Option<ClusterDns> {
     Some(ClusterDns { servers: vec![gateway], domain, host })
 }
 
+/// `containerLogMaxSize` (a quantity such as `10Mi`) and `containerLogMaxFiles` (at least 2).
+fn log_policy(c: &ServeConfig) -> Result<LogPolicy, String> {
+    let mut policy = LogPolicy::default();
+    if let Some(size) = &c.container_log_max_size {
+        let q = Quantity::parse(size).map_err(|e| format!("containerLogMaxSize: Invalid value: {size:?}: {e}"))?;
+        policy.max_size = u64::try_from(q.value())
+            .ok()
+            .filter(|v| *v > 0)
+            .ok_or_else(|| format!("containerLogMaxSize: Invalid value: {size:?}: must be greater than 0"))?;
+    }
+    if let Some(files) = c.container_log_max_files {
+        if files < 2 {
+            return Err(format!("containerLogMaxFiles: Invalid value: {files}: must be greater than 1"));
+        }
+        policy.max_files = files as usize;
+    }
+    Ok(policy)
+}
+
 /// The kubelet's node name: the host name in lower case.
 fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -123,6 +145,14 @@ fn host_name() -> String {
         .ok()
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".to_string())
+}
+
+/// The address the host reaches the network from (the kubelet's node InternalIP): the source
+/// address of the default route, found without sending anything.
+fn host_ip() -> Option<String> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("8.8.8.8:53").ok()?;
+    Some(socket.local_addr().ok()?.ip().to_string()).filter(|ip| ip != "0.0.0.0")
 }
 
 /// The kubeconfig that points kubectl at this daemon.
@@ -154,10 +184,13 @@ pub async fn serve(args: ServeArgs) -> u8 {
         );
         return exit::INVALID;
     }
-    if config.container_log_max_size.is_some() || config.container_log_max_files.is_some() {
-        eprintln!("podwright: containerLogMaxSize/containerLogMaxFiles: not supported by podwright yet");
-        return exit::INVALID;
-    }
+    let log_policy = match log_policy(&config) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("podwright: {e}");
+            return exit::INVALID;
+        }
+    };
     let root = args.runtime.root_dir.clone();
     if let Err(e) = std::fs::create_dir_all(&root) {
         eprintln!("podwright: {}: {e}", root.display());
@@ -179,8 +212,10 @@ pub async fn serve(args: ServeArgs) -> u8 {
     };
     let node_name = args.hostname_override.map(|h| h.to_lowercase()).unwrap_or_else(host_name);
     let clock = Clock::new();
-    let (api, feed) = ApiServer::new(ServerConfig { node_name, root: root.clone() }, clock);
-    let mut node = Node::new(Arc::new(runtime), &root).clock(clock).events(api.event_sink()).status(api.status_sink());
+    let (api, feed) = ApiServer::new(ServerConfig { node_name, root: root.clone(), host_ip: host_ip() }, clock);
+    let runtime: Arc<dyn Runtime> = Arc::new(runtime);
+    tokio::spawn(log_rotation::rotate_logs(runtime.clone(), clock, log_policy));
+    let mut node = Node::new(runtime, &root).clock(clock).events(api.event_sink()).status(api.status_sink());
     if let Some(dns) = cluster_dns(&config, &api) {
         node = node.cluster_dns(dns);
     }
@@ -241,7 +276,10 @@ mod tests {
         assert!(read_config(&f).unwrap_err().contains("unknown field `maxPods`"));
         std::fs::write(&f, "clusterDNS: [10.96.0.10]\nclusterDomain: k8s.test.\n").unwrap();
         let c = read_config(&f).unwrap();
-        assert_eq!((c.cluster_dns.as_deref(), c.cluster_domain()), (Some(&["10.96.0.10".parse().unwrap()][..]), "k8s.test"));
+        assert_eq!(
+            (c.cluster_dns.as_deref(), c.cluster_domain()),
+            (Some(&["10.96.0.10".parse().unwrap()][..]), "k8s.test")
+        );
         std::fs::write(&f, "clusterDomain: \"\"\n").unwrap();
         assert!(read_config(&f).unwrap_err().contains("clusterDomain: Required value"));
         std::fs::remove_dir_all(&dir).unwrap();

@@ -9,6 +9,7 @@ pub mod dispatch;
 pub mod events;
 pub mod executor;
 pub mod layout;
+pub mod log_rotation;
 pub mod logs;
 pub mod node;
 pub mod pod_workers;

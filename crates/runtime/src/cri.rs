@@ -421,6 +421,15 @@ impl RuntimeService for CriRuntime {
         Ok(ExecResult { exit_code: resp.exit_code, stdout: resp.stdout, stderr: resp.stderr })
     }
 
+    async fn reopen_container_log(&self, container_id: &str) -> RuntimeResult<()> {
+        let req = cri_api::ReopenContainerLogRequest { container_id: container_id.to_string() };
+        self.rt()
+            .reopen_container_log(timed(req, DEFAULT_REQUEST_TIMEOUT))
+            .await
+            .map_err(|s| self.err("ReopenContainerLog", s))?;
+        Ok(())
+    }
+
     fn subscribe(&self) -> broadcast::Receiver<RuntimeEvent> {
         self.events.subscribe()
     }

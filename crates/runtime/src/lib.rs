@@ -62,6 +62,11 @@ pub trait RuntimeService: Send + Sync {
     /// Full statuses of the containers whose labels include every pair of `labels`.
     async fn list_containers(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<ContainerInfo>>;
     async fn exec_sync(&self, container_id: &str, cmd: &[String], timeout: Duration) -> RuntimeResult<ExecResult>;
+    /// Makes the runtime write a running container's output to a new file at its log path,
+    /// after the old file was moved away (log rotation).
+    async fn reopen_container_log(&self, container_id: &str) -> RuntimeResult<()> {
+        Err(RuntimeError::Unimplemented(format!("ReopenContainerLog {container_id}")))
+    }
     /// Container start/exit events as they happen. Events can be missed (reconnects): callers
     /// pair this with a status check after acting and a slow relist.
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<RuntimeEvent>;

@@ -116,7 +116,7 @@ pub fn prepare_create(
             obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = obj["metadata"]["name"].clone();
         }
         Resource::Secrets => {
-            if obj.get("type").is_none_or(Value::is_null) {
+            if obj.get("type").and_then(Value::as_str).is_none_or(str::is_empty) {
                 obj["type"] = json!("Opaque");
             }
             fold_string_data(&mut obj);

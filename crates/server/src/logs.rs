@@ -198,7 +198,7 @@ fn render(time: &str, msg: &[u8], o: &Options, out: &mut Vec<u8>) -> bool {
         return false;
     }
     if o.timestamps {
-        let shown = ts.map(|t| t.strftime("%Y-%m-%dT%H:%M:%S.%fZ").to_string()).unwrap_or_else(|| time.to_string());
+        let shown = ts.map(|t| t.strftime("%Y-%m-%dT%H:%M:%S.%9fZ").to_string()).unwrap_or_else(|| time.to_string());
         out.extend_from_slice(shown.as_bytes());
         out.push(b' ');
     }

@@ -100,6 +100,7 @@ impl NodeLink {
 pub struct StoreStatus {
     pub store: Arc<Store>,
     pub link: Arc<NodeLink>,
+    pub host_ip: Option<String>,
 }
 
 impl StatusSink for StoreStatus {
@@ -107,7 +108,11 @@ impl StatusSink for StoreStatus {
         let Some(uid) = update.spec.metadata.uid.as_deref() else { return };
         let Some((ns, name)) = self.store.pod_by_uid(uid) else { return };
         if let Some(status) = &update.status {
-            let status = serde_json::to_value(status.as_ref()).unwrap_or(Value::Null);
+            let mut status = serde_json::to_value(status.as_ref()).unwrap_or(Value::Null);
+            if let Some(ip) = &self.host_ip {
+                status["hostIP"] = json!(ip);
+                status["hostIPs"] = json!([{"ip": ip}]);
+            }
             let written = self.store.update(Resource::Pods, &ns, &name, |old| {
                 // A pod of the same name but another uid is not this worker's.
                 if meta_str(old, "uid") != Some(uid) {

@@ -1,37 +1,18 @@
-//! PATCH bodies applied to a stored object, by the request's Content-Type.
+//! PATCH bodies applied to a stored object, by the request's Content-Type: JSON patch, merge
+//! patch, or strategic merge patch with the core/v1 patch-merge keys (podwright-patch).
 
 use crate::errors::{ApiError, ApiResult};
+use podwright_patch::{CoreV1Schema, PatchType};
 use serde_json::Value;
 
-/// The patched object.
+/// The patched object, or the API server's error for the patch.
 pub fn apply(original: &Value, body: &[u8], content_type: &str) -> ApiResult<Value> {
-    let ty = content_type.split(';').next().unwrap_or_default().trim();
-    let patch: Value =
-        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-    match ty {
-        "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
-            let mut out = original.clone();
-            merge(&mut out, &patch);
-            Ok(out)
-        }
-        other => Err(ApiError::unsupported_media_type(other)),
-    }
-}
-
-fn merge(target: &mut Value, patch: &Value) {
-    let Value::Object(p) = patch else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Default::default());
-    }
-    let t = target.as_object_mut().expect("made an object above");
-    for (k, v) in p {
-        if v.is_null() {
-            t.remove(k);
-        } else {
-            merge(t.entry(k.clone()).or_insert(Value::Null), v);
-        }
-    }
+    let ty =
+        PatchType::from_content_type(content_type).ok_or_else(|| ApiError::unsupported_media_type(content_type))?;
+    podwright_patch::apply(original, body, ty, &CoreV1Schema).map_err(|e| ApiError {
+        code: e.code(),
+        reason: e.reason(),
+        message: e.to_string(),
+        details: None,
+    })
 }

@@ -1,6 +1,7 @@
 //! The protobuf bodies kubectl 1.32+ sends for `create configmap` and `create secret`
 //! (client-go's typed clients default to protobuf): `k8s\0` and a `runtime.Unknown` whose raw
-//! bytes are the object (kubernetes/api `core/v1/generated.proto`). Decoded into the JSON
+//! bytes are the object (kubernetes/api `core/v1/generated.proto`); `create namespace` too.
+//! Decoded into the JSON
 //! the rest of the API works with; other kinds answer 415, as kubectl then says.
 
 use crate::errors::{ApiError, ApiResult};
@@ -60,6 +61,13 @@ fn bytes_of(msg: &[u8], number: u32) -> Option<&[u8]> {
     })
 }
 
+/// Empty strings are how proto2 writes unset optional fields kubectl fills with Go's zero value.
+fn set_text(obj: &mut Value, field: &str, b: Option<&[u8]>) {
+    if let Some(b) = b.filter(|b| !b.is_empty()) {
+        obj[field] = text(b);
+    }
+}
+
 fn text(b: &[u8]) -> Value {
     Value::String(String::from_utf8_lossy(b).into_owned())
 }
@@ -82,9 +90,7 @@ fn map(msg: &[u8], number: u32, value: impl Fn(&[u8]) -> Value) -> Option<Value>
 fn object_meta(msg: &[u8]) -> Value {
     let mut meta = json!({});
     for (field, n) in [("name", 1), ("generateName", 2), ("namespace", 3)] {
-        if let Some(b) = bytes_of(msg, n) {
-            meta[field] = text(b);
-        }
+        set_text(&mut meta, field, bytes_of(msg, n));
     }
     for (field, n) in [("labels", 11), ("annotations", 12)] {
         if let Some(m) = map(msg, n, text) {
@@ -126,9 +132,7 @@ fn decode(resource: Resource, body: &[u8]) -> Option<Value> {
             if let Some(d) = map(raw, 2, b64) {
                 obj["data"] = d;
             }
-            if let Some(t) = bytes_of(raw, 3) {
-                obj["type"] = text(t);
-            }
+            set_text(&mut obj, "type", bytes_of(raw, 3));
             if let Some(d) = map(raw, 4, text) {
                 obj["stringData"] = d;
             }
@@ -136,6 +140,8 @@ fn decode(resource: Resource, body: &[u8]) -> Option<Value> {
                 obj["immutable"] = json!(i);
             }
         }
+        // Nothing but metadata matters in a new namespace.
+        Resource::Namespaces => {}
         _ => return None,
     }
     Some(obj)
@@ -177,11 +183,13 @@ mod tests {
     #[test]
     fn secret_data_comes_out_base64() {
         let entry = [field(1, b"p"), field(2, b"hi")].concat();
-        let raw = [field(1, &field(1, b"s")), field(2, &entry), field(3, b"Opaque")].concat();
+        let meta = [field(1, b"s"), field(2, b"")].concat();
+        let raw = [field(1, &meta), field(2, &entry), field(3, b"Opaque")].concat();
         let body = [MAGIC.to_vec(), field(2, &raw)].concat();
         let obj = decode(Resource::Secrets, &body).unwrap();
         assert_eq!(obj["data"]["p"], "aGk=");
         assert_eq!(obj["type"], "Opaque");
+        assert_eq!(obj["metadata"], json!({"name": "s"}));
         assert!(decode(Resource::Pods, &body).is_none());
     }
 }

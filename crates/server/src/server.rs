@@ -24,6 +24,8 @@ pub struct ServerConfig {
     pub node_name: String,
     /// podwright's root directory, where the pods' logs are.
     pub root: PathBuf,
+    /// The node's address, reported as every pod's `status.hostIP`.
+    pub host_ip: Option<String>,
 }
 
 struct Shared {
@@ -77,7 +79,11 @@ impl ApiServer {
 
     /// Where pod statuses go: into the store.
     pub fn status_sink(&self) -> Arc<StoreStatus> {
-        Arc::new(StoreStatus { store: self.0.store.clone(), link: self.0.link.clone() })
+        Arc::new(StoreStatus {
+            store: self.0.store.clone(),
+            link: self.0.link.clone(),
+            host_ip: self.0.config.host_ip.clone(),
+        })
     }
 
     /// Where events go: Event objects in the store.

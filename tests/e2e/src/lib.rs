@@ -14,6 +14,8 @@
 // The harness runs the real binary against a real containerd: real timeouts.
 #![allow(clippy::disallowed_methods)]
 
+pub mod serve;
+
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

@@ -166,7 +166,10 @@ mod tests {
             let config = dns.config.unwrap();
             assert_eq!(config.servers, ["10.89.0.1"]);
             // The host's cluster.local is a duplicate and goes; the host's options do not apply.
-            assert_eq!(config.searches, ["shop.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example"]);
+            assert_eq!(
+                config.searches,
+                ["shop.svc.cluster.local", "svc.cluster.local", "cluster.local", "corp.example"]
+            );
             assert_eq!(config.options, ["ndots:5"]);
             assert!(dns.warnings.is_empty());
         }

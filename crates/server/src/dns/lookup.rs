@@ -93,7 +93,11 @@ mod tests {
             name: name.into(),
             cluster_ip: ip.map(|i| i.parse().unwrap()),
         };
-        vec![svc("default", "myservice", Some("10.96.0.10")), svc("shop", "mydb", Some("10.96.0.11")), svc("shop", "headless", None)]
+        vec![
+            svc("default", "myservice", Some("10.96.0.10")),
+            svc("shop", "mydb", Some("10.96.0.11")),
+            svc("shop", "headless", None),
+        ]
     }
 
     fn ask(name: &str, qtype: u16) -> Lookup {
@@ -160,8 +164,10 @@ mod tests {
 
     #[test]
     fn reads_stored_services() {
-        let obj = serde_json::json!({"metadata": {"name": "mydb", "namespace": "shop"}, "spec": {"clusterIP": "10.96.0.11"}});
-        let headless = serde_json::json!({"metadata": {"name": "h", "namespace": "shop"}, "spec": {"clusterIP": "None"}});
+        let obj =
+            serde_json::json!({"metadata": {"name": "mydb", "namespace": "shop"}, "spec": {"clusterIP": "10.96.0.11"}});
+        let headless =
+            serde_json::json!({"metadata": {"name": "h", "namespace": "shop"}, "spec": {"clusterIP": "None"}});
         let record = ServiceRecord::from_object(&obj).unwrap();
         assert_eq!((record.namespace.as_str(), record.name.as_str()), ("shop", "mydb"));
         assert_eq!(record.cluster_ip, Some("10.96.0.11".parse().unwrap()));

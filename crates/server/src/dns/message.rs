@@ -126,7 +126,14 @@ fn response_flags(request_flags: u16, authoritative: bool, rcode: Rcode) -> u16 
 
 /// The response to `query` (read from `msg`): its question, then an A record with `ttl` for
 /// each address. `authoritative` for names of the cluster domain, which this server owns.
-pub fn response(msg: &[u8], query: &Query, rcode: Rcode, authoritative: bool, answers: &[Ipv4Addr], ttl: u32) -> Vec<u8> {
+pub fn response(
+    msg: &[u8],
+    query: &Query,
+    rcode: Rcode,
+    authoritative: bool,
+    answers: &[Ipv4Addr],
+    ttl: u32,
+) -> Vec<u8> {
     let ancount = u16::try_from(answers.len()).unwrap_or(u16::MAX);
     let mut out = header(query.id, response_flags(query.flags, authoritative, rcode), 1, ancount);
     out.extend_from_slice(&msg[HEADER_LEN..query.question_end]);

@@ -190,9 +190,13 @@ mod tests {
     const AAAA: u16 = 28;
 
     fn server() -> (ApiServer, Arc<DnsServer>) {
-        let (api, _feed) = ApiServer::new(ServerConfig { node_name: "n".into(), root: "/nonexistent".into() }, Clock::new());
+        let (api, _feed) = ApiServer::new(
+            ServerConfig { node_name: "n".into(), root: "/nonexistent".into(), host_ip: None },
+            Clock::new(),
+        );
         // No host nameservers: forwarded names get SERVFAIL at once.
-        let dns = DnsServer::new(&api, "cluster.local", Upstream::from_resolv_conf(&ResolvConf::default(), [0; 4].into()));
+        let dns =
+            DnsServer::new(&api, "cluster.local", Upstream::from_resolv_conf(&ResolvConf::default(), [0; 4].into()));
         (api, dns)
     }
 

@@ -1,0 +1,171 @@
+//! `podwright serve` for the tests: a daemon on a free loopback port with a fresh root
+//! directory, on the suite's containerd (`PODWRIGHT_CRI_ENDPOINT`, else the embedded one under
+//! the test root), driven with the machine's kubectl. Dropping it deletes every pod it runs
+//! (at once) and stops it.
+
+use crate::{Running, binary, test_root};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+static DAEMONS: AtomicUsize = AtomicUsize::new(0);
+
+/// Debian's kubectl 1.20 as scripts/setup unpacks it.
+pub const KUBECTL_1_20: &str = "/opt/kubectl-1.20/usr/bin/kubectl";
+
+pub struct Daemon {
+    pub port: u16,
+    pub root: PathBuf,
+    /// kubectl's home (its discovery and HTTP caches), fresh for each daemon.
+    pub home: PathBuf,
+    process: Option<Running>,
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    l.local_addr().expect("bound").port()
+}
+
+impl Daemon {
+    /// Starts a daemon and waits until its API answers.
+    pub fn start() -> Daemon {
+        Self::start_with(&[])
+    }
+
+    /// Starts a daemon with extra `serve` arguments.
+    pub fn start_with(extra: &[&str]) -> Daemon {
+        let n = DAEMONS.fetch_add(1, Ordering::SeqCst);
+        let base = test_root();
+        let root = PathBuf::from(format!("{}-serve-{}-{n}", base.display(), std::process::id()));
+        let home = root.join("home");
+        std::fs::create_dir_all(&home).expect("daemon home");
+        let port = free_port();
+        let mut args: Vec<String> = vec!["serve".into(), "--root-dir".into(), root.display().to_string()];
+        args.extend(["--port".into(), port.to_string()]);
+        let endpoint = std::env::var("PODWRIGHT_CRI_ENDPOINT").ok().filter(|e| !e.is_empty());
+        let endpoint = endpoint.unwrap_or_else(|| {
+            let out = Command::new(binary())
+                .args(["runtime", "start", "--root-dir"])
+                .arg(&base)
+                .output()
+                .expect("runtime start");
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        });
+        args.extend(["--runtime-endpoint".into(), endpoint]);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let mut process = Running::spawn(&args, None);
+        assert!(
+            process.wait_for_stderr("serving the API", Duration::from_secs(30)),
+            "podwright serve did not start:\n{}",
+            process.stderr_so_far()
+        );
+        Daemon { port, root, home, process: Some(process) }
+    }
+
+    pub fn server(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The daemon's log so far.
+    pub fn log(&self) -> String {
+        self.process.as_ref().map(|p| p.stderr_so_far()).unwrap_or_default()
+    }
+
+    /// Runs kubectl (`version` None: the machine's default, else e.g. "1.27" or
+    /// [`KUBECTL_1_20`] as a path) against this daemon.
+    pub fn kubectl_cmd(&self, version: Option<&str>, args: &[&str]) -> Command {
+        let program = match version {
+            None => "kubectl".to_string(),
+            Some(v) if v.starts_with('/') => v.to_string(),
+            Some(v) => versioned_kubectl(v),
+        };
+        let mut cmd = Command::new(program);
+        cmd.env("HOME", &self.home).env_remove("KUBECONFIG").arg("--server").arg(self.server()).args(args);
+        cmd
+    }
+
+    pub fn kubectl(&self, version: Option<&str>, args: &[&str]) -> Output {
+        self.kubectl_cmd(version, args).output().expect("kubectl runs")
+    }
+
+    /// kubectl with the default version; panics with its output unless it succeeds. Returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(None, args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}{}\n--- daemon log:\n{}",
+            text(&out.stdout),
+            text(&out.stderr),
+            self.log()
+        );
+        text(&out.stdout)
+    }
+
+    /// kubectl with the default version that must fail; returns stderr.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.kubectl(None, args);
+        assert!(!out.status.success(), "kubectl {args:?} succeeded: {}", text(&out.stdout));
+        text(&out.stderr)
+    }
+
+    /// Polls `kubectl args` until its stdout satisfies `done`, at most `limit`; returns the last stdout.
+    pub fn wait_for(&self, args: &[&str], limit: Duration, done: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let out = text(&self.kubectl(None, args).stdout);
+            if done(&out) {
+                return out;
+            }
+            assert!(
+                start.elapsed() < limit,
+                "kubectl {args:?} never satisfied the test; last output:\n{out}\n--- daemon log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+/// `kubectl.<version>` from the PATH, else where Google's kubectl package keeps them.
+fn versioned_kubectl(v: &str) -> String {
+    let name = format!("kubectl.{v}");
+    let on_path =
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).any(|d| d.join(&name).is_file())).unwrap_or(false);
+    if on_path { name } else { format!("/usr/lib/google-cloud-sdk/bin/{name}") }
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.kubectl(None, &["delete", "pods", "--all", "-A", "--grace-period=0", "--force", "--wait=false"]);
+        // Give the node a moment to stop and remove what it ran.
+        let _ = self.wait_quiet();
+        if let Some(p) = self.process.take() {
+            p.signal(libc::SIGTERM);
+            // Waiting may panic, which must not happen while a failed test unwinds.
+            if !std::thread::panicking() {
+                let _ = p.wait_within(Duration::from_secs(10));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+impl Daemon {
+    /// Waits (up to 20 s) until no pod is left.
+    fn wait_quiet(&self) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            let out = self.kubectl(None, &["get", "pods", "-A", "-o", "name"]);
+            if out.status.success() && out.stdout.is_empty() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        false
+    }
+}
