@@ -10,6 +10,7 @@ use podwright_node::log_rotation::{self, LogPolicy};
 use podwright_runtime::Clock;
 use podwright_runtime::Runtime;
 use podwright_server::dns::{DnsServer, DnsSockets, upstream::Upstream};
+use podwright_server::secure::{Security, write_private};
 use podwright_server::{ApiServer, ServerConfig};
 use serde::Deserialize;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -34,6 +35,17 @@ pub struct ServeArgs {
     /// The node's name instead of the host name.
     #[arg(long)]
     pub hostname_override: Option<String>,
+    /// Serve HTTPS and require a bearer token (both written into the kubeconfig); needed on
+    /// any address but loopback. The certificate is generated under the root directory unless
+    /// given.
+    #[arg(long)]
+    pub tls: bool,
+    /// The serving certificate (PEM), with --tls-private-key-file.
+    #[arg(long, requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The serving certificate's key (PEM), with --tls-cert-file.
+    #[arg(long, requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
 }
 
 /// The part of a `KubeletConfiguration` podwright honours; any other field is refused.
@@ -155,10 +167,15 @@ fn host_ip() -> Option<String> {
     Some(socket.local_addr().ok()?.ip().to_string()).filter(|ip| ip != "0.0.0.0")
 }
 
-/// The kubeconfig that points kubectl at this daemon.
-pub fn kubeconfig_text(addr: SocketAddr) -> String {
+/// The URL kubectl on this machine reaches the daemon at.
+fn server_url(scheme: &str, addr: SocketAddr) -> String {
     let host = if addr.ip().is_unspecified() { IpAddr::V4(Ipv4Addr::LOCALHOST) } else { addr.ip() };
-    let server = format!("http://{}", SocketAddr::new(host, addr.port()));
+    format!("{scheme}://{}", SocketAddr::new(host, addr.port()))
+}
+
+/// The kubeconfig that points kubectl at a plain-HTTP daemon.
+pub fn kubeconfig_text(addr: SocketAddr) -> String {
+    let server = server_url("http", addr);
     format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: podwright\n  cluster:\n    server: {server}\ncontexts:\n- name: podwright\n  context:\n    cluster: podwright\n    user: podwright\n    namespace: default\ncurrent-context: podwright\nusers:\n- name: podwright\n  user: {{}}\n"
     )
@@ -178,9 +195,10 @@ pub async fn serve(args: ServeArgs) -> u8 {
     };
     let ip = args.address.or(config.address).unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
     let addr = SocketAddr::new(ip, args.port.or(config.port).unwrap_or(6443));
-    if !ip.is_loopback() {
+    let tls = args.tls || args.tls_cert_file.is_some();
+    if !ip.is_loopback() && !tls {
         eprintln!(
-            "podwright: refusing to serve the API on {ip} without TLS and a bearer token; serve on a loopback address (the default 127.0.0.1)"
+            "podwright: refusing to serve the API on {ip} without TLS and a bearer token: add --tls (or serve on a loopback address, the default 127.0.0.1)"
         );
         return exit::INVALID;
     }
@@ -210,9 +228,28 @@ pub async fn serve(args: ServeArgs) -> u8 {
             return exit::NO_RUNTIME;
         }
     };
-    let node_name = args.hostname_override.map(|h| h.to_lowercase()).unwrap_or_else(host_name);
+    let node_name = args.hostname_override.clone().map(|h| h.to_lowercase()).unwrap_or_else(host_name);
+    let host = host_ip();
+    let security = if tls {
+        let given = args.tls_cert_file.as_deref().zip(args.tls_private_key_file.as_deref());
+        let names = [node_name.clone(), "localhost".to_string()];
+        let mut ips: Vec<IpAddr> = vec![IpAddr::V4(Ipv4Addr::LOCALHOST)];
+        ips.extend(host.as_deref().and_then(|h| h.parse::<IpAddr>().ok()));
+        if !ip.is_unspecified() && !ips.contains(&ip) {
+            ips.push(ip);
+        }
+        match Security::load_or_create(&root, given, &names, &ips) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("podwright: {e}");
+                return exit::INVALID;
+            }
+        }
+    } else {
+        None
+    };
     let clock = Clock::new();
-    let (api, feed) = ApiServer::new(ServerConfig { node_name, root: root.clone(), host_ip: host_ip() }, clock);
+    let (api, feed) = ApiServer::new(ServerConfig { node_name, root: root.clone(), host_ip: host }, clock);
     let runtime: Arc<dyn Runtime> = Arc::new(runtime);
     tokio::spawn(log_rotation::rotate_logs(runtime.clone(), clock, log_policy));
     let mut node = Node::new(runtime, &root).clock(clock).events(api.event_sink()).status(api.status_sink());
@@ -221,7 +258,11 @@ pub async fn serve(args: ServeArgs) -> u8 {
     }
     let workers = Arc::new(node.build());
     let kubeconfig = kubeconfig_path(&root);
-    if let Err(e) = std::fs::write(&kubeconfig, kubeconfig_text(addr)) {
+    let kubeconfig_body = match &security {
+        Some(s) => s.kubeconfig(&server_url("https", addr)),
+        None => kubeconfig_text(addr),
+    };
+    if let Err(e) = write_private(&kubeconfig, &kubeconfig_body) {
         eprintln!("podwright: {}: {e}", kubeconfig.display());
         return exit::FAILED;
     }
@@ -239,14 +280,27 @@ pub async fn serve(args: ServeArgs) -> u8 {
             }
         }
     });
+    let scheme = if security.is_some() { "https" } else { "http" };
     eprintln!(
-        "podwright: serving the API on http://{addr} (node {}); KUBECONFIG={}",
+        "podwright: serving the API on {} (node {}); KUBECONFIG={}",
+        server_url(scheme, addr),
         api.node_name(),
         kubeconfig.display()
     );
     let mut sigint = signal(SignalKind::interrupt()).ok();
     let mut sigterm = signal(SignalKind::terminate()).ok();
-    let server = axum::serve(listener, api.router());
+    let server = async move {
+        match security {
+            Some(s) => {
+                let token: Arc<str> = s.token.clone().into();
+                let router = api.router().layer(axum::middleware::from_fn(move |req, next| {
+                    podwright_server::secure::require_token(token.clone(), req, next)
+                }));
+                axum::serve(s.listener(listener), router).await
+            }
+            None => axum::serve(listener, api.router()).await,
+        }
+    };
     tokio::select! {
         r = server => {
             if let Err(e) = r {

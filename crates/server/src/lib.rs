@@ -15,6 +15,7 @@ pub mod pods;
 pub mod protobuf;
 pub mod request;
 pub mod resources;
+pub mod secure;
 pub mod selectors;
 pub mod server;
 pub mod store;

@@ -19,6 +19,8 @@ pub struct Daemon {
     pub root: PathBuf,
     /// kubectl's home (its discovery and HTTP caches), fresh for each daemon.
     pub home: PathBuf,
+    /// Started with `--tls`: kubectl then uses the daemon's kubeconfig (CA and token).
+    pub tls: bool,
     process: Option<Running>,
 }
 
@@ -60,11 +62,17 @@ impl Daemon {
             "podwright serve did not start:\n{}",
             process.stderr_so_far()
         );
-        Daemon { port, root, home, process: Some(process) }
+        let tls = extra.contains(&"--tls");
+        Daemon { port, root, home, tls, process: Some(process) }
     }
 
     pub fn server(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.root.join("kubeconfig")
     }
 
     /// The daemon's log so far.
@@ -81,7 +89,13 @@ impl Daemon {
             Some(v) => versioned_kubectl(v),
         };
         let mut cmd = Command::new(program);
-        cmd.env("HOME", &self.home).env_remove("KUBECONFIG").arg("--server").arg(self.server()).args(args);
+        cmd.env("HOME", &self.home).env_remove("KUBECONFIG");
+        if self.tls {
+            cmd.arg("--kubeconfig").arg(self.kubeconfig());
+        } else {
+            cmd.arg("--server").arg(self.server());
+        }
+        cmd.args(args);
         cmd
     }
 

@@ -223,8 +223,8 @@ fn errors_read_as_kubectl_prints_them() {
     let err = d.fails(&["create", "-f", m.path_str(), "--validate=false"]);
     assert!(err.contains("Error from server (AlreadyExists): error when creating"), "{err}");
     assert!(err.contains("pods \"twice\" already exists"), "{err}");
-    let err = d.fails(&["logs", "twice"]);
-    assert!(err.contains("a container name must be specified for pod twice, choose one of: [app side] or one of the init containers: [init]") || err.contains("Defaulted container"), "{err}");
+    let err = d.fails(&["logs", "twice", "-c", "nope"]);
+    assert!(err.contains("Error from server (BadRequest): container nope is not valid for pod twice"), "{err}");
     let err = d.fails(&["get", "pods", "nothing"]);
     assert!(err.contains("Error from server (NotFound): pods \"nothing\" not found"), "{err}");
     // kubectl asks about the namespace itself when a get in it finds nothing.
@@ -287,4 +287,54 @@ fn serving_beyond_loopback_needs_tls_and_a_token() {
     let out = podwright(&["serve", "--address", "0.0.0.0", "--port", "1", "--root-dir", "/nonexistent-podwright"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("without TLS and a bearer token"), "{}", out.stderr);
+
+    let d = Daemon::start_with(&["--address", "0.0.0.0", "--tls"]);
+    // kubectl with the kubeconfig (certificate authority and token) gets in, over HTTPS.
+    assert!(d.ok(&["get", "namespaces"]).contains("default"));
+    let kc = std::fs::read_to_string(d.kubeconfig()).expect("kubeconfig");
+    assert!(kc.contains("server: https://127.0.0.1:") && kc.contains("token: "), "{kc}");
+    // Without the token: 401, whatever the path.
+    let curl = std::process::Command::new("curl")
+        .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", &format!("{}/api/v1/pods", d.server())])
+        .output()
+        .expect("curl");
+    assert_eq!(text(&curl.stdout), "401");
+    let anonymous = d.kubectl_cmd(None, &["get", "pods", "--token", "wrong"]).output().expect("kubectl");
+    assert!(text(&anonymous.stderr).contains("Unauthorized"), "{}", text(&anonymous.stderr));
+}
+
+#[test]
+fn container_logs_rotate_by_the_config() {
+    let config = Manifest::new(
+        "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\ncontainerLogMaxSize: 2Ki\ncontainerLogMaxFiles: 3\n",
+    );
+    let d = Daemon::start_with(&["--config", config.path_str()]);
+    let m = Manifest::new(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: chatty\nspec:\n  containers:\n  - name: app\n    image: {IMAGE}\n    command: ['sh', '-c', 'i=0; while true; do i=$((i+1)); echo line $i of a chatty container that fills its log; sleep 0.01; done']\n"
+    ));
+    d.ok(&["create", "-f", m.path_str(), "--validate=false"]);
+    let uid = d.wait_for(&["get", "pod", "chatty", "-o", "jsonpath={.metadata.uid}"], Duration::from_secs(10), |o| {
+        !o.is_empty()
+    });
+    let dir = d.root.join("pods").join(&uid).join("logs/app");
+    // The kubelet checks every 10 s; two rotations within 40 s.
+    let start = Instant::now();
+    let rotated = loop {
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .map(|r| r.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        let rotated: Vec<&String> = names.iter().filter(|n| n.starts_with("0.log.")).collect();
+        assert!(names.len() <= 3, "at most containerLogMaxFiles files: {names:?}");
+        if rotated.len() >= 2 {
+            break rotated.len();
+        }
+        assert!(start.elapsed() < Duration::from_secs(40), "no rotation: {names:?}\n{}", d.log());
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert_eq!(rotated, 2);
+    // The current file goes on after the rotation: kubectl logs shows fresh lines only.
+    let logs = d.ok(&["logs", "chatty", "--tail=1"]);
+    assert!(logs.starts_with("line ") && logs.ends_with("fills its log\n"), "{logs}");
+    let first = d.ok(&["logs", "chatty"]);
+    assert!(!first.starts_with("line 1 of"), "the oldest lines were rotated away");
 }

@@ -1,0 +1,197 @@
+//! Serving beyond loopback: TLS with a certificate generated under the root directory (or
+//! given), and a bearer token every request must carry (401 otherwise), both written into the
+//! kubeconfig.
+
+use crate::errors::ApiError;
+use axum::extract::Request;
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls;
+use tokio_rustls::server::TlsStream;
+
+/// How long a client gets to finish the TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What a TLS daemon serves with and writes into its kubeconfig.
+pub struct Security {
+    pub token: String,
+    /// The serving certificate in PEM: kubectl trusts it as its certificate authority.
+    pub cert_pem: String,
+    tls: Arc<rustls::ServerConfig>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SecurityError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{0}")]
+    Tls(String),
+}
+
+fn read(path: &Path) -> Result<String, SecurityError> {
+    std::fs::read_to_string(path).map_err(|source| SecurityError::Io { path: path.into(), source })
+}
+
+/// A file only its owner may read (keys, the token, a kubeconfig holding the token).
+pub fn write_private(path: &Path, text: &str) -> Result<(), SecurityError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |source| SecurityError::Io { path: path.into(), source };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let mut f =
+        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path).map_err(io)?;
+    std::io::Write::write_all(&mut f, text.as_bytes()).map_err(io)
+}
+
+/// A self-signed serving certificate for the node's names and addresses.
+fn generate(names: &[String], ips: &[IpAddr]) -> Result<(String, String), SecurityError> {
+    let mut sans: Vec<String> = names.to_vec();
+    sans.extend(ips.iter().map(IpAddr::to_string));
+    let key = rcgen::KeyPair::generate().map_err(|e| SecurityError::Tls(e.to_string()))?;
+    let mut params = rcgen::CertificateParams::new(sans).map_err(|e| SecurityError::Tls(e.to_string()))?;
+    params.distinguished_name.push(rcgen::DnType::CommonName, "podwright");
+    let cert = params.self_signed(&key).map_err(|e| SecurityError::Tls(e.to_string()))?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
+impl Security {
+    /// The certificate and key given, or those under `<root>/pki` (made on first use), and the
+    /// token in `<root>/pki/token` (made on first use).
+    pub fn load_or_create(
+        root: &Path,
+        given: Option<(&Path, &Path)>,
+        names: &[String],
+        ips: &[IpAddr],
+    ) -> Result<Security, SecurityError> {
+        let pki = root.join("pki");
+        let (cert_path, key_path) = match given {
+            Some((c, k)) => (c.to_path_buf(), k.to_path_buf()),
+            None => (pki.join("serving.crt"), pki.join("serving.key")),
+        };
+        if given.is_none() && !(cert_path.exists() && key_path.exists()) {
+            let (cert, key) = generate(names, ips)?;
+            write_private(&key_path, &key)?;
+            write_private(&cert_path, &cert)?;
+        }
+        let token_path = pki.join("token");
+        if !token_path.exists() {
+            let token = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+            write_private(&token_path, &token)?;
+        }
+        let token = read(&token_path)?.trim().to_string();
+        let cert_pem = read(&cert_path)?;
+        let key_pem = read(&key_path)?;
+        let tls = server_config(&cert_pem, &key_pem)
+            .map_err(|e| SecurityError::Tls(format!("{}: {e}", cert_path.display())))?;
+        Ok(Security { token, cert_pem, tls: Arc::new(tls) })
+    }
+
+    /// The kubeconfig's cluster and user entries for this daemon.
+    pub fn kubeconfig(&self, server: &str) -> String {
+        let ca = base64::engine::general_purpose::STANDARD.encode(&self.cert_pem);
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: podwright\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\ncontexts:\n- name: podwright\n  context:\n    cluster: podwright\n    user: podwright\n    namespace: default\ncurrent-context: podwright\nusers:\n- name: podwright\n  user:\n    token: {}\n",
+            self.token
+        )
+    }
+
+    /// A listener that completes each connection's TLS handshake.
+    pub fn listener(&self, tcp: TcpListener) -> TlsListener {
+        TlsListener { tcp, acceptor: TlsAcceptor::from(self.tls.clone()) }
+    }
+}
+
+fn server_config(cert_pem: &str, key_pem: &str) -> Result<rustls::ServerConfig, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(cert_pem.as_bytes()).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(|e| e.to_string())?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| e.to_string())
+}
+
+/// TCP connections with TLS on them, for `axum::serve`.
+pub struct TlsListener {
+    tcp: TcpListener,
+    acceptor: TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = TlsStream<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((tcp, addr)) = self.tcp.accept().await else {
+                // Out of file descriptors and the like: do not spin.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            };
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, self.acceptor.accept(tcp)).await {
+                Ok(Ok(tls)) => return (tls, addr),
+                Ok(Err(e)) => tracing::debug!(%e, %addr, "TLS handshake failed"),
+                Err(_) => tracing::debug!(%addr, "TLS handshake timed out"),
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
+}
+
+/// Middleware: every request must carry `Authorization: Bearer <token>`.
+pub async fn require_token(token: Arc<str>, req: Request, next: Next) -> Response {
+    let given = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let ok =
+        given.and_then(|v| v.strip_prefix("Bearer ")).is_some_and(|t| constant_time_eq(t.as_bytes(), token.as_bytes()));
+    if ok { next.run(req).await } else { ApiError::unauthorized().into_response() }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_material_is_kept_and_reused() {
+        let root = std::env::temp_dir().join(format!("podwright-pki-{}", std::process::id()));
+        let names = ["node1".to_string(), "localhost".to_string()];
+        let ips = ["127.0.0.1".parse().unwrap()];
+        let a = Security::load_or_create(&root, None, &names, &ips).unwrap();
+        let b = Security::load_or_create(&root, None, &names, &ips).unwrap();
+        assert_eq!(a.token, b.token);
+        assert_eq!(a.token.len(), 64);
+        assert_eq!(a.cert_pem, b.cert_pem);
+        let kc = a.kubeconfig("https://127.0.0.1:1");
+        assert!(kc.contains(&format!("token: {}", a.token)) && kc.contains("certificate-authority-data: "));
+        let mode = std::fs::metadata(root.join("pki/token")).unwrap().permissions();
+        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o600);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+    }
+}
