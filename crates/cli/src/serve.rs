@@ -102,10 +102,11 @@ const HOST_RESOLV_CONF: &str = "/etc/resolv.conf";
 /// that address only with the first sandbox, so the sockets are bound with IP_FREEBIND and
 /// work from then on. Only one node on a machine can have it; a second one (or another DNS
 /// server there) leaves its pods the host's resolv.conf, as a kubelet without cluster DNS,
-/// and says so.
+/// and says so. A runtime given with --runtime-endpoint may have another pod network, where
+/// clusterDNS must name a server its pods reach.
 fn cluster_dns(config: &ServeConfig, api: &ApiServer) -> Option<ClusterDns> {
     let host = ResolvConf::read(Path::new(HOST_RESOLV_CONF)).unwrap_or_else(|e| {
-        tracing::warn!("{HOST_RESOLV_CONF}: {e}; pods search only the cluster domains");
+        eprintln!("podwright: {HOST_RESOLV_CONF}: {e}; pods search only the cluster domains");
         ResolvConf::default()
     });
     let domain = config.cluster_domain().to_string();

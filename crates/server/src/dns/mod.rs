@@ -128,12 +128,7 @@ impl DnsServer {
     async fn serve_udp(self: Arc<Self>, socket: Arc<UdpSocket>) -> std::io::Result<()> {
         let mut buf = vec![0; MAX_UDP_QUERY];
         loop {
-            let (n, peer) = match socket.recv_from(&mut buf).await {
-                Ok(r) => r,
-                // A peer's ICMP error reported on this socket: not the socket's failure.
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => continue,
-                Err(e) => return Err(e),
-            };
+            let (n, peer) = socket.recv_from(&mut buf).await?;
             let Ok(permit) = self.in_flight.clone().try_acquire_owned() else { continue };
             let (server, socket, msg) = (self.clone(), socket.clone(), buf[..n].to_vec());
             tokio::spawn(async move {
