@@ -1,10 +1,13 @@
 //! `podwright`: run Kubernetes pods on a CRI runtime with the kubelet's semantics.
 
 mod check;
+mod http;
 mod output;
 mod run;
 mod runtime;
 mod serve;
+mod timeline;
+mod timeline_file;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -54,6 +57,8 @@ enum Command {
         #[arg(long, default_value = "/var/lib/podwright")]
         root_dir: PathBuf,
     },
+    /// Write a pod's timeline as an HTML page, asked of a running `podwright serve`.
+    Timeline(timeline::TimelineArgs),
     /// The embedded containerd.
     Runtime {
         #[command(subcommand)]
@@ -101,6 +106,7 @@ fn main() -> ExitCode {
                     }
                 }
             }
+            Command::Timeline(args) => timeline::timeline(args).await,
             Command::Runtime { action, root_dir } => runtime::runtime_cmd(action, root_dir).await,
         }
     });

@@ -1,15 +1,17 @@
 //! `podwright run`: the manifest file as the pod source and the terminal as the status sink;
 //! stop on completion, timeout or a signal, tear everything down, print the final pods and events.
 
+use crate::timeline_file::{Recording, TimelineFile};
 use crate::{RuntimeArgs, exit, output};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podwright_containerd::EmbeddedRuntime;
 use podwright_node::source::FileSource;
-use podwright_node::{EventLog, Node, logs};
+use podwright_node::{EventLog, EventSink, Node, StatusSink, logs};
 use podwright_runtime::cri;
 use podwright_runtime::{Clock, RuntimeService};
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
@@ -35,6 +37,10 @@ pub struct RunArgs {
     /// terminationGracePeriodSeconds; 0 stops them at once.
     #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
     pub grace_period: Option<i64>,
+    /// Write a picture of each pod's life (containers, probes, hooks, conditions over time) to
+    /// this HTML file when the run ends.
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
 }
 
 /// Connects to the given endpoint, or starts/reuses the embedded containerd.
@@ -68,16 +74,28 @@ pub async fn run(args: RunArgs) -> u8 {
             return exit::NO_RUNTIME;
         }
     };
+    let timeline_file = match args.timeline.as_deref().map(TimelineFile::create).transpose() {
+        Ok(f) => f,
+        Err(msg) => {
+            eprintln!("podwright: {msg}");
+            return exit::INVALID;
+        }
+    };
     let clock = Clock::new();
     let started = clock.now();
     for p in &mut pods {
         p.metadata.creation_timestamp.get_or_insert(Time(started));
     }
     let events = Arc::new(EventLog::default());
-    let mut node = Node::new(Arc::new(runtime), &args.runtime.root_dir)
-        .clock(clock)
-        .events(events.clone())
-        .status(Arc::new(output::Progress::new(clock, started)));
+    let progress: Arc<dyn StatusSink> = Arc::new(output::Progress::new(clock, started));
+    let recording =
+        timeline_file.is_some().then(|| Arc::new(Recording::new(clock, &pods, progress.clone(), events.clone())));
+    let (status_sink, event_sink): (Arc<dyn StatusSink>, Arc<dyn EventSink>) = match &recording {
+        Some(r) => (r.clone(), r.clone()),
+        None => (progress, events.clone()),
+    };
+    let mut node =
+        Node::new(Arc::new(runtime), &args.runtime.root_dir).clock(clock).events(event_sink).status(status_sink);
     let (log_tx, log_rx) = mpsc::unbounded_channel();
     if !args.quiet {
         node = node.follow_logs(log_tx);
@@ -124,6 +142,12 @@ pub async fn run(args: RunArgs) -> u8 {
             serde_json::to_string_pretty(&list).unwrap_or_default() + "\n"
         };
         let _ = std::io::stdout().write_all(text.as_bytes());
+    }
+    if let (Some(file), Some(recording)) = (timeline_file, &recording)
+        && let Err(msg) = file.write(&recording.render())
+    {
+        eprintln!("podwright: {msg}");
+        return exit::FAILED;
     }
     if timed_out {
         eprintln!("podwright: timed out after {}s", args.timeout.unwrap_or_default());

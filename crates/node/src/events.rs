@@ -15,6 +15,16 @@ pub enum EventType {
     Warning,
 }
 
+impl EventType {
+    /// The v1 `Event`'s `type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
 /// What identifies an event for folding repeats (pod uid, field path, reason, message), and the
 /// pod's name and namespace, which the uid fixes. One allocation for all six: a pod records a
 /// dozen events, and six small strings each would weigh more than their text.
@@ -158,13 +168,7 @@ impl EventLog {
                 },
                 reason: Some(k.part(REASON).to_string()),
                 message: Some(k.part(MESSAGE).to_string()),
-                type_: Some(
-                    match r.kind {
-                        EventType::Normal => "Normal",
-                        EventType::Warning => "Warning",
-                    }
-                    .to_string(),
-                ),
+                type_: Some(r.kind.as_str().to_string()),
                 count: Some(r.count),
                 first_timestamp: Some(Time(r.first)),
                 last_timestamp: Some(Time(r.last)),
