@@ -97,8 +97,8 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("automountServiceAccountToken", Inert("service account tokens are mounted by a projected volume")),
             ("containers", Fields("Container")),
             ("dnsConfig", UNSET),
-            // Without cluster DNS the kubelet resolves ClusterFirst as Default (the host's
-            // resolv.conf), which is what the runtime gives a sandbox without a DNS config.
+            // `serve` gives ClusterFirst pods its cluster DNS; `run` has none, and like a kubelet
+            // without cluster DNS resolves ClusterFirst as Default (the host's resolv.conf).
             ("dnsPolicy", Only(&[Unset, Str("ClusterFirst"), Str("ClusterFirstWithHostNet"), Str("Default")])),
             ("enableServiceLinks", Inert("there are no services to link")),
             ("ephemeralContainers", Inert("validation forbids them on create")),

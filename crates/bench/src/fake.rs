@@ -252,7 +252,7 @@ async fn fake_alone(template: &Pod, pods: usize, root: &Path) -> Result<isize, S
     let before = alloc::live();
     let mut sandboxes = Vec::with_capacity(pods.len());
     for pod in &pods {
-        let sandbox_config = cri_config::sandbox_config(pod, root, 0);
+        let sandbox_config = cri_config::sandbox_config(pod, root, 0, None);
         let id = fake.run_pod_sandbox(&sandbox_config, "").await.map_err(|e| format!("fake alone: {e}"))?;
         for sc in all_containers(pod) {
             let config = cri_config::container_config(pod, &sc, 0, &id, "", root);

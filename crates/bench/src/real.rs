@@ -171,7 +171,7 @@ impl Bench {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let log_dir = layout::log_directory(&self.root, &uid);
         std::fs::create_dir_all(&log_dir).map_err(|e| format!("cannot create {}: {e}", log_dir.display()))?;
-        let sandbox_config = cri_config::sandbox_config(&pod, &self.root, 0);
+        let sandbox_config = cri_config::sandbox_config(&pod, &self.root, 0, None);
         self.counted.take_timeline();
         let reads0 = self.counted.reads();
         let (wall0, t0) = (Timestamp::now(), Instant::now());

@@ -5,9 +5,11 @@
 use crate::{RuntimeArgs, exit, run};
 use podwright_api::quantity::Quantity;
 use podwright_node::Node;
+use podwright_node::cri::dns::{ClusterDns, DEFAULT_CLUSTER_DOMAIN, ResolvConf};
 use podwright_node::log_rotation::{self, LogPolicy};
 use podwright_runtime::Clock;
 use podwright_runtime::Runtime;
+use podwright_server::dns::{DnsServer, DnsSockets, upstream::Upstream};
 use podwright_server::secure::{Security, write_private};
 use podwright_server::{ApiServer, ServerConfig};
 use serde::Deserialize;
@@ -21,7 +23,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub runtime: RuntimeArgs,
     /// A KubeletConfiguration-style YAML file (address, port, containerLogMaxSize,
-    /// containerLogMaxFiles); flags override it.
+    /// containerLogMaxFiles, clusterDNS, clusterDomain); flags override it.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// The address to serve the API on (default 127.0.0.1).
@@ -56,6 +58,10 @@ pub struct ServeConfig {
     port: Option<u16>,
     container_log_max_size: Option<String>,
     container_log_max_files: Option<u32>,
+    /// The DNS servers pods ask; without it podwright serves cluster DNS itself.
+    #[serde(rename = "clusterDNS")]
+    cluster_dns: Option<Vec<IpAddr>>,
+    cluster_domain: Option<String>,
 }
 
 fn read_config(path: &Path) -> Result<ServeConfig, String> {
@@ -68,7 +74,62 @@ fn read_config(path: &Path) -> Result<ServeConfig, String> {
         ));
     }
     let _ = &c.api_version;
+    if c.cluster_dns.as_ref().is_none_or(Vec::is_empty) && c.cluster_domain().is_empty() {
+        return Err(format!(
+            "{}: clusterDomain: Required value: podwright serves cluster DNS for it unless clusterDNS is given",
+            path.display()
+        ));
+    }
     Ok(c)
+}
+
+impl ServeConfig {
+    /// Without a trailing dot; `cluster.local` unless given.
+    fn cluster_domain(&self) -> &str {
+        self.cluster_domain.as_deref().unwrap_or(DEFAULT_CLUSTER_DOMAIN).trim_end_matches('.')
+    }
+}
+
+/// The host's resolver configuration: the search domains pods add after the cluster's, and
+/// where podwright's cluster DNS sends other names.
+const HOST_RESOLV_CONF: &str = "/etc/resolv.conf";
+
+/// The cluster DNS pods are told to use: the configured servers, or podwright's own.
+///
+/// podwright's own answers on the pod bridge's gateway address, port 53 (resolv.conf has no
+/// port): every pod reaches it through its default route whatever its IP, and nothing is
+/// opened on the host's other interfaces, as a wildcard 0.0.0.0:53 would. The bridge gets
+/// that address only with the first sandbox, so the sockets are bound with IP_FREEBIND and
+/// work from then on. Only one node on a machine can have it; a second one (or another DNS
+/// server there) leaves its pods the host's resolv.conf, as a kubelet without cluster DNS,
+/// and says so. A runtime given with --runtime-endpoint may have another pod network, where
+/// clusterDNS must name a server its pods reach.
+fn cluster_dns(config: &ServeConfig, api: &ApiServer) -> Option<ClusterDns> {
+    let host = ResolvConf::read(Path::new(HOST_RESOLV_CONF)).unwrap_or_else(|e| {
+        eprintln!("podwright: {HOST_RESOLV_CONF}: {e}; pods search only the cluster domains");
+        ResolvConf::default()
+    });
+    let domain = config.cluster_domain().to_string();
+    if let Some(servers) = config.cluster_dns.clone().filter(|s| !s.is_empty()) {
+        return Some(ClusterDns { servers, domain, host });
+    }
+    let gateway = IpAddr::V4(podwright_containerd::POD_GATEWAY);
+    let sockets = match DnsSockets::bind(SocketAddr::new(gateway, 53)) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "podwright: cannot serve cluster DNS on {gateway}:53: {e}; pods get the host's resolv.conf (give clusterDNS in --config to use another server)"
+            );
+            return None;
+        }
+    };
+    let server = DnsServer::new(api, &domain, Upstream::from_resolv_conf(&host, gateway));
+    tokio::spawn(async move {
+        if let Err(e) = server.serve(sockets).await {
+            eprintln!("podwright: cluster DNS stopped: {e}");
+        }
+    });
+    Some(ClusterDns { servers: vec![gateway], domain, host })
 }
 
 /// `containerLogMaxSize` (a quantity such as `10Mi`) and `containerLogMaxFiles` (at least 2).
@@ -193,7 +254,11 @@ pub async fn serve(args: ServeArgs) -> u8 {
     let (api, feed) =
         ApiServer::new(ServerConfig { node_name, root: root.clone(), host_ip: host }, clock, runtime.clone());
     tokio::spawn(log_rotation::rotate_logs(runtime.clone(), clock, log_policy));
-    let workers = Arc::new(Node::new(runtime, &root).clock(clock).events(api.sink()).status(api.sink()).build());
+    let mut node = Node::new(runtime, &root).clock(clock).events(api.sink()).status(api.sink());
+    if let Some(dns) = cluster_dns(&config, &api) {
+        node = node.cluster_dns(dns);
+    }
+    let workers = Arc::new(node.build());
     let kubeconfig = kubeconfig_path(&root);
     let kubeconfig_body = match &security {
         Some(s) => s.kubeconfig(&server_url("https", addr)),
@@ -265,6 +330,14 @@ mod tests {
         assert_eq!(read_config(&f).unwrap().port, Some(7000));
         std::fs::write(&f, "kind: KubeletConfiguration\nmaxPods: 3\n").unwrap();
         assert!(read_config(&f).unwrap_err().contains("unknown field `maxPods`"));
+        std::fs::write(&f, "clusterDNS: [10.96.0.10]\nclusterDomain: k8s.test.\n").unwrap();
+        let c = read_config(&f).unwrap();
+        assert_eq!(
+            (c.cluster_dns.as_deref(), c.cluster_domain()),
+            (Some(&["10.96.0.10".parse().unwrap()][..]), "k8s.test")
+        );
+        std::fs::write(&f, "clusterDomain: \"\"\n").unwrap();
+        assert!(read_config(&f).unwrap_err().contains("clusterDomain: Required value"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -2,11 +2,16 @@
 
 use crate::{EmbeddedResult, EmbeddedRuntime, SANDBOX_IMAGE, create_dir, write_file};
 use serde_json::json;
+use std::net::Ipv4Addr;
 use std::path::Path;
 
 const CNI_BIN_DIR: &str = "/usr/lib/cni";
 const BRIDGE: &str = "podwright0";
 const POD_SUBNET: &str = "10.89.0.0/16";
+/// The bridge's own address in the pod network (host-local's default, the subnet's first
+/// address, written out so that others can rely on it): the pods' default route, and where
+/// `podwright serve` answers their DNS queries.
+pub const POD_GATEWAY: Ipv4Addr = Ipv4Addr::new(10, 89, 0, 1);
 
 impl EmbeddedRuntime {
     pub(crate) async fn write_config(&self) -> EmbeddedResult<()> {
@@ -91,7 +96,7 @@ pub fn cni_conflist(ipam_data_dir: &Path) -> String {
                 "hairpinMode": true,
                 "ipam": {
                     "type": "host-local",
-                    "ranges": [[{ "subnet": POD_SUBNET }]],
+                    "ranges": [[{ "subnet": POD_SUBNET, "gateway": POD_GATEWAY }]],
                     "routes": [{ "dst": "0.0.0.0/0" }],
                     "dataDir": ipam_data_dir,
                 },

@@ -35,7 +35,7 @@ mod process;
 #[cfg(test)]
 mod tests;
 
-pub use config::{cni_conflist, containerd_config};
+pub use config::{POD_GATEWAY, cni_conflist, containerd_config};
 pub use images::image_for_archive;
 
 use podwright_runtime::RuntimeService;

@@ -44,6 +44,7 @@ fn conflist_is_one_bridge_network_with_portmap() {
     assert_eq!(plugins[0]["bridge"], "podwright0");
     assert_eq!(plugins[0]["ipam"]["type"], "host-local");
     assert_eq!(plugins[0]["ipam"]["ranges"][0][0]["subnet"], "10.89.0.0/16");
+    assert_eq!(plugins[0]["ipam"]["ranges"][0][0]["gateway"], "10.89.0.1");
     assert_eq!(plugins[0]["ipam"]["dataDir"], "/var/lib/podwright/cni/networks");
     assert_eq!(plugins[1]["type"], "portmap");
 }

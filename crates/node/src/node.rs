@@ -1,6 +1,7 @@
 //! [`Node`]: builds the node layer ([`PodWorkers`]) from a runtime and what the mode plugs in.
 //! `Engine`: what every pod worker of one node shares.
 
+use crate::cri::dns::ClusterDns;
 use crate::dispatch::Dispatcher;
 use crate::events::{EventLog, EventSink};
 use crate::logs::Output;
@@ -22,10 +23,12 @@ pub(crate) struct Engine {
     pub events: Arc<dyn EventSink>,
     /// Where to announce containers whose output should be followed, and hooks' output.
     pub log_sink: Option<UnboundedSender<Output>>,
+    /// The DNS `ClusterFirst` pods get; without it they get the host's resolv.conf.
+    pub cluster_dns: Option<Arc<ClusterDns>>,
 }
 
 /// The node layer's builder: a runtime and a root directory, and optionally the clock (virtual
-/// in tests), the event and status sinks, and a log follower.
+/// in tests), the event and status sinks, a log follower and the cluster DNS.
 ///
 /// ```ignore
 /// let workers = Node::new(runtime, "/var/lib/podwright").events(log).status(terminal).build();
@@ -37,11 +40,12 @@ pub struct Node {
     events: Option<Arc<dyn EventSink>>,
     status: Option<Arc<dyn StatusSink>>,
     log_sink: Option<UnboundedSender<Output>>,
+    cluster_dns: Option<ClusterDns>,
 }
 
 impl Node {
     pub fn new(runtime: Arc<dyn Runtime>, root: impl Into<PathBuf>) -> Self {
-        Node { runtime, root: root.into(), clock: None, events: None, status: None, log_sink: None }
+        Node { runtime, root: root.into(), clock: None, events: None, status: None, log_sink: None, cluster_dns: None }
     }
 
     /// The clock the pod workers read and sleep on; the real one unless given.
@@ -69,6 +73,14 @@ impl Node {
         self
     }
 
+    /// The kubelet's `clusterDNS` and `clusterDomain`: `ClusterFirst` pods resolve through
+    /// these servers, searching their namespace's services first. Without it, every pod gets
+    /// the host's resolv.conf (the kubelet's fallback when it has no cluster DNS).
+    pub fn cluster_dns(mut self, dns: ClusterDns) -> Self {
+        self.cluster_dns = Some(dns);
+        self
+    }
+
     /// The pod workers. Starts routing the runtime's events, so it must run inside a tokio
     /// runtime.
     pub fn build(self) -> PodWorkers {
@@ -79,6 +91,7 @@ impl Node {
             root: self.root,
             events: self.events.unwrap_or_else(|| Arc::new(EventLog::default())),
             log_sink: self.log_sink,
+            cluster_dns: self.cluster_dns.map(Arc::new),
         };
         PodWorkers::new(engine, self.status.unwrap_or_else(|| Arc::new(Discard)))
     }

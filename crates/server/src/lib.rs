@@ -1,9 +1,11 @@
 //! podwright-server: the local Kubernetes-compatible API of `podwright serve`, which an
 //! unmodified kubectl drives: discovery, pods (with watch, Tables, patches, graceful deletion,
-//! logs), events, namespaces, config maps, secrets and services, with the API server's errors.
+//! logs), events, namespaces, config maps, secrets and services, with the API server's errors;
+//! and the cluster DNS that resolves those services for the pods.
 
 pub mod api;
 pub mod discovery;
+pub mod dns;
 pub mod errors;
 pub mod kinds;
 pub mod logs;

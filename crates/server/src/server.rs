@@ -68,6 +68,10 @@ impl ApiServer {
         &self.0.store
     }
 
+    pub(crate) fn store_handle(&self) -> Arc<Store> {
+        self.0.store.clone()
+    }
+
     pub(crate) fn link(&self) -> &NodeLink {
         &self.0.link
     }

@@ -7,8 +7,8 @@ use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
 use podwright_api::quantity::Quantity;
 use podwright_planner::pod::SpecContainer;
 use podwright_runtime::cri_api::{
-    ContainerConfig, ContainerMetadata, ImageSpec, KeyValue, LinuxContainerConfig, LinuxContainerResources, Mount,
-    PodSandboxConfig, PodSandboxMetadata,
+    ContainerConfig, ContainerMetadata, DnsConfig, ImageSpec, KeyValue, LinuxContainerConfig, LinuxContainerResources,
+    Mount, PodSandboxConfig, PodSandboxMetadata,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -52,7 +52,8 @@ fn hostname(pod: &Pod) -> String {
     name[..HOSTNAME_MAX_LEN].trim_end_matches(['-', '.']).to_string()
 }
 
-pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32) -> PodSandboxConfig {
+/// The sandbox config; `dns` from [`crate::cri::dns::pod_dns`] (`None`: the host's resolv.conf).
+pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32, dns: Option<DnsConfig>) -> PodSandboxConfig {
     let (name, ns, uid) = meta(pod);
     PodSandboxConfig {
         metadata: Some(PodSandboxMetadata { name: name.into(), uid: uid.into(), namespace: ns.into(), attempt }),
@@ -60,6 +61,7 @@ pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32) -> PodSandboxConfig 
         log_directory: layout::log_directory(root, uid).to_string_lossy().into_owned(),
         labels: pod_labels(pod),
         annotations: pod.metadata.annotations.clone().unwrap_or_default().into_iter().collect(),
+        dns_config: dns,
         ..Default::default()
     }
 }
@@ -252,7 +254,7 @@ mod tests {
         assert_eq!(cut(&format!("{}.b.c", "a".repeat(62))), "a".repeat(62));
         let named = pod(serde_json::json!({"hostname": "short", "containers": []}));
         assert_eq!(hostname(&named), "short");
-        assert_eq!(sandbox_config(&pod(serde_json::json!({})), Path::new("/r"), 0).hostname, "p".repeat(63));
+        assert_eq!(sandbox_config(&pod(serde_json::json!({})), Path::new("/r"), 0, None).hostname, "p".repeat(63));
     }
 
     #[test]

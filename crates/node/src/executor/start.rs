@@ -3,6 +3,7 @@
 
 use super::{PodSync, SyncResult};
 use crate::cri::config as cri_config;
+use crate::cri::dns;
 use crate::events::{EventType, wording};
 use crate::layout;
 use crate::node::Engine;
@@ -19,7 +20,11 @@ impl Engine {
     pub(super) async fn create_sandbox(&self, sync: &PodSync<'_>, attempt: u32, result: &mut SyncResult) {
         let pod = sync.pod;
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        let config = cri_config::sandbox_config(pod, &self.root, attempt);
+        let dns = dns::pod_dns(pod, self.cluster_dns.as_deref());
+        for warning in dns.warnings {
+            self.event(pod, None, EventType::Warning, "DNSConfigForming", warning);
+        }
+        let config = cri_config::sandbox_config(pod, &self.root, attempt, dns.config);
         let prepared = volumes::prepare(&self.root, pod)
             .and_then(|_| std::fs::create_dir_all(layout::log_directory(&self.root, uid)))
             .and_then(|_| std::fs::create_dir_all(layout::termination_dir(&self.root, uid)));
@@ -55,7 +60,8 @@ impl Engine {
     ) -> Result<(), StartFailure> {
         let pod = sync.pod;
         let name = sc.name().to_string();
-        let sandbox_config = cri_config::sandbox_config(pod, &self.root, sandbox.attempt);
+        let dns = dns::pod_dns(pod, self.cluster_dns.as_deref()).config;
+        let sandbox_config = cri_config::sandbox_config(pod, &self.root, sandbox.attempt, dns);
         self.ensure_image(pod, &sc, pull, &sandbox_config).await?;
         let ip = sandbox.ip.clone().unwrap_or_default();
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
