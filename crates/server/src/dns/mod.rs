@@ -185,9 +185,11 @@ mod tests {
     const AAAA: u16 = 28;
 
     fn server() -> (ApiServer, Arc<DnsServer>) {
+        let clock = Clock::new();
         let (api, _feed) = ApiServer::new(
             ServerConfig { node_name: "n".into(), root: "/nonexistent".into(), host_ip: None },
-            Clock::new(),
+            clock,
+            podwright_runtime::FakeRuntime::new(clock),
         );
         // No host nameservers: forwarded names get SERVFAIL at once.
         let dns =
