@@ -8,6 +8,7 @@ pub mod errors;
 pub mod kinds;
 pub mod logs;
 pub mod node_link;
+pub mod openapi;
 pub mod patching;
 pub mod pods;
 pub mod protobuf;
