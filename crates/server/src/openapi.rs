@@ -8,11 +8,12 @@
 //! kubectl 1.27+ conclude that the server validates (cli-runtime
 //! `pkg/resource/query_param_verifier_v3.go`) and send `fieldValidation=Strict`; kubectl 1.20
 //! finds no definition of the kind, so its client-side check has nothing to check and the
-//! server's `Warning` headers report unknown fields. Schemas would have to be all of upstream's:
-//! kubectl computes apply patches from the definitions it finds, and a partial Pod schema
-//! broke `apply`, `edit` and `replace` for 1.20 (local-api.md §2). Without a strategic-merge
-//! request body in the v3 operations kubectl 1.32 computes apply patches from its compiled-in
-//! types (kubectl `pkg/cmd/apply/patcher.go`).
+//! server's `Warning` headers report unknown fields; it does look for `dryRun` on the v2
+//! operations before `--dry-run=server` (an info-only v2 gets `doesn't support dry-run`, seen).
+//! Schemas would have to be all of upstream's: kubectl computes apply patches from the
+//! definitions it finds, and a partial Pod schema broke `apply`, `edit` and `replace` for 1.20
+//! (local-api.md §2). Without a strategic-merge request body in the v3 operations kubectl 1.32
+//! computes apply patches from its compiled-in types (kubectl `pkg/cmd/apply/patcher.go`).
 
 use crate::resources::Resource;
 use crate::server::ApiServer;
