@@ -20,7 +20,7 @@ use crate::server::ApiServer;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use jiff::SignedDuration;
+use jiff::{SignedDuration, Timestamp};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::sync::LazyLock;
@@ -331,18 +331,23 @@ pub struct GroupQuery {
 /// `GET /openapi/v3/api/v1`: the core group's document (JSON only; no v3 protobuf). With the
 /// current `?hash=` the client may keep it forever; with an old one it is sent to the current.
 pub async fn v3_group(State(s): State<ApiServer>, Query(q): Query<GroupQuery>, headers: HeaderMap) -> Response {
+    group_document(&headers, q.hash.as_deref(), s.now())
+}
+
+/// [`v3_group`] at time `now` (hashed documents expire a year later).
+fn group_document(headers: &HeaderMap, hash: Option<&str>, now: Timestamp) -> Response {
     let d = &*DOCUMENTS;
-    if negotiate(&headers, &["json"]).is_none() {
+    if negotiate(headers, &["json"]).is_none() {
         return negotiated(StatusCode::NOT_ACCEPTABLE.into_response());
     }
-    let resp = match q.hash.as_deref().filter(|h| !h.is_empty()) {
+    let resp = match hash.filter(|h| !h.is_empty()) {
         Some(h) if h != d.v3_group_hash => {
             let location = group_url(&d.v3_group_hash);
             (StatusCode::MOVED_PERMANENTLY, [(header::LOCATION, location)]).into_response()
         }
         Some(_) => {
-            let mut resp = document(&headers, "application/json", &d.v3_group_hash, &d.v3_group);
-            let expires = s.now() + SignedDuration::from_hours(365 * 24);
+            let mut resp = document(headers, "application/json", &d.v3_group_hash, &d.v3_group);
+            let expires = now + SignedDuration::from_hours(365 * 24);
             let h = resp.headers_mut();
             h.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, immutable"));
             if let Ok(at) = jiff::fmt::rfc2822::DateTimePrinter::new().timestamp_to_rfc9110_string(&expires)
@@ -352,7 +357,7 @@ pub async fn v3_group(State(s): State<ApiServer>, Query(q): Query<GroupQuery>, h
             }
             resp
         }
-        None => document(&headers, "application/json", &d.v3_group_hash, &d.v3_group),
+        None => document(headers, "application/json", &d.v3_group_hash, &d.v3_group),
     };
     negotiated(resp)
 }
@@ -361,8 +366,6 @@ pub async fn v3_group(State(s): State<ApiServer>, Query(q): Query<GroupQuery>, h
 mod tests {
     use super::*;
     use crate::protobuf::{Field, fields, varint};
-    use crate::server::ServerConfig;
-    use podwright_runtime::Clock;
 
     fn bytes(msg: &[u8], number: u32) -> Vec<&[u8]> {
         fields(msg)
@@ -524,25 +527,21 @@ mod tests {
         assert_eq!(v2(accept("text/html")).await.status(), StatusCode::NOT_ACCEPTABLE);
     }
 
-    #[tokio::test]
-    async fn the_hashed_group_document_is_immutable() {
-        let now: jiff::Timestamp = "2026-03-01T12:00:00Z".parse().unwrap();
-        let config = ServerConfig { node_name: "n".into(), root: std::env::temp_dir(), host_ip: None };
-        let (s, _feed) = ApiServer::new(config, Clock::starting_at(now));
+    #[test]
+    fn the_hashed_group_document_is_immutable() {
+        let now: Timestamp = "2026-03-01T12:00:00Z".parse().unwrap();
         let hash = DOCUMENTS.v3_group_hash.clone();
 
-        let current = GroupQuery { hash: Some(hash.clone()) };
-        let resp = v3_group(State(s.clone()), Query(current), accept("application/json")).await;
+        let resp = group_document(&accept("application/json"), Some(&hash), now);
         assert_eq!(resp.status(), StatusCode::OK);
         assert_eq!(header(&resp, header::CACHE_CONTROL), "public, immutable");
         assert_eq!(header(&resp, header::EXPIRES), "Mon, 01 Mar 2027 12:00:00 GMT");
 
-        let resp = v3_group(State(s.clone()), Query(GroupQuery::default()), HeaderMap::new()).await;
+        let resp = group_document(&HeaderMap::new(), None, now);
         assert_eq!(resp.status(), StatusCode::OK);
         assert_eq!(header(&resp, header::CACHE_CONTROL), "");
 
-        let stale = GroupQuery { hash: Some("0ABC".into()) };
-        let resp = v3_group(State(s), Query(stale), accept("application/json")).await;
+        let resp = group_document(&accept("application/json"), Some("0ABC"), now);
         assert_eq!(resp.status(), StatusCode::MOVED_PERMANENTLY);
         assert_eq!(header(&resp, header::LOCATION), format!("/openapi/v3/api/v1?hash={hash}"));
     }
