@@ -10,6 +10,7 @@ pub mod errors;
 pub mod kinds;
 pub mod logs;
 pub mod node_link;
+pub mod openapi;
 pub mod patching;
 pub mod pods;
 pub mod protobuf;

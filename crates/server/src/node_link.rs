@@ -106,14 +106,16 @@ pub struct StoreStatus {
 impl StatusSink for StoreStatus {
     fn publish(&self, update: &PodUpdate) {
         let Some(uid) = update.spec.metadata.uid.as_deref() else { return };
-        let Some((ns, name)) = self.store.pod_by_uid(uid) else { return };
-        if let Some(status) = &update.status {
+        // A pod deleted at once (grace 0) has no object any more, but its worker still has to
+        // be removed from the node when it finishes.
+        let stored = self.store.pod_by_uid(uid);
+        if let (Some((ns, name)), Some(status)) = (&stored, &update.status) {
             let mut status = serde_json::to_value(status.as_ref()).unwrap_or(Value::Null);
             if let Some(ip) = &self.host_ip {
                 status["hostIP"] = json!(ip);
                 status["hostIPs"] = json!([{"ip": ip}]);
             }
-            let written = self.store.update(Resource::Pods, &ns, &name, |old| {
+            let written = self.store.update(Resource::Pods, ns, name, |old| {
                 // A pod of the same name but another uid is not this worker's.
                 if meta_str(old, "uid") != Some(uid) {
                     return Ok(None);
@@ -126,7 +128,9 @@ impl StatusSink for StoreStatus {
                 tracing::debug!(%e, uid, "status of a pod no longer stored");
             }
         }
-        if self.link.on_status(uid, update.finished) {
+        if self.link.on_status(uid, update.finished)
+            && let Some((ns, name)) = stored
+        {
             let _ = self.store.delete(Resource::Pods, &ns, &name);
         }
     }
@@ -208,5 +212,32 @@ impl EventSink for StoreEvents {
             }
             Err(e) => tracing::debug!(%e, "event not recorded"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use podwright_runtime::Clock;
+
+    /// `kubectl delete --force --grace-period=0` removes the object before the worker has
+    /// stopped; the worker must still be removed from the node once it has.
+    #[tokio::test]
+    async fn a_pod_deleted_at_once_is_removed_from_the_node_when_it_finishes() {
+        let store = Arc::new(Store::new(Clock::new()));
+        let (link, mut feed) = NodeLink::new();
+        let link = Arc::new(link);
+        let obj = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default"}});
+        let stored = store.create(Resource::Pods, obj).unwrap();
+        let uid = meta_str(&stored, "uid").unwrap().to_string();
+        let pod: Pod = serde_json::from_value(stored).unwrap();
+        store.delete(Resource::Pods, "default", "web").unwrap();
+        assert!(!link.delete(&uid, 0));
+
+        let sink = StoreStatus { store, link, host_ip: None };
+        sink.publish(&PodUpdate { finished: false, ..PodUpdate::new(Arc::new(pod.clone())) });
+        assert!(feed.removals.try_recv().is_err());
+        sink.publish(&PodUpdate { finished: true, ..PodUpdate::new(Arc::new(pod)) });
+        assert_eq!(feed.removals.try_recv().ok(), Some(uid));
     }
 }

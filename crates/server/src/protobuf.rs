@@ -13,12 +13,12 @@ use serde_json::{Map, Value, json};
 const MAGIC: &[u8] = b"k8s\0";
 
 /// One field of a message: its number and its bytes (for varints, the value).
-enum Field<'a> {
+pub(crate) enum Field<'a> {
     Varint(u32, u64),
     Bytes(u32, &'a [u8]),
 }
 
-fn varint(buf: &mut &[u8]) -> Option<u64> {
+pub(crate) fn varint(buf: &mut &[u8]) -> Option<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
         let (b, rest) = buf.split_first()?;
@@ -31,7 +31,7 @@ fn varint(buf: &mut &[u8]) -> Option<u64> {
     None
 }
 
-fn fields(mut buf: &[u8]) -> Option<Vec<Field<'_>>> {
+pub(crate) fn fields(mut buf: &[u8]) -> Option<Vec<Field<'_>>> {
     let mut out = vec![];
     while !buf.is_empty() {
         let key = varint(&mut buf)?;

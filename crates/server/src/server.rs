@@ -4,7 +4,7 @@
 use crate::node_link::{NodeFeed, NodeLink, StoreEvents, StoreStatus};
 use crate::resources::Resource;
 use crate::store::Store;
-use crate::{api, discovery};
+use crate::{api, discovery, openapi};
 use axum::Router;
 use axum::routing::get;
 use jiff::Timestamp;
@@ -131,6 +131,10 @@ impl ApiServer {
             .route("/api/v1", get(discovery::api_v1))
             .route("/apis", get(discovery::apis))
             .route("/version", get(discovery::version))
+            .route("/openapi/v2", get(openapi::v2))
+            .route("/swagger-2.0.0.pb-v1", get(openapi::v2_protobuf_legacy))
+            .route("/openapi/v3", get(openapi::v3_index))
+            .route("/openapi/v3/api/v1", get(openapi::v3_group))
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(|| async { "ok" }))
             .route("/livez", get(|| async { "ok" }))

@@ -1,7 +1,7 @@
 //! `podwright serve` for the tests: a daemon on a free loopback port with a fresh root
 //! directory, on the suite's containerd (`PODWRIGHT_CRI_ENDPOINT`, else the embedded one under
-//! the test root), driven with the machine's kubectl. Dropping it deletes every pod it runs
-//! (at once) and stops it.
+//! the test root), driven with the machine's kubectl or another version. Dropping it deletes
+//! every pod it runs (1 s grace) and stops it once containerd holds nothing of them.
 
 use crate::{Running, binary, test_root};
 use std::path::PathBuf;
@@ -21,6 +21,8 @@ pub struct Daemon {
     pub home: PathBuf,
     /// Started with `--tls`: kubectl then uses the daemon's kubeconfig (CA and token).
     pub tls: bool,
+    /// The CRI endpoint its pods run on.
+    endpoint: String,
     process: Option<Running>,
 }
 
@@ -54,7 +56,7 @@ impl Daemon {
                 .expect("runtime start");
             String::from_utf8_lossy(&out.stdout).trim().to_string()
         });
-        args.extend(["--runtime-endpoint".into(), endpoint]);
+        args.extend(["--runtime-endpoint".into(), endpoint.clone()]);
         args.extend(extra.iter().map(|s| s.to_string()));
         let mut process = Running::spawn(&args, None);
         assert!(
@@ -63,7 +65,7 @@ impl Daemon {
             process.stderr_so_far()
         );
         let tls = extra.contains(&"--tls");
-        Daemon { port, root, home, tls, process: Some(process) }
+        Daemon { port, root, home, tls, endpoint, process: Some(process) }
     }
 
     pub fn server(&self) -> String {
@@ -80,11 +82,12 @@ impl Daemon {
         self.process.as_ref().map(|p| p.stderr_so_far()).unwrap_or_default()
     }
 
-    /// Runs kubectl (`version` None: the machine's default, else e.g. "1.27" or
-    /// [`KUBECTL_1_20`] as a path) against this daemon.
+    /// Runs kubectl (`version` None: the machine's default, else e.g. "1.27", "1.20" for
+    /// [`KUBECTL_1_20`], or a path) against this daemon.
     pub fn kubectl_cmd(&self, version: Option<&str>, args: &[&str]) -> Command {
         let program = match version {
             None => "kubectl".to_string(),
+            Some("1.20") => KUBECTL_1_20.to_string(),
             Some(v) if v.starts_with('/') => v.to_string(),
             Some(v) => versioned_kubectl(v),
         };
@@ -155,10 +158,12 @@ pub fn text(b: &[u8]) -> String {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
+        let uids = self.pod_uids();
         // Not forced: a pod's object goes only once its containers have stopped, so that
         // nothing runs on after the daemon.
         let _ = self.kubectl(None, &["delete", "pods", "--all", "-A", "--grace-period=1", "--wait=false"]);
         let _ = self.wait_quiet();
+        let _ = self.wait_removed(&uids);
         if let Some(p) = self.process.take() {
             p.signal(libc::SIGTERM);
             // Waiting may panic, which must not happen while a failed test unwinds.
@@ -171,6 +176,36 @@ impl Drop for Daemon {
 }
 
 impl Daemon {
+    fn pod_uids(&self) -> Vec<String> {
+        let out = self.kubectl(None, &["get", "pods", "-A", "-o", "jsonpath={.items[*].metadata.uid}"]);
+        text(&out.stdout).split_whitespace().map(str::to_string).collect()
+    }
+
+    /// Whether containerd still holds a container or sandbox of pod `uid` (false when `ctr`
+    /// cannot tell: this runs in `drop`, where nothing may panic).
+    fn holds(&self, uid: &str) -> bool {
+        let socket = self.endpoint.strip_prefix("unix://").unwrap_or(&self.endpoint);
+        let filter = format!("labels.\"io.kubernetes.pod.uid\"=={uid}");
+        Command::new("ctr")
+            .args(["-a", socket, "-n", "k8s.io", "containers", "ls", "-q", &filter])
+            .output()
+            .is_ok_and(|o| o.status.success() && !o.stdout.trim_ascii().is_empty())
+    }
+
+    /// Waits (up to 20 s) until containerd holds nothing of these pods: the node removes a
+    /// deleted pod's containers and sandbox after its object is gone, and a daemon stopped
+    /// before that would leave them in the suite's containerd.
+    fn wait_removed(&self, uids: &[String]) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            if !uids.iter().any(|uid| self.holds(uid)) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        false
+    }
+
     /// Waits (up to 20 s) until no pod is left.
     fn wait_quiet(&self) -> bool {
         let start = Instant::now();

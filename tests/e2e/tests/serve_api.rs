@@ -40,7 +40,7 @@ fn get_watch_describe_and_logs_show_init_progress() {
         }
     });
     let m = Manifest::new(&pod_yaml("steps", "echo init says hi; sleep 8", "echo app up; sleep 3600"));
-    assert!(d.ok(&["create", "-f", m.path_str(), "--validate=false"]).contains("pod/steps created"));
+    assert!(d.ok(&["create", "-f", m.path_str()]).contains("pod/steps created"));
     let row = d.wait_for(&["get", "-f", m.path_str()], Duration::from_secs(20), |o| o.contains("Init:0/1"));
     assert!(row.starts_with("NAME"), "{row}");
     assert!(row.contains("0/2"), "READY column: {row}");
@@ -92,7 +92,7 @@ fn logs_previous_follow_tail_and_timestamps() {
     let m = Manifest::new(&format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: crash\nspec:\n  containers:\n  - name: app\n    image: {IMAGE}\n    command: ['sh', '-c', 'echo run $(cat /proc/uptime | cut -d. -f1); echo second; exit 1']\n"
     ));
-    d.ok(&["create", "-f", m.path_str(), "--validate=false"]);
+    d.ok(&["create", "-f", m.path_str()]);
     d.wait_for(
         &["get", "pod", "crash", "-o", "jsonpath={.status.containerStatuses[0].restartCount}"],
         Duration::from_secs(40),
@@ -110,7 +110,7 @@ fn logs_previous_follow_tail_and_timestamps() {
     let f = Manifest::new(&format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: follow\nspec:\n  restartPolicy: Never\n  containers:\n  - name: app\n    image: {IMAGE}\n    command: ['sh', '-c', 'for i in 1 2 3; do echo line $i; sleep 1; done']\n"
     ));
-    d.ok(&["create", "-f", f.path_str(), "--validate=false"]);
+    d.ok(&["create", "-f", f.path_str()]);
     d.wait_for(&["get", "pod", "follow", "--no-headers"], Duration::from_secs(20), |o| o.contains("Running"));
     let started = Instant::now();
     let out = d.ok(&["logs", "-f", "follow"]);
@@ -125,7 +125,7 @@ fn updates_follow_the_api_servers_rules() {
     let d = Daemon::start();
     let yaml = pod_yaml("upd", "true", "sleep 3600");
     let m = Manifest::new(&yaml);
-    d.ok(&["apply", "-f", m.path_str(), "--validate=false"]);
+    d.ok(&["apply", "-f", m.path_str()]);
     d.wait_for(&["get", "pod", "upd", "--no-headers"], Duration::from_secs(30), |o| {
         o.contains("Running") && o.contains("2/2")
     });
@@ -136,7 +136,7 @@ fn updates_follow_the_api_servers_rules() {
         &format!("image: {OTHER_IMAGE}\n    command: ['sh', '-c', 'sleep 3600']"),
         1,
     ));
-    assert!(d.ok(&["apply", "-f", changed.path_str(), "--validate=false"]).contains("pod/upd configured"));
+    assert!(d.ok(&["apply", "-f", changed.path_str()]).contains("pod/upd configured"));
     let images = d.ok(&["get", "pod", "upd", "-o", "jsonpath={.spec.containers[*].image}"]);
     assert_eq!(images, format!("{OTHER_IMAGE} {IMAGE}"));
     // The changed container is restarted with its new image.
@@ -182,7 +182,7 @@ fn updates_follow_the_api_servers_rules() {
     let stale = d.ok(&["get", "pod", "upd", "-o", "json"]);
     d.ok(&["label", "pod", "upd", "tier=db", "--overwrite"]);
     let stale_file = Manifest::new(&stale);
-    let err = d.fails(&["replace", "-f", stale_file.path_str(), "--validate=false"]);
+    let err = d.fails(&["replace", "-f", stale_file.path_str()]);
     assert!(err.contains("Operation cannot be fulfilled on pods \"upd\": the object has been modified; please apply your changes to the latest version and try again"), "{err}");
 }
 
@@ -192,7 +192,7 @@ fn deletion_is_graceful_then_the_pod_is_gone() {
     let m = Manifest::new(&format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: slow\nspec:\n  terminationGracePeriodSeconds: 20\n  containers:\n  - name: app\n    image: {IMAGE}\n    command: ['sh', '-c', 'trap \"sleep 3; exit 0\" TERM; while true; do sleep 0.2; done']\n"
     ));
-    d.ok(&["create", "-f", m.path_str(), "--validate=false"]);
+    d.ok(&["create", "-f", m.path_str()]);
     d.wait_for(&["get", "pod", "slow", "--no-headers"], Duration::from_secs(20), |o| o.contains("Running"));
     let started = Instant::now();
     assert!(d.ok(&["delete", "pod", "slow", "--grace-period=10", "--wait=false"]).contains("pod \"slow\" deleted"));
@@ -222,15 +222,15 @@ fn errors_read_as_kubectl_prints_them() {
     let bad = Manifest::new(&format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\nspec:\n  containers:\n  - name: Bad_Name\n    image: {IMAGE}\n  - name: x\n    image: ''\n"
     ));
-    let err = d.fails(&["create", "-f", bad.path_str(), "--validate=false"]);
+    let err = d.fails(&["create", "-f", bad.path_str()]);
     assert!(
         err.contains("The Pod \"bad\" is invalid: \n* spec.containers[0].name: Invalid value: \"Bad_Name\""),
         "{err}"
     );
     assert!(err.contains("* spec.containers[1].image: Required value"), "{err}");
     let m = Manifest::new(&pod_yaml("twice", "true", "sleep 3600"));
-    d.ok(&["create", "-f", m.path_str(), "--validate=false"]);
-    let err = d.fails(&["create", "-f", m.path_str(), "--validate=false"]);
+    d.ok(&["create", "-f", m.path_str()]);
+    let err = d.fails(&["create", "-f", m.path_str()]);
     assert!(err.contains("Error from server (AlreadyExists): error when creating"), "{err}");
     assert!(err.contains("pods \"twice\" already exists"), "{err}");
     let err = d.fails(&["logs", "twice", "-c", "nope"]);
@@ -244,7 +244,7 @@ fn errors_read_as_kubectl_prints_them() {
     let unsupported = Manifest::new(&format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: root\nspec:\n  securityContext:\n    runAsUser: 1000\n  containers:\n  - name: app\n    image: {IMAGE}\n"
     ));
-    let err = d.fails(&["create", "-f", unsupported.path_str(), "--validate=false"]);
+    let err = d.fails(&["create", "-f", unsupported.path_str()]);
     assert!(
         err.contains("spec.securityContext.runAsUser: Unsupported value: 1000: not supported by podwright yet"),
         "{err}"
@@ -269,7 +269,7 @@ fn config_maps_secrets_and_namespaces() {
     assert!(out.status.success(), "kubectl 1.27: {}", text(&out.stderr));
     d.ok(&["create", "namespace", "team"]);
     let m = Manifest::new(&pod_yaml("inns", "true", "sleep 3600"));
-    d.ok(&["create", "-f", m.path_str(), "-n", "team", "--validate=false"]);
+    d.ok(&["create", "-f", m.path_str(), "-n", "team"]);
     assert!(d.ok(&["get", "pods", "-A"]).contains("team"));
     assert!(d.ok(&["get", "pods"]).is_empty());
     d.ok(&["delete", "namespace", "team", "--wait=false"]);
@@ -283,7 +283,7 @@ fn config_maps_secrets_and_namespaces() {
 fn older_kubectls_drive_it_too() {
     let d = Daemon::start();
     let m = Manifest::new(&pod_yaml("oldies", "true", "sleep 3600"));
-    let out = d.kubectl(Some("1.27"), &["create", "-f", m.path_str(), "--validate=false"]);
+    let out = d.kubectl(Some("1.27"), &["create", "-f", m.path_str()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     d.wait_for(&["get", "pod", "oldies", "--no-headers"], Duration::from_secs(30), |o| o.contains("Running"));
     let out = d.kubectl(Some("1.27"), &["get", "pods"]);
@@ -322,7 +322,7 @@ fn container_logs_rotate_by_the_config() {
     let m = Manifest::new(&format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: chatty\nspec:\n  containers:\n  - name: app\n    image: {IMAGE}\n    command: ['sh', '-c', 'i=0; while true; do i=$((i+1)); echo line $i of a chatty container that fills its log; sleep 0.01; done']\n"
     ));
-    d.ok(&["create", "-f", m.path_str(), "--validate=false"]);
+    d.ok(&["create", "-f", m.path_str()]);
     let uid = d.wait_for(&["get", "pod", "chatty", "-o", "jsonpath={.metadata.uid}"], Duration::from_secs(10), |o| {
         !o.is_empty()
     });
