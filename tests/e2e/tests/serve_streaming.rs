@@ -97,7 +97,7 @@ impl Fixture {
         let pod = pod_name("streaming");
         let manifest = std::env::temp_dir().join(format!("{pod}.json"));
         std::fs::write(&manifest, pod_manifest(&pod)).unwrap();
-        daemon.ok(&["create", "--validate=false", "-f", &manifest.to_string_lossy()]);
+        daemon.ok(&["create", "-f", &manifest.to_string_lossy()]);
         std::fs::remove_file(&manifest).unwrap();
         let jsonpath = "jsonpath={.status.phase} {.status.containerStatuses[*].ready}";
         daemon.wait_for(&["get", "pod", &pod, "-o", jsonpath], START_LIMIT, |s| s == "Running true true true");

@@ -137,9 +137,7 @@ fn the_documentations_init_containers_walk_through() {
     std::fs::write(dir.join("myapp.yaml"), MYAPP_YAML).unwrap();
     std::fs::write(dir.join("services.yaml"), SERVICES_YAML).unwrap();
 
-    // `--validate=false`: kubectl 1.32 validates against /openapi/v3, which serve does not
-    // have yet ("failed to download openapi").
-    let created = ok_in(&d, &dir, &["create", "-f", "myapp.yaml", "--validate=false"]);
+    let created = ok_in(&d, &dir, &["create", "-f", "myapp.yaml"]);
     assert_eq!(created.trim(), "pod/myapp-pod created");
 
     // init-myservice runs and keeps asking: myservice is not in the cluster DNS yet.
@@ -181,7 +179,7 @@ fn the_documentations_init_containers_walk_through() {
     event("Created", "kubelet Created container: init-myservice");
     event("Started", "kubelet Started container init-myservice");
 
-    let created = ok_in(&d, &dir, &["create", "-f", "services.yaml", "--validate=false"]);
+    let created = ok_in(&d, &dir, &["create", "-f", "services.yaml"]);
     assert_eq!(squeezed(&created), ["service/myservice created", "service/mydb created"]);
 
     let running = wait_in(&d, &dir, &["get", "-f", "myapp.yaml"], |out| {
