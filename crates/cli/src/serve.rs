@@ -225,16 +225,18 @@ pub async fn serve(args: ServeArgs) -> u8 {
     );
     let mut sigint = signal(SignalKind::interrupt()).ok();
     let mut sigterm = signal(SignalKind::terminate()).ok();
+    // The node's metrics beside the API, behind the same token when there is one.
+    let router = api.router().merge(podwright_server::metrics::router(workers.metrics()));
     let server = async move {
         match security {
             Some(s) => {
                 let token: Arc<str> = s.token.clone().into();
-                let router = api.router().layer(axum::middleware::from_fn(move |req, next| {
+                let router = router.layer(axum::middleware::from_fn(move |req, next| {
                     podwright_server::secure::require_token(token.clone(), req, next)
                 }));
                 axum::serve(s.listener(listener), router).await
             }
-            None => axum::serve(listener, api.router()).await,
+            None => axum::serve(listener, router).await,
         }
     };
     tokio::select! {

@@ -3,7 +3,9 @@
 
 use crate::dispatch::Dispatcher;
 use crate::events::{EventLog, EventSink};
+use crate::instrumented::Instrumented;
 use crate::logs::Output;
+use crate::metrics::Metrics;
 use crate::pod_workers::PodWorkers;
 use crate::sinks::{Discard, StatusSink};
 use podwright_runtime::{Clock, Runtime};
@@ -22,6 +24,8 @@ pub(crate) struct Engine {
     pub events: Arc<dyn EventSink>,
     /// Where to announce containers whose output should be followed, and hooks' output.
     pub log_sink: Option<UnboundedSender<Output>>,
+    /// What the node has done, for `/metrics`; `runtime` records its calls here too.
+    pub metrics: Arc<Metrics>,
 }
 
 /// The node layer's builder: a runtime and a root directory, and optionally the clock (virtual
@@ -72,13 +76,17 @@ impl Node {
     /// The pod workers. Starts routing the runtime's events, so it must run inside a tokio
     /// runtime.
     pub fn build(self) -> PodWorkers {
+        let clock = self.clock.unwrap_or_default();
+        let metrics = Arc::new(Metrics::default());
+        let runtime: Arc<dyn Runtime> = Arc::new(Instrumented::new(self.runtime, metrics.clone(), clock));
         let engine = Engine {
-            dispatcher: Dispatcher::start(self.runtime.subscribe()),
-            runtime: self.runtime,
-            clock: self.clock.unwrap_or_default(),
+            dispatcher: Dispatcher::start(runtime.subscribe()),
+            runtime,
+            clock,
             root: self.root,
             events: self.events.unwrap_or_else(|| Arc::new(EventLog::default())),
             log_sink: self.log_sink,
+            metrics,
         };
         PodWorkers::new(engine, self.status.unwrap_or_else(|| Arc::new(Discard)))
     }

@@ -1,5 +1,6 @@
 //! [`PodWorkers`]: one pod worker per pod UID, the only place workers are started.
 
+use crate::metrics::Metrics;
 use crate::node::Engine;
 use crate::sinks::StatusSink;
 use crate::source::{PodChange, PodSource};
@@ -162,6 +163,11 @@ impl PodWorkers {
             self.pods().by_uid.values().map(|h| (h.seq, h.latest.borrow().clone())).collect();
         v.sort_by_key(|(seq, _)| *seq);
         v.into_iter().map(|(_, u)| u).collect()
+    }
+
+    /// The node's metrics: its pod workers', their containers' and its runtime calls'.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.engine.metrics.clone()
     }
 
     /// Resolves once every worker has finished.

@@ -1,12 +1,14 @@
 //! podwright-server: the local Kubernetes-compatible API of `podwright serve`, which an
 //! unmodified kubectl drives: discovery, pods (with watch, Tables, patches, graceful deletion,
-//! logs), events, namespaces, config maps, secrets and services, with the API server's errors.
+//! logs), events, namespaces, config maps, secrets and services, with the API server's errors;
+//! and the node's `/metrics`.
 
 pub mod api;
 pub mod discovery;
 pub mod errors;
 pub mod kinds;
 pub mod logs;
+pub mod metrics;
 pub mod node_link;
 pub mod patching;
 pub mod pods;
