@@ -7,7 +7,6 @@ use podwright_api::quantity::Quantity;
 use podwright_node::Node;
 use podwright_node::log_rotation::{self, LogPolicy};
 use podwright_runtime::Clock;
-use podwright_runtime::Runtime;
 use podwright_server::secure::{Security, write_private};
 use podwright_server::{ApiServer, ServerConfig};
 use serde::Deserialize;
@@ -190,9 +189,10 @@ pub async fn serve(args: ServeArgs) -> u8 {
     };
     let clock = Clock::new();
     let (api, feed) = ApiServer::new(ServerConfig { node_name, root: root.clone(), host_ip: host }, clock);
-    let runtime: Arc<dyn Runtime> = Arc::new(runtime);
-    tokio::spawn(log_rotation::rotate_logs(runtime.clone(), clock, log_policy));
-    let workers = Arc::new(Node::new(runtime, &root).clock(clock).events(api.sink()).status(api.sink()).build());
+    let workers =
+        Arc::new(Node::new(Arc::new(runtime), &root).clock(clock).events(api.sink()).status(api.sink()).build());
+    // Through the node's runtime, so that its calls are in the metrics too.
+    tokio::spawn(log_rotation::rotate_logs(workers.runtime(), clock, log_policy));
     let kubeconfig = kubeconfig_path(&root);
     let kubeconfig_body = match &security {
         Some(s) => s.kubeconfig(&server_url("https", addr)),

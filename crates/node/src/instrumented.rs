@@ -94,6 +94,10 @@ impl RuntimeService for Instrumented {
         self.timed(Op::ExecSync, self.inner.exec_sync(container_id, cmd, timeout)).await
     }
 
+    async fn reopen_container_log(&self, container_id: &str) -> RuntimeResult<()> {
+        self.timed(Op::ReopenContainerLog, self.inner.reopen_container_log(container_id)).await
+    }
+
     fn subscribe(&self) -> tokio::sync::broadcast::Receiver<RuntimeEvent> {
         self.inner.subscribe()
     }
@@ -134,12 +138,15 @@ mod tests {
         rt.version().await.unwrap();
         assert!(rt.start_container("no-such-container").await.is_err());
         assert!(rt.image_status("localhost/busybox:1.36").await.unwrap().is_none());
+        // Forwarded, not left to the trait's default (the fake cannot reopen logs).
+        assert!(rt.reopen_container_log("c").await.is_err());
         let text = metrics.render();
         let has = |line: &str| text.lines().any(|l| l == line);
         assert!(has("kubelet_runtime_operations_total{operation_type=\"version\"} 1"), "{text}");
         assert!(has("kubelet_runtime_operations_total{operation_type=\"start_container\"} 1"), "{text}");
         assert!(has("kubelet_runtime_operations_errors_total{operation_type=\"start_container\"} 1"), "{text}");
         assert!(!text.contains("kubelet_runtime_operations_errors_total{operation_type=\"version\"}"), "{text}");
+        assert!(has("kubelet_runtime_operations_total{operation_type=\"reopen_container_log\"} 1"), "{text}");
         // 20 ms of virtual latency: above the 0.0125 bound, within 0.03125.
         assert!(has("kubelet_runtime_operations_duration_seconds_bucket{operation_type=\"version\",le=\"0.0125\"} 0"));
         assert!(has("kubelet_runtime_operations_duration_seconds_bucket{operation_type=\"version\",le=\"0.03125\"} 1"));

@@ -84,6 +84,7 @@ pub enum RuntimeOperation {
     PullImage,
     RemoveContainer,
     RemovePodSandbox,
+    ReopenContainerLog,
     RunPodSandbox,
     StartContainer,
     StopContainer,
@@ -92,7 +93,7 @@ pub enum RuntimeOperation {
 }
 
 impl RuntimeOperation {
-    const ALL: [RuntimeOperation; 15] = [
+    const ALL: [RuntimeOperation; 16] = [
         RuntimeOperation::ContainerStatus,
         RuntimeOperation::CreateContainer,
         RuntimeOperation::ExecSync,
@@ -103,6 +104,7 @@ impl RuntimeOperation {
         RuntimeOperation::PullImage,
         RuntimeOperation::RemoveContainer,
         RuntimeOperation::RemovePodSandbox,
+        RuntimeOperation::ReopenContainerLog,
         RuntimeOperation::RunPodSandbox,
         RuntimeOperation::StartContainer,
         RuntimeOperation::StopContainer,
@@ -122,6 +124,7 @@ impl RuntimeOperation {
             RuntimeOperation::PullImage => "pull_image",
             RuntimeOperation::RemoveContainer => "remove_container",
             RuntimeOperation::RemovePodSandbox => "remove_podsandbox",
+            RuntimeOperation::ReopenContainerLog => "reopen_container_log",
             RuntimeOperation::RunPodSandbox => "run_podsandbox",
             RuntimeOperation::StartContainer => "start_container",
             RuntimeOperation::StopContainer => "stop_container",
