@@ -68,6 +68,34 @@ struct Usage {
     rss_max_kib: u64,
 }
 
+/// What the daemon's `/metrics` says, for the report's breakdown.
+#[derive(Debug, Default, Clone, Copy)]
+struct Scrape {
+    /// Every runtime call so far.
+    runtime_calls: f64,
+    /// `kubelet_pod_start_duration_seconds`: sum and count.
+    pod_start_s: f64,
+    pod_starts: f64,
+}
+
+impl Scrape {
+    fn parse(text: &str) -> Scrape {
+        let mut s = Scrape::default();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let Some((series, value)) = line.rsplit_once(' ') else { continue };
+            let value: f64 = value.parse().unwrap_or_default();
+            if series.starts_with("kubelet_runtime_operations_total{") {
+                s.runtime_calls += value;
+            } else if series == "kubelet_pod_start_duration_seconds_sum" {
+                s.pod_start_s = value;
+            } else if series == "kubelet_pod_start_duration_seconds_count" {
+                s.pod_starts = value;
+            }
+        }
+        s
+    }
+}
+
 impl Usage {
     fn cores(&self) -> f64 {
         self.cpu.as_secs_f64() / self.wall.as_secs_f64()
@@ -80,9 +108,14 @@ pub struct ServeReport {
     validated: bool,
     floor: Vec<Duration>,
     apply: Vec<Duration>,
+    /// Mean of the daemon's own part of the apply runs: its worker first seeing the pod to
+    /// Running (`kubelet_pod_start_duration_seconds`).
+    worker_start: Duration,
     pods: usize,
     ramp: Duration,
     loaded: Usage,
+    /// Runtime calls per second over the window.
+    loaded_calls: f64,
 }
 
 pub async fn run(args: &ServeArgs) -> Result<ServeReport, String> {
@@ -177,6 +210,14 @@ impl Daemon {
 
     fn request(&self, method: &str, path: &str, body: Option<&str>) -> Result<http::Response, String> {
         http::request(self.addr, method, path, body)
+    }
+
+    fn scrape(&self) -> Result<Scrape, String> {
+        let r = self.request("GET", "/metrics", None)?;
+        match r.status {
+            200 => Ok(Scrape::parse(&String::from_utf8_lossy(&r.body))),
+            s => Err(format!("GET /metrics: HTTP {s}")),
+        }
     }
 
     /// Waits for the API to answer.
@@ -295,21 +336,23 @@ impl Bench {
         // kubectl validates fields when the API serves OpenAPI v3, and refuses to apply
         // without it unless told not to.
         let validated = daemon.request("GET", "/openapi/v3", None).is_ok_and(|r| r.status == 200);
+        // The first run fills kubectl's discovery cache.
+        self.apply(daemon, "apply-warm-up", validated)?;
+        let before = daemon.scrape()?;
         let mut apply = vec![];
-        for i in 0..=self.runs {
-            let took = self.apply(daemon, &format!("apply-{i}"), validated)?;
-            // The first run fills kubectl's discovery cache.
-            if i > 0 {
-                apply.push(took);
-            }
+        for i in 0..self.runs {
+            apply.push(self.apply(daemon, &format!("apply-{i}"), validated)?);
         }
+        let after = daemon.scrape()?;
+        let starts = (after.pod_starts - before.pod_starts).max(1.0);
+        let worker_start = Duration::from_secs_f64((after.pod_start_s - before.pod_start_s) / starts);
         let names: Vec<String> = (0..self.pods).map(|i| format!("steady-{i:03}")).collect();
         let loaded = self.steady(daemon, &names);
         // Every pod goes, whatever happened.
         let gone = names.iter().try_for_each(|n| daemon.delete(n)).and_then(|()| self.wait_gone(daemon));
-        let (ramp, loaded) = loaded?;
+        let (ramp, loaded, loaded_calls) = loaded?;
         gone?;
-        Ok(ServeReport { idle, validated, floor, apply, pods: self.pods, ramp, loaded })
+        Ok(ServeReport { idle, validated, floor, apply, worker_start, pods: self.pods, ramp, loaded, loaded_calls })
     }
 
     /// `kubectl apply` of the pod until a watch sees it Running; then deletes it.
@@ -363,8 +406,9 @@ impl Bench {
     }
 
     /// Creates the pods through the API, waits until all are Running and have settled, then
-    /// measures the daemon over the window: how long the ramp took, and the window's usage.
-    fn steady(&self, daemon: &Daemon, names: &[String]) -> Result<(Duration, Usage), String> {
+    /// measures the daemon over the window: how long the ramp took, the window's usage, and the
+    /// runtime calls per second over it.
+    fn steady(&self, daemon: &Daemon, names: &[String]) -> Result<(Duration, Usage, f64), String> {
         let t0 = Instant::now();
         let (key, value) = LABEL.split_once('=').unwrap_or_default();
         for name in names {
@@ -391,7 +435,10 @@ impl Bench {
         }
         let ramp = t0.elapsed();
         std::thread::sleep(Duration::from_secs(5));
-        Ok((ramp, daemon.usage(self.window)?))
+        let before = daemon.scrape()?;
+        let usage = daemon.usage(self.window)?;
+        let calls = (daemon.scrape()?.runtime_calls - before.runtime_calls) / usage.wall.as_secs_f64();
+        Ok((ramp, usage, calls))
     }
 
     fn wait_gone(&self, daemon: &Daemon) -> Result<(), String> {
@@ -432,6 +479,10 @@ impl ServeReport {
         );
         println!("  {:<40} {:>10.2} {:>10.2} {:>10.2}", "kubectl apply -> Running", apply.median, apply.min, apply.max);
         println!(
+            "  of which the pod worker, from first seeing the pod to Running: {:.2} ms (mean, from /metrics)",
+            self.worker_start.as_secs_f64() * 1e3
+        );
+        println!(
             "  {} pods (sleep 3600, no probes) Running {:.1} s after their creation; over {:.0} s of steady running:",
             self.pods,
             self.ramp.as_secs_f64(),
@@ -445,23 +496,37 @@ impl ServeReport {
             self.loaded.cores(),
             verdict(self.loaded.cores() <= TARGET_CPU_CORES)
         );
+        println!("  runtime calls: {:.1}/s (from /metrics)", self.loaded_calls);
         println!("serve_idle_rss_kib: {:.0}", self.idle.rss_kib);
         println!("serve_idle_cpu_cores: {:.4}", self.idle.cores());
         println!("apply_floor_ms: {:.2}", floor.median);
         println!("apply_to_running_ms: {:.2}", apply.median);
         println!("apply_to_running_min_ms: {:.2}", apply.min);
         println!("apply_to_running_max_ms: {:.2}", apply.max);
+        println!("apply_worker_start_ms: {:.2}", self.worker_start.as_secs_f64() * 1e3);
         println!("serve_pods: {}", self.pods);
         println!("serve_ramp_s: {:.2}", self.ramp.as_secs_f64());
         println!("serve_rss_kib_{}_pods: {:.0}", self.pods, self.loaded.rss_kib);
         println!("serve_rss_max_kib_{}_pods: {}", self.pods, self.loaded.rss_max_kib);
         println!("serve_cpu_cores_{}_pods: {:.4}", self.pods, self.loaded.cores());
+        println!("serve_runtime_calls_per_s_{}_pods: {:.1}", self.pods, self.loaded_calls);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_the_figures_it_needs_from_metrics() {
+        let text = "# HELP kubelet_runtime_operations_total x\n\
+            kubelet_runtime_operations_total{operation_type=\"list_containers\"} 7\n\
+            kubelet_runtime_operations_total{operation_type=\"version\"} 1\n\
+            kubelet_pod_start_duration_seconds_sum 1.5\n\
+            kubelet_pod_start_duration_seconds_count 3\n";
+        let s = Scrape::parse(text);
+        assert_eq!((s.runtime_calls, s.pod_start_s, s.pod_starts), (8.0, 1.5, 3.0));
+    }
 
     #[test]
     fn the_applied_manifest_loads_as_two_init_and_one_app_container() {
