@@ -278,14 +278,16 @@ impl FloorPod {
                 let id = rt.create_container(&sandbox, &config, &self.sandbox_config).await?;
                 ids.push(id.clone());
                 rt.start_container(&id).await?;
-                while wait {
+                if !wait {
+                    return Ok::<i32, podwright_runtime::RuntimeError>(0);
+                }
+                loop {
                     let s = rt.container_status(&id).await?;
                     if s.state == ContainerState::ContainerExited as i32 {
-                        return Ok::<i32, podwright_runtime::RuntimeError>(s.exit_code);
+                        return Ok(s.exit_code);
                     }
                     tokio::time::sleep(POLL).await;
                 }
-                Ok(0)
             };
             match tokio::time::timeout(RUN_LIMIT, step).await {
                 Ok(Ok(0)) => {}

@@ -76,6 +76,8 @@ struct Scrape {
     /// `kubelet_pod_start_duration_seconds`: sum and count.
     pod_start_s: f64,
     pod_starts: f64,
+    /// `remove_podsandbox` calls: one for each pod the daemon has removed from the runtime.
+    sandbox_removals: f64,
 }
 
 impl Scrape {
@@ -86,6 +88,9 @@ impl Scrape {
             let value: f64 = value.parse().unwrap_or_default();
             if series.starts_with("kubelet_runtime_operations_total{") {
                 s.runtime_calls += value;
+                if series.contains("\"remove_podsandbox\"") {
+                    s.sandbox_removals = value;
+                }
             } else if series == "kubelet_pod_start_duration_seconds_sum" {
                 s.pod_start_s = value;
             } else if series == "kubelet_pod_start_duration_seconds_count" {
@@ -268,17 +273,33 @@ impl Daemon {
             .collect::<Vec<(String, String)>>())
     }
 
-    /// Deletes a pod at once (grace 0); a pod already gone is fine.
+    /// Deletes a pod with a grace period of 1 s (`sleep` ignores SIGTERM as PID 1), so that
+    /// its object goes once the node has stopped it; a pod already gone is fine. (With grace 0
+    /// the object goes at once, and the daemon then never removes the pod from the runtime.)
     fn delete(&self, name: &str) -> Result<(), String> {
         let r = self.request(
             "DELETE",
             &format!("/api/v1/namespaces/default/pods/{name}"),
-            Some(r#"{"gracePeriodSeconds":0,"propagationPolicy":"Background"}"#),
+            Some(r#"{"gracePeriodSeconds":1,"propagationPolicy":"Background"}"#),
         )?;
         match r.status {
             200 | 202 | 404 => Ok(()),
             s => Err(format!("deleting {name}: HTTP {s}: {}", String::from_utf8_lossy(&r.body))),
         }
+    }
+
+    /// Waits until the daemon has removed `pods` more pods from the runtime than it had when
+    /// `before` was read: their containers, sandboxes and files are gone (stopping the daemon
+    /// earlier leaves them to the runtime).
+    fn wait_removed(&self, before: &Scrape, pods: usize) -> Result<(), String> {
+        let t0 = Instant::now();
+        while self.scrape()?.sandbox_removals < before.sandbox_removals + pods as f64 {
+            if t0.elapsed() > POD_LIMIT {
+                return Err(format!("the daemon had not removed {pods} deleted pods within {POD_LIMIT:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(())
     }
 
     /// Asks it to stop (it leaves no pod behind: every pod was deleted) and waits.
@@ -347,9 +368,14 @@ impl Bench {
         let starts = (after.pod_starts - before.pod_starts).max(1.0);
         let worker_start = Duration::from_secs_f64((after.pod_start_s - before.pod_start_s) / starts);
         let names: Vec<String> = (0..self.pods).map(|i| format!("steady-{i:03}")).collect();
+        let before = daemon.scrape()?;
         let loaded = self.steady(daemon, &names);
         // Every pod goes, whatever happened.
-        let gone = names.iter().try_for_each(|n| daemon.delete(n)).and_then(|()| self.wait_gone(daemon));
+        let gone = names
+            .iter()
+            .try_for_each(|n| daemon.delete(n))
+            .and_then(|()| self.wait_gone(daemon))
+            .and_then(|()| daemon.wait_removed(&before, names.len()));
         let (ramp, loaded, loaded_calls) = loaded?;
         gone?;
         Ok(ServeReport { idle, validated, floor, apply, worker_start, pods: self.pods, ramp, loaded, loaded_calls })
@@ -362,6 +388,7 @@ impl Bench {
             .map_err(|e| format!("cannot write {}: {e}", manifest.display()))?;
         let path = format!("/api/v1/namespaces/default/pods?watch=true&fieldSelector=metadata.name%3D{name}");
         let mut watch = Watch::open(daemon.addr, &path)?;
+        let before = daemon.scrape()?;
         let t0 = Instant::now();
         let mut kubectl = Command::new("kubectl");
         kubectl
@@ -398,11 +425,13 @@ impl Bench {
         let deadline = Instant::now() + POD_LIMIT;
         loop {
             match watch.next(deadline)? {
-                Some(event) if event["type"] == "DELETED" => return Ok(running),
+                Some(event) if event["type"] == "DELETED" => break,
                 Some(_) => {}
                 None => return Err(format!("{name} was not gone within {POD_LIMIT:?} of its deletion")),
             }
         }
+        daemon.wait_removed(&before, 1)?;
+        Ok(running)
     }
 
     /// Creates the pods through the API, waits until all are Running and have settled, then
@@ -521,11 +550,11 @@ mod tests {
     fn reads_the_figures_it_needs_from_metrics() {
         let text = "# HELP kubelet_runtime_operations_total x\n\
             kubelet_runtime_operations_total{operation_type=\"list_containers\"} 7\n\
-            kubelet_runtime_operations_total{operation_type=\"version\"} 1\n\
+            kubelet_runtime_operations_total{operation_type=\"remove_podsandbox\"} 2\n\
             kubelet_pod_start_duration_seconds_sum 1.5\n\
             kubelet_pod_start_duration_seconds_count 3\n";
         let s = Scrape::parse(text);
-        assert_eq!((s.runtime_calls, s.pod_start_s, s.pod_starts), (8.0, 1.5, 3.0));
+        assert_eq!((s.runtime_calls, s.pod_start_s, s.pod_starts, s.sandbox_removals), (9.0, 1.5, 3.0, 2.0));
     }
 
     #[test]
