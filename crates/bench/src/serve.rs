@@ -1,7 +1,7 @@
 //! `serve`: the `podwright serve` daemon on containerd, driven through its API like a node
 //! agent: its resident memory once it has settled with no pods; how long `kubectl apply` of a
 //! pod with 2 init + 1 app containers takes until a watch sees it Running, beside the floor of
-//! the same CRI calls issued by hand; and its memory and CPU over a window of steady running
+//! the same CRI calls issued by hand (interleaved); and its memory and CPU over a window of steady running
 //! with many pods (busybox `sleep 3600`, no probes) created through the API.
 // A benchmark measures real time on purpose.
 #![allow(clippy::disallowed_methods)]
@@ -10,12 +10,14 @@ use crate::http::{self, Watch};
 use crate::measure::{self, Summary, proc_cpu};
 use crate::pod;
 use crate::real::{DEFAULT_ROOT, FloorPod};
+use k8s_openapi::api::core::v1::Pod;
 use podwright_containerd::EmbeddedRuntime;
 use podwright_runtime::Runtime;
 use serde_json::{Value, json};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// podwright serve's idle resident memory should stay within this (KiB).
@@ -144,13 +146,15 @@ pub async fn run(args: &ServeArgs) -> Result<ServeReport, String> {
             embedded.endpoint()
         }
     };
-    // Before the daemon starts: its pods are the only ones then.
-    let floor = floor_runs(&endpoint, &args.root_dir, args.runs).await?;
+    let cri = podwright_runtime::connect(&endpoint).await.map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
     let work = std::env::temp_dir().join(format!("podwright-bench-serve-{}", std::process::id()));
     std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
     let bench = Bench {
         podwright,
         endpoint,
+        cri: Arc::new(cri),
+        handle: tokio::runtime::Handle::current(),
+        template: pod::running_template()?,
         root: args.root_dir.clone(),
         work: work.clone(),
         runs: args.runs,
@@ -159,7 +163,7 @@ pub async fn run(args: &ServeArgs) -> Result<ServeReport, String> {
         window: Duration::from_secs(args.seconds),
         ramp_limit: Duration::from_secs(args.ramp_limit),
     };
-    let result = tokio::task::spawn_blocking(move || bench.run(floor))
+    let result = tokio::task::spawn_blocking(move || bench.run())
         .await
         .map_err(|e| format!("the measuring thread panicked: {e}"))
         .and_then(|r| r);
@@ -167,31 +171,14 @@ pub async fn run(args: &ServeArgs) -> Result<ServeReport, String> {
     result
 }
 
-/// The floor of `apply_to_running_ms`: the pod's sandbox, its init containers run to their exit
-/// and its app container started, by bare CRI calls.
-async fn floor_runs(endpoint: &str, root: &Path, runs: usize) -> Result<Vec<Duration>, String> {
-    let cri = podwright_runtime::connect(endpoint).await.map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
-    let rt: &dyn Runtime = &cri;
-    let template = pod::running_template()?;
-    let mut took = vec![];
-    for i in 0..=runs {
-        let mut floor = FloorPod::new(pod::instance(&template, &format!("serve-floor-{i}")), root)?;
-        let t0 = Instant::now();
-        let result = floor.run(rt, false).await;
-        let elapsed = t0.elapsed();
-        floor.remove(rt).await;
-        result?;
-        // The first run warms the caches up.
-        if i > 0 {
-            took.push(elapsed);
-        }
-    }
-    Ok(took)
-}
-
 struct Bench {
     podwright: PathBuf,
     endpoint: String,
+    /// The runtime, for the floor's bare CRI calls, made on `handle` from the measuring thread.
+    cri: Arc<dyn Runtime>,
+    handle: tokio::runtime::Handle,
+    /// The pod of the apply runs, admitted, for the floor.
+    template: Pod,
     root: PathBuf,
     /// Manifests and kubectl's cache.
     work: PathBuf,
@@ -332,7 +319,7 @@ fn free_port() -> Result<u16, String> {
 }
 
 impl Bench {
-    fn run(self, floor: Vec<Duration>) -> Result<ServeReport, String> {
+    fn run(self) -> Result<ServeReport, String> {
         let port = free_port()?;
         let mut cmd = Command::new(&self.podwright);
         cmd.arg("serve")
@@ -344,24 +331,27 @@ impl Bench {
             .stdout(Stdio::null());
         let child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", self.podwright.display()))?;
         let mut daemon = Daemon { child, addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)) };
-        let result = daemon.wait_ready().and_then(|()| self.measure(&daemon, floor));
+        let result = daemon.wait_ready().and_then(|()| self.measure(&daemon));
         let stopped = daemon.stop();
         let report = result?;
         stopped?;
         Ok(report)
     }
 
-    fn measure(&self, daemon: &Daemon, floor: Vec<Duration>) -> Result<ServeReport, String> {
+    fn measure(&self, daemon: &Daemon) -> Result<ServeReport, String> {
         std::thread::sleep(self.settle);
         let idle = daemon.usage(Duration::from_secs(5))?;
         // kubectl validates fields when the API serves OpenAPI v3, and refuses to apply
         // without it unless told not to.
         let validated = daemon.request("GET", "/openapi/v3", None).is_ok_and(|r| r.status == 200);
-        // The first run fills kubectl's discovery cache.
+        // The first runs warm the caches up (kubectl's discovery cache, the runtime's).
+        self.floor("serve-floor-warm-up")?;
         self.apply(daemon, "apply-warm-up", validated)?;
         let before = daemon.scrape()?;
-        let mut apply = vec![];
+        // Interleaved, so that both see the machine's load alike.
+        let (mut floor, mut apply) = (vec![], vec![]);
         for i in 0..self.runs {
+            floor.push(self.floor(&format!("serve-floor-{i}"))?);
             apply.push(self.apply(daemon, &format!("apply-{i}"), validated)?);
         }
         let after = daemon.scrape()?;
@@ -379,6 +369,20 @@ impl Bench {
         let (ramp, loaded, loaded_calls) = loaded?;
         gone?;
         Ok(ServeReport { idle, validated, floor, apply, worker_start, pods: self.pods, ramp, loaded, loaded_calls })
+    }
+
+    /// The floor of an apply run: the pod's sandbox, its init containers run to their exit and
+    /// its app container started, by bare CRI calls (the daemon does not touch the pod).
+    fn floor(&self, name: &str) -> Result<Duration, String> {
+        self.handle.block_on(async {
+            let rt = self.cri.as_ref();
+            let mut floor = FloorPod::new(pod::instance(&self.template, name), &self.root)?;
+            let t0 = Instant::now();
+            let result = floor.run(rt, false).await;
+            let took = t0.elapsed();
+            floor.remove(rt).await;
+            result.map(|()| took)
+        })
     }
 
     /// `kubectl apply` of the pod until a watch sees it Running; then deletes it.
@@ -498,7 +502,7 @@ impl ServeReport {
         );
         let validation = if self.validated { "field validation on" } else { "--validate=false: no OpenAPI served" };
         println!(
-            "  kubectl apply (2 init + 1 app) -> Running seen by a watch, {} runs ({validation}):",
+            "  kubectl apply (2 init + 1 app) -> Running seen by a watch, {} runs each, interleaved ({validation}):",
             self.apply.len()
         );
         println!("  {:<40} {:>10} {:>10} {:>10}", "ms", "median", "min", "max");
