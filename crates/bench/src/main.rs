@@ -6,16 +6,20 @@
 //!   interleaved: the ratio of their medians, and where podwright's extra time goes.
 //! - `probes`: many pods with exec and httpGet probes, run by the `podwright` binary on
 //!   containerd for a steady window: its CPU and RSS, and how late the probes run.
+//! - `serve`: the `podwright serve` daemon driven through its API: idle RSS, `kubectl apply` to
+//!   Running beside the floor of its CRI calls, and RSS and CPU with many running pods.
 //!
 //! Prints a table for people, then `name: value` lines for scripts. Asserts nothing.
 
 mod alloc;
 mod counted;
 mod fake;
+mod http;
 mod measure;
 mod pod;
 mod probes;
 mod real;
+mod serve;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -35,6 +39,8 @@ enum Command {
     Real(real::RealArgs),
     /// Many probed pods run by the `podwright` binary on containerd: CPU, RSS, probe lateness.
     Probes(probes::ProbesArgs),
+    /// The `podwright serve` daemon on containerd, driven through its API and by kubectl.
+    Serve(serve::ServeArgs),
 }
 
 #[global_allocator]
@@ -60,6 +66,7 @@ fn main() -> ExitCode {
             Command::Fake(args) => fake::run(args).await.map(|r| r.print()),
             Command::Real(args) => real::run(args).await.map(|r| r.print()),
             Command::Probes(args) => probes::run(args).await.map(|r| r.print()),
+            Command::Serve(args) => serve::run(args).await.map(|r| r.print()),
         }
     });
     match result {

@@ -1,4 +1,5 @@
-//! The benchmark's pod: two init containers and one app container that exit 0 at once.
+//! The benchmark's pods: two init containers that exit 0 at once, and one app container that
+//! does too (or, for `serve`, runs until stopped).
 
 use k8s_openapi::api::core::v1::Pod;
 
@@ -20,9 +21,39 @@ spec:
   - {name: app, image: localhost/busybox:1.36, command: [sh, -c, "exit 0"]}
 "#;
 
+/// The `serve` benchmark's pod, named `name`: the same init containers, and an app container
+/// that runs until it is stopped (the pod stays Running).
+pub fn running_manifest(name: &str) -> String {
+    format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: default
+spec:
+  restartPolicy: Always
+  terminationGracePeriodSeconds: 30
+  initContainers:
+  - {{name: init1, image: {IMAGE}, command: [sh, -c, "exit 0"]}}
+  - {{name: init2, image: {IMAGE}, command: [sh, -c, "exit 0"]}}
+  containers:
+  - {{name: app, image: {IMAGE}, command: [sleep, "3600"]}}
+"#
+    )
+}
+
 /// The admitted (defaulted, validated) template; give each copy its own name and uid.
 pub fn template() -> Result<Pod, String> {
-    let mut pods = podwright_api::load_str("bench-pod.yaml", MANIFEST)
+    load(MANIFEST)
+}
+
+/// [`running_manifest`] admitted, as [`template`].
+pub fn running_template() -> Result<Pod, String> {
+    load(&running_manifest("bench"))
+}
+
+fn load(manifest: &str) -> Result<Pod, String> {
+    let mut pods = podwright_api::load_str("bench-pod.yaml", manifest)
         .map_err(|e| format!("the benchmark pod does not load: {e}"))?;
     match pods.pop() {
         Some((pod, _warnings)) if pods.is_empty() => Ok(pod),

@@ -15,9 +15,10 @@ use podwright_node::cri::config as cri_config;
 use podwright_node::{Node, PodUpdate, PodWorkers, StatusStream, layout, volumes};
 use podwright_planner::pod::all_containers;
 use podwright_runtime::cri_api::ContainerState;
+use podwright_runtime::cri_api::PodSandboxConfig;
 use podwright_runtime::{Runtime, RuntimeEventKind, RuntimeService};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::broadcast::error::RecvError;
@@ -167,59 +168,22 @@ impl Bench {
     /// The floor: the CRI calls podwright needs, issued in sequence by hand.
     async fn floor(&self, name: &str) -> Result<Trace, String> {
         let rt: &dyn Runtime = self.counted.as_ref();
-        let pod = pod::instance(&self.template, name);
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
-        let log_dir = layout::log_directory(&self.root, &uid);
-        std::fs::create_dir_all(&log_dir).map_err(|e| format!("cannot create {}: {e}", log_dir.display()))?;
-        let sandbox_config = cri_config::sandbox_config(&pod, &self.root, 0, None);
+        let mut floor = FloorPod::new(pod::instance(&self.template, name), &self.root)?;
         self.counted.take_timeline();
         let reads0 = self.counted.reads();
         let (wall0, t0) = (Timestamp::now(), Instant::now());
-
-        let sandbox =
-            rt.run_pod_sandbox(&sandbox_config, "").await.map_err(|e| format!("floor: RunPodSandbox: {e}"))?;
-        let mut ids = vec![];
-        let mut result = Ok(());
-        for sc in all_containers(&pod) {
-            let config = cri_config::container_config(&pod, &sc, 0, &sandbox, "", &self.root);
-            let step = async {
-                let id = rt.create_container(&sandbox, &config, &sandbox_config).await?;
-                ids.push(id.clone());
-                rt.start_container(&id).await?;
-                loop {
-                    let s = rt.container_status(&id).await?;
-                    if s.state == ContainerState::ContainerExited as i32 {
-                        return Ok::<i32, podwright_runtime::RuntimeError>(s.exit_code);
-                    }
-                    tokio::time::sleep(POLL).await;
-                }
-            };
-            match tokio::time::timeout(RUN_LIMIT, step).await {
-                Ok(Ok(0)) => {}
-                Ok(Ok(code)) => result = Err(format!("floor: {} exited with {code}", sc.name())),
-                Ok(Err(e)) => result = Err(format!("floor: {}: {e}", sc.name())),
-                Err(_) => result = Err(format!("floor: {} did not exit within {RUN_LIMIT:?}", sc.name())),
-            }
-            if result.is_err() {
-                break;
-            }
-        }
+        let result = floor.run(rt, true).await;
         let total = t0.elapsed().as_secs_f64() * 1e3;
         let reads = self.counted.reads() - reads0;
         let spans = self.spans_since(t0);
 
         let mut exits = [None; 3];
-        for (i, id) in ids.iter().enumerate() {
+        for (i, id) in floor.ids.iter().enumerate() {
             if let Ok(s) = rt.container_status(id).await {
                 exits[i] = since(wall0, s.finished_at);
             }
         }
-        for id in &ids {
-            let _ = rt.remove_container(id).await;
-        }
-        let _ = rt.stop_pod_sandbox(&sandbox).await;
-        let _ = rt.remove_pod_sandbox(&sandbox).await;
-        let _ = volumes::cleanup(&self.root, &uid);
+        floor.remove(rt).await;
         result?;
         Ok(Trace { total, spans, exits, events: [None; 3], reads })
     }
@@ -276,6 +240,75 @@ impl Bench {
         self.counted.take_timeline();
         let total = outcome?.as_secs_f64() * 1e3;
         Ok(Trace { total, spans, exits, events, reads })
+    }
+}
+
+/// A pod run by the bare CRI calls podwright needs, issued in sequence by hand: the floor.
+pub struct FloorPod {
+    pod: Pod,
+    root: PathBuf,
+    sandbox_config: PodSandboxConfig,
+    sandbox: Option<String>,
+    /// Its containers, in the order they were created.
+    pub ids: Vec<String>,
+}
+
+impl FloorPod {
+    /// Ready to run: its log directory made and its sandbox config built, outside the timing.
+    pub fn new(pod: Pod, root: &Path) -> Result<FloorPod, String> {
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let log_dir = layout::log_directory(root, uid);
+        std::fs::create_dir_all(&log_dir).map_err(|e| format!("cannot create {}: {e}", log_dir.display()))?;
+        let sandbox_config = cri_config::sandbox_config(&pod, root, 0, None);
+        Ok(FloorPod { pod, root: root.to_path_buf(), sandbox_config, sandbox: None, ids: vec![] })
+    }
+
+    /// Runs the sandbox, then each container in turn: create, start, and wait for it to exit 0
+    /// (polling its status) before the next. The last one is waited for only with `wait_last`.
+    pub async fn run(&mut self, rt: &dyn Runtime, wait_last: bool) -> Result<(), String> {
+        let sandbox =
+            rt.run_pod_sandbox(&self.sandbox_config, "").await.map_err(|e| format!("floor: RunPodSandbox: {e}"))?;
+        self.sandbox = Some(sandbox.clone());
+        let containers: Vec<_> = all_containers(&self.pod).collect();
+        for (i, sc) in containers.iter().enumerate() {
+            let config = cri_config::container_config(&self.pod, sc, 0, &sandbox, "", &self.root);
+            let wait = wait_last || i + 1 < containers.len();
+            let ids = &mut self.ids;
+            let step = async {
+                let id = rt.create_container(&sandbox, &config, &self.sandbox_config).await?;
+                ids.push(id.clone());
+                rt.start_container(&id).await?;
+                if !wait {
+                    return Ok::<i32, podwright_runtime::RuntimeError>(0);
+                }
+                loop {
+                    let s = rt.container_status(&id).await?;
+                    if s.state == ContainerState::ContainerExited as i32 {
+                        return Ok(s.exit_code);
+                    }
+                    tokio::time::sleep(POLL).await;
+                }
+            };
+            match tokio::time::timeout(RUN_LIMIT, step).await {
+                Ok(Ok(0)) => {}
+                Ok(Ok(code)) => return Err(format!("floor: {} exited with {code}", sc.name())),
+                Ok(Err(e)) => return Err(format!("floor: {}: {e}", sc.name())),
+                Err(_) => return Err(format!("floor: {} did not exit within {RUN_LIMIT:?}", sc.name())),
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes its containers, its sandbox and its files.
+    pub async fn remove(&self, rt: &dyn Runtime) {
+        for id in &self.ids {
+            let _ = rt.remove_container(id).await;
+        }
+        if let Some(sandbox) = &self.sandbox {
+            let _ = rt.stop_pod_sandbox(sandbox).await;
+            let _ = rt.remove_pod_sandbox(sandbox).await;
+        }
+        let _ = volumes::cleanup(&self.root, self.pod.metadata.uid.as_deref().unwrap_or_default());
     }
 }
 

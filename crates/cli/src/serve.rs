@@ -253,12 +253,13 @@ pub async fn serve(args: ServeArgs) -> u8 {
     let runtime: Arc<dyn Runtime> = Arc::new(runtime);
     let (api, feed) =
         ApiServer::new(ServerConfig { node_name, root: root.clone(), host_ip: host }, clock, runtime.clone());
-    tokio::spawn(log_rotation::rotate_logs(runtime.clone(), clock, log_policy));
     let mut node = Node::new(runtime, &root).clock(clock).events(api.sink()).status(api.sink());
     if let Some(dns) = cluster_dns(&config, &api) {
         node = node.cluster_dns(dns);
     }
     let workers = Arc::new(node.build());
+    // Through the node's runtime, so that its calls are in the metrics too.
+    tokio::spawn(log_rotation::rotate_logs(workers.runtime(), clock, log_policy));
     let kubeconfig = kubeconfig_path(&root);
     let kubeconfig_body = match &security {
         Some(s) => s.kubeconfig(&server_url("https", addr)),
@@ -291,16 +292,18 @@ pub async fn serve(args: ServeArgs) -> u8 {
     );
     let mut sigint = signal(SignalKind::interrupt()).ok();
     let mut sigterm = signal(SignalKind::terminate()).ok();
+    // The node's metrics beside the API, behind the same token when there is one.
+    let router = api.router().merge(podwright_server::metrics::router(workers.metrics()));
     let server = async move {
         match security {
             Some(s) => {
                 let token: Arc<str> = s.token.clone().into();
-                let router = api.router().layer(axum::middleware::from_fn(move |req, next| {
+                let router = router.layer(axum::middleware::from_fn(move |req, next| {
                     podwright_server::secure::require_token(token.clone(), req, next)
                 }));
                 axum::serve(s.listener(listener), router).await
             }
-            None => axum::serve(listener, api.router()).await,
+            None => axum::serve(listener, router).await,
         }
     };
     tokio::select! {

@@ -1,16 +1,18 @@
 //! The node layer every mode shares: [`PodWorkers`] (one pod worker per pod, built by
 //! [`Node`]), the seams the modes plug into ([`PodSource`], [`StatusSink`], [`EventSink`]), the
 //! executor that applies the planner's decisions through the runtime, probes and hooks, the CRI
-//! configs, and every path under the root directory.
+//! configs, the node's metrics, and every path under the root directory.
 
 pub mod checkpoint;
 pub mod cri;
 pub mod dispatch;
 pub mod events;
 pub mod executor;
+mod instrumented;
 pub mod layout;
 pub mod log_rotation;
 pub mod logs;
+pub mod metrics;
 pub mod node;
 pub mod pod_workers;
 pub mod probes;
@@ -22,6 +24,7 @@ pub mod volumes;
 pub mod worker;
 
 pub use events::{EventLog, EventSink, EventType};
+pub use metrics::Metrics;
 pub use node::Node;
 pub use pod_workers::PodWorkers;
 pub use sinks::{StatusSink, StatusStream};

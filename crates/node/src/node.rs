@@ -4,7 +4,9 @@
 use crate::cri::dns::ClusterDns;
 use crate::dispatch::Dispatcher;
 use crate::events::{EventLog, EventSink};
+use crate::instrumented::Instrumented;
 use crate::logs::Output;
+use crate::metrics::Metrics;
 use crate::pod_workers::PodWorkers;
 use crate::sinks::{Discard, StatusSink};
 use podwright_runtime::{Clock, Runtime};
@@ -25,6 +27,8 @@ pub(crate) struct Engine {
     pub log_sink: Option<UnboundedSender<Output>>,
     /// The DNS `ClusterFirst` pods get; without it they get the host's resolv.conf.
     pub cluster_dns: Option<Arc<ClusterDns>>,
+    /// What the node has done, for `/metrics`; `runtime` records its calls here too.
+    pub metrics: Arc<Metrics>,
 }
 
 /// The node layer's builder: a runtime and a root directory, and optionally the clock (virtual
@@ -84,14 +88,18 @@ impl Node {
     /// The pod workers. Starts routing the runtime's events, so it must run inside a tokio
     /// runtime.
     pub fn build(self) -> PodWorkers {
+        let clock = self.clock.unwrap_or_default();
+        let metrics = Arc::new(Metrics::default());
+        let runtime: Arc<dyn Runtime> = Arc::new(Instrumented::new(self.runtime, metrics.clone(), clock));
         let engine = Engine {
-            dispatcher: Dispatcher::start(self.runtime.subscribe()),
-            runtime: self.runtime,
-            clock: self.clock.unwrap_or_default(),
+            dispatcher: Dispatcher::start(runtime.subscribe()),
+            runtime,
+            clock,
             root: self.root,
             events: self.events.unwrap_or_else(|| Arc::new(EventLog::default())),
             log_sink: self.log_sink,
             cluster_dns: self.cluster_dns.map(Arc::new),
+            metrics,
         };
         PodWorkers::new(engine, self.status.unwrap_or_else(|| Arc::new(Discard)))
     }

@@ -1,10 +1,12 @@
 //! [`PodWorkers`]: one pod worker per pod UID, the only place workers are started.
 
+use crate::metrics::Metrics;
 use crate::node::Engine;
 use crate::sinks::StatusSink;
 use crate::source::{PodChange, PodSource};
 use crate::worker::{Deletion, Desired, PodUpdate, PodWorker};
 use k8s_openapi::api::core::v1::Pod;
+use podwright_runtime::Runtime;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
@@ -162,6 +164,16 @@ impl PodWorkers {
             self.pods().by_uid.values().map(|h| (h.seq, h.latest.borrow().clone())).collect();
         v.sort_by_key(|(seq, _)| *seq);
         v.into_iter().map(|(_, u)| u).collect()
+    }
+
+    /// The node's metrics: its pod workers', their containers' and its runtime calls'.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.engine.metrics.clone()
+    }
+
+    /// The runtime as the node calls it: every call is recorded in [`metrics`](Self::metrics).
+    pub fn runtime(&self) -> Arc<dyn Runtime> {
+        self.engine.runtime.clone()
     }
 
     /// Resolves once every worker has finished.

@@ -6,6 +6,7 @@ use crate::checkpoint::{self, CheckpointRef};
 use crate::cri::observe;
 use crate::events::EventType;
 use crate::executor::SyncResult;
+use crate::metrics::{PassKind, PodGauges};
 use crate::node::Engine;
 use crate::probes::prober::Prober;
 use crate::sinks::StatusSink;
@@ -14,7 +15,8 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podwright_planner::decide::pull_key;
 use podwright_planner::pod;
 use podwright_planner::{
-    Backoff, Observed, PodContext, StartFailure, StartFailureReason, plan_in_phase, pod_status_and_phase,
+    Backoff, ContainerKind, Observed, Phase, PodContext, RunState, StartFailure, StartFailureReason, plan_in_phase,
+    pod_status_and_phase,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -94,6 +96,39 @@ struct Memory {
     sandbox_failure: Option<Timestamp>,
 }
 
+/// From an init container seen completed to the pod's next container started, for
+/// `podwright_container_transition_seconds`.
+#[derive(Default)]
+struct Transition {
+    /// Init containers of the current sandbox seen completed.
+    completed: usize,
+    /// When the newest of them was first seen completed, until the next container starts.
+    seen: Option<Timestamp>,
+}
+
+impl Transition {
+    fn observe(&mut self, observed: &Observed, now: Timestamp) {
+        let sandbox = observed.sandbox.as_ref().map(|s| s.id.as_str());
+        // A completed init container is not run again in its sandbox: counting is enough.
+        let completed = observed
+            .containers
+            .iter()
+            .filter(|c| c.kind == ContainerKind::Init && c.state == RunState::Exited && c.exit_code == 0)
+            .filter(|c| Some(c.sandbox_id.as_str()) == sandbox)
+            .count();
+        if completed != self.completed {
+            // Fewer: a new sandbox, where nothing has completed yet.
+            self.seen = (completed > self.completed).then_some(now);
+            self.completed = completed;
+        }
+    }
+
+    /// A container started at `at`: how long after the completion, once per completion.
+    fn started(&mut self, at: Timestamp) -> Option<Duration> {
+        self.seen.take().map(|seen| at.duration_since(seen).unsigned_abs())
+    }
+}
+
 pub(crate) struct PodWorker {
     engine: Engine,
     status_sink: Arc<dyn StatusSink>,
@@ -101,6 +136,9 @@ pub(crate) struct PodWorker {
     published: watch::Sender<PodUpdate>,
     pod: Arc<Pod>,
     memory: Memory,
+    /// The pod's part in the node's gauges; given back when the worker ends.
+    gauges: PodGauges,
+    transition: Transition,
 }
 
 impl PodWorker {
@@ -117,7 +155,8 @@ impl PodWorker {
             start_time: engine.clock.now(),
             sandbox_failure: None,
         };
-        PodWorker { engine, status_sink, desired, published, pod, memory }
+        let gauges = PodGauges::new(engine.metrics.clone());
+        PodWorker { engine, status_sink, desired, published, pod, memory, gauges, transition: Transition::default() }
     }
 
     fn checkpoint(&self) {
@@ -126,6 +165,11 @@ impl PodWorker {
         if let Err(e) = checkpoint::save(&self.engine.root, &cp) {
             tracing::warn!(%e, "could not write the pod's checkpoint");
         }
+    }
+
+    /// One pass done, started at `start`.
+    fn pass_done(&self, kind: PassKind, start: Timestamp) {
+        self.engine.metrics.pass(kind, self.engine.clock.now().duration_since(start).unsigned_abs());
     }
 
     /// Folds what a pass did into what the worker remembers.
@@ -168,11 +212,15 @@ impl PodWorker {
         let mut prober = Prober::new(&self.engine, self.pod.clone(), bell.clone());
         // The owner may drop its sender without deleting: the worker then goes on alone.
         let mut desired_open = true;
+        // What the next pass is, when not a plain sync (or a kill once deleting).
+        let mut pass_kind = Some(PassKind::Create);
         loop {
+            let pass_start = self.engine.clock.now();
             let desired = self.desired.borrow_and_update().clone();
             if !Arc::ptr_eq(&desired.pod, &self.pod) {
                 self.pod = desired.pod;
                 self.checkpoint();
+                pass_kind.get_or_insert(PassKind::Update);
             }
             let deletion = desired.deletion;
             let observed = observe::observe(self.engine.runtime.as_ref(), &uid, &self.engine.root, &mut messages).await;
@@ -191,6 +239,7 @@ impl PodWorker {
                 self.engine.dispatcher.register(&c.id, &bell);
             }
             let now = self.engine.clock.now();
+            let kind = pass_kind.take().unwrap_or(if deletion.is_some() { PassKind::Kill } else { PassKind::Sync });
             let mut observed = Observed {
                 sandbox: sandboxes.last().cloned(),
                 containers,
@@ -198,6 +247,9 @@ impl PodWorker {
                 probes: Default::default(),
                 sandbox_failure: self.memory.sandbox_failure,
             };
+            let sandbox_running = observed.sandbox.as_ref().is_some_and(|s| s.ready);
+            self.gauges.set(sandbox_running, observed.containers.iter().map(|c| c.state));
+            self.transition.observe(&observed, now);
             observed.probes = prober.sync(&observed, deletion.is_some());
             let ctx = PodContext {
                 pod: &self.pod,
@@ -212,6 +264,11 @@ impl PodWorker {
             let p = plan_in_phase(&ctx, phase);
             let finished = phase.is_terminal() && p.actions.is_empty();
             if previous.as_deref() != Some(&status) || finished {
+                // The kubelet's pod start: its first status in phase Running after Pending.
+                let was_pending = previous.as_ref().and_then(|s| s.phase.as_deref()) == Some(Phase::Pending.as_str());
+                if was_pending && phase == Phase::Running {
+                    self.engine.metrics.pod_started(now.duration_since(self.memory.start_time).unsigned_abs());
+                }
                 let status = Arc::new(status);
                 let update = PodUpdate { spec: self.pod.clone(), status: Some(status.clone()), finished };
                 // Published to the owner first: a sink that reacts to `finished` by removing
@@ -221,6 +278,7 @@ impl PodWorker {
                 previous = Some(status);
             }
             if finished {
+                self.pass_done(kind, pass_start);
                 return;
             }
             for e in &p.events {
@@ -233,9 +291,14 @@ impl PodWorker {
             }
             if !p.actions.is_empty() {
                 let result = self.engine.execute(&self.pod, &observed, p.actions, &bell, &self.desired).await;
+                if let Some(took) = result.first_start.and_then(|at| self.transition.started(at)) {
+                    self.engine.metrics.transition(took);
+                }
                 self.fold(result);
+                self.pass_done(kind, pass_start);
                 continue;
             }
+            self.pass_done(kind, pass_start);
             let until = p.wake_at.map_or(now + RELIST, |w| w.min(now + RELIST));
             tokio::select! {
                 _ = bell.notified() => {}

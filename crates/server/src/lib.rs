@@ -1,7 +1,7 @@
 //! podwright-server: the local Kubernetes-compatible API of `podwright serve`, which an
 //! unmodified kubectl drives: discovery, pods (with watch, Tables, patches, graceful deletion,
 //! logs), events, namespaces, config maps, secrets and services, with the API server's errors;
-//! and the cluster DNS that resolves those services for the pods.
+//! the cluster DNS that resolves those services for the pods; and the node's `/metrics`.
 
 pub mod api;
 pub mod discovery;
@@ -9,6 +9,7 @@ pub mod dns;
 pub mod errors;
 pub mod kinds;
 pub mod logs;
+pub mod metrics;
 pub mod node_link;
 pub mod openapi;
 pub mod patching;

@@ -28,6 +28,9 @@ pub struct SyncResult {
     pub started: Vec<String>,
     /// Containers (by name) whose start failed, and why.
     pub start_failures: Vec<(String, StartFailure)>,
+    /// When the first container this pass started had started (its start, `postStart` hook
+    /// included, returned).
+    pub first_start: Option<Timestamp>,
 }
 
 /// The pod a pass acts on, and what it acts with.
@@ -88,9 +91,16 @@ impl Engine {
                         continue;
                     };
                     let name = sc.name().to_string();
+                    self.metrics.container_starting(kind);
                     match Box::pin(self.start_container(&sync, sc, restart_count, pull, sandbox)).await {
-                        Ok(()) => result.started.push(name),
-                        Err(f) => result.start_failures.push((name, f)),
+                        Ok(()) => {
+                            result.first_start.get_or_insert_with(|| self.clock.now());
+                            result.started.push(name);
+                        }
+                        Err(f) => {
+                            self.metrics.container_start_failed(kind, f.reason);
+                            result.start_failures.push((name, f));
+                        }
                     }
                 }
             }

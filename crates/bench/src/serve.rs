@@ -1,0 +1,572 @@
+//! `serve`: the `podwright serve` daemon on containerd, driven through its API like a node
+//! agent: its resident memory once it has settled with no pods; how long `kubectl apply` of a
+//! pod with 2 init + 1 app containers takes until a watch sees it Running, beside the floor of
+//! the same CRI calls issued by hand (interleaved); and its memory and CPU over a window of steady running
+//! with many pods (busybox `sleep 3600`, no probes) created through the API.
+// A benchmark measures real time on purpose.
+#![allow(clippy::disallowed_methods)]
+
+use crate::http::{self, Watch};
+use crate::measure::{self, Summary, proc_cpu};
+use crate::pod;
+use crate::real::{DEFAULT_ROOT, FloorPod};
+use k8s_openapi::api::core::v1::Pod;
+use podwright_containerd::EmbeddedRuntime;
+use podwright_runtime::Runtime;
+use serde_json::{Value, json};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// podwright serve's idle resident memory should stay within this (KiB).
+pub const TARGET_IDLE_RSS_KIB: u64 = 15 * 1024;
+/// ... and its CPU with the pods running, in cores.
+pub const TARGET_CPU_CORES: f64 = 0.01;
+/// Label of the pods of the steady window, to list them.
+const LABEL: &str = "podwright-bench=serve";
+/// How long a pod may take to run, or to go once deleted.
+const POD_LIMIT: Duration = Duration::from_secs(60);
+/// How long the daemon may take to answer its first request.
+const START_LIMIT: Duration = Duration::from_secs(30);
+const SAMPLE: Duration = Duration::from_secs(1);
+
+#[derive(clap::Args)]
+pub struct ServeArgs {
+    /// Pods to run at once for the steady window.
+    #[arg(long, default_value_t = 100)]
+    pub pods: usize,
+    /// Seconds of steady running to measure, once every pod is Running and has settled.
+    #[arg(long, default_value_t = 60)]
+    pub seconds: u64,
+    /// Measured `kubectl apply` runs (and floor runs), after one unmeasured run of each.
+    #[arg(long, default_value_t = 10)]
+    pub runs: usize,
+    /// Seconds the daemon is left alone after its start before its idle memory is read.
+    #[arg(long, default_value_t = 10)]
+    pub settle: u64,
+    /// Give up when the pods are not all Running this many seconds after they were created.
+    #[arg(long, default_value_t = 150)]
+    pub ramp_limit: u64,
+    /// CRI endpoint; without it the embedded containerd under --root-dir is started or reused.
+    #[arg(long)]
+    pub runtime_endpoint: Option<String>,
+    /// The daemon's root: pod directories, its kubeconfig, and the embedded containerd.
+    #[arg(long, default_value = DEFAULT_ROOT)]
+    pub root_dir: PathBuf,
+    /// The podwright binary; by default the one next to this benchmark's.
+    #[arg(long)]
+    pub podwright: Option<PathBuf>,
+}
+
+/// Resident memory and CPU of a process over a window.
+#[derive(Debug, Default, Clone, Copy)]
+struct Usage {
+    wall: Duration,
+    cpu: Duration,
+    /// Median and maximum of VmRSS sampled every second.
+    rss_kib: f64,
+    rss_max_kib: u64,
+}
+
+/// What the daemon's `/metrics` says, for the report's breakdown.
+#[derive(Debug, Default, Clone, Copy)]
+struct Scrape {
+    /// Every runtime call so far.
+    runtime_calls: f64,
+    /// `kubelet_pod_start_duration_seconds`: sum and count.
+    pod_start_s: f64,
+    pod_starts: f64,
+    /// `remove_podsandbox` calls: one for each pod the daemon has removed from the runtime.
+    sandbox_removals: f64,
+}
+
+impl Scrape {
+    fn parse(text: &str) -> Scrape {
+        let mut s = Scrape::default();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let Some((series, value)) = line.rsplit_once(' ') else { continue };
+            let value: f64 = value.parse().unwrap_or_default();
+            if series.starts_with("kubelet_runtime_operations_total{") {
+                s.runtime_calls += value;
+                if series.contains("\"remove_podsandbox\"") {
+                    s.sandbox_removals = value;
+                }
+            } else if series == "kubelet_pod_start_duration_seconds_sum" {
+                s.pod_start_s = value;
+            } else if series == "kubelet_pod_start_duration_seconds_count" {
+                s.pod_starts = value;
+            }
+        }
+        s
+    }
+}
+
+impl Usage {
+    fn cores(&self) -> f64 {
+        self.cpu.as_secs_f64() / self.wall.as_secs_f64()
+    }
+}
+
+pub struct ServeReport {
+    idle: Usage,
+    /// `kubectl apply` with field validation (the daemon serves OpenAPI), or `--validate=false`.
+    validated: bool,
+    floor: Vec<Duration>,
+    apply: Vec<Duration>,
+    /// Mean of the daemon's own part of the apply runs: its worker first seeing the pod to
+    /// Running (`kubelet_pod_start_duration_seconds`).
+    worker_start: Duration,
+    pods: usize,
+    ramp: Duration,
+    loaded: Usage,
+    /// Runtime calls per second over the window.
+    loaded_calls: f64,
+}
+
+pub async fn run(args: &ServeArgs) -> Result<ServeReport, String> {
+    let podwright = match &args.podwright {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()
+            .map_err(|e| format!("cannot find this benchmark's own path: {e}"))?
+            .with_file_name("podwright"),
+    };
+    // Started here rather than by podwright, so that its start is not in podwright's figures.
+    let endpoint = match &args.runtime_endpoint {
+        Some(e) => e.clone(),
+        None => {
+            let embedded = EmbeddedRuntime::new(&args.root_dir);
+            embedded.ensure_running().await.map_err(|e| {
+                format!(
+                    "could not start the embedded containerd under {}: {e}\nRun scripts/setup first.",
+                    args.root_dir.display()
+                )
+            })?;
+            embedded.endpoint()
+        }
+    };
+    let cri = podwright_runtime::connect(&endpoint).await.map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
+    let work = std::env::temp_dir().join(format!("podwright-bench-serve-{}", std::process::id()));
+    std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    let bench = Bench {
+        podwright,
+        endpoint,
+        cri: Arc::new(cri),
+        handle: tokio::runtime::Handle::current(),
+        template: pod::running_template()?,
+        root: args.root_dir.clone(),
+        work: work.clone(),
+        runs: args.runs,
+        pods: args.pods,
+        settle: Duration::from_secs(args.settle),
+        window: Duration::from_secs(args.seconds),
+        ramp_limit: Duration::from_secs(args.ramp_limit),
+    };
+    let result = tokio::task::spawn_blocking(move || bench.run())
+        .await
+        .map_err(|e| format!("the measuring thread panicked: {e}"))
+        .and_then(|r| r);
+    let _ = std::fs::remove_dir_all(&work);
+    result
+}
+
+struct Bench {
+    podwright: PathBuf,
+    endpoint: String,
+    /// The runtime, for the floor's bare CRI calls, made on `handle` from the measuring thread.
+    cri: Arc<dyn Runtime>,
+    handle: tokio::runtime::Handle,
+    /// The pod of the apply runs, admitted, for the floor.
+    template: Pod,
+    root: PathBuf,
+    /// Manifests and kubectl's cache.
+    work: PathBuf,
+    runs: usize,
+    pods: usize,
+    settle: Duration,
+    window: Duration,
+    ramp_limit: Duration,
+}
+
+/// The daemon, as a child process with its API's address.
+struct Daemon {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Daemon {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn request(&self, method: &str, path: &str, body: Option<&str>) -> Result<http::Response, String> {
+        http::request(self.addr, method, path, body)
+    }
+
+    fn scrape(&self) -> Result<Scrape, String> {
+        let r = self.request("GET", "/metrics", None)?;
+        match r.status {
+            200 => Ok(Scrape::parse(&String::from_utf8_lossy(&r.body))),
+            s => Err(format!("GET /metrics: HTTP {s}")),
+        }
+    }
+
+    /// Waits for the API to answer.
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let t0 = Instant::now();
+        loop {
+            if let Ok(r) = self.request("GET", "/healthz", None)
+                && r.status == 200
+            {
+                return Ok(());
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("podwright serve exited at its start ({status})"));
+            }
+            if t0.elapsed() > START_LIMIT {
+                return Err(format!("podwright serve did not answer on {} within {START_LIMIT:?}", self.addr));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Its memory and CPU over `window`.
+    fn usage(&self, window: Duration) -> Result<Usage, String> {
+        let pid = self.pid();
+        let (t0, cpu0) = (Instant::now(), proc_cpu(pid)?);
+        let mut samples = vec![];
+        while t0.elapsed() < window {
+            samples.push(measure::status_kib(&pid.to_string(), "VmRSS")?);
+            std::thread::sleep(SAMPLE.min(window.saturating_sub(t0.elapsed())));
+        }
+        let cpu = proc_cpu(pid)?.own.saturating_sub(cpu0.own);
+        let wall = t0.elapsed();
+        let rss: Vec<f64> = samples.iter().map(|&k| k as f64).collect();
+        Ok(Usage { wall, cpu, rss_kib: measure::median(&rss), rss_max_kib: samples.into_iter().max().unwrap_or(0) })
+    }
+
+    /// The pods' names and phases, of those with `selector`.
+    fn phases(&self, selector: &str) -> Result<Vec<(String, String)>, String> {
+        let r = self.request("GET", &format!("/api/v1/namespaces/default/pods?labelSelector={selector}"), None)?;
+        if r.status != 200 {
+            return Err(format!("listing the pods: HTTP {}", r.status));
+        }
+        let list = r.json()?;
+        let items = list["items"].as_array().cloned().unwrap_or_default();
+        Ok(items
+            .iter()
+            .map(|p| (str_at(p, "/metadata/name"), str_at(p, "/status/phase")))
+            .collect::<Vec<(String, String)>>())
+    }
+
+    /// Deletes a pod with a grace period of 1 s (`sleep` ignores SIGTERM as PID 1), so that
+    /// its object goes once the node has stopped it; a pod already gone is fine. (With grace 0
+    /// the object goes at once, and the daemon then never removes the pod from the runtime.)
+    fn delete(&self, name: &str) -> Result<(), String> {
+        let r = self.request(
+            "DELETE",
+            &format!("/api/v1/namespaces/default/pods/{name}"),
+            Some(r#"{"gracePeriodSeconds":1,"propagationPolicy":"Background"}"#),
+        )?;
+        match r.status {
+            200 | 202 | 404 => Ok(()),
+            s => Err(format!("deleting {name}: HTTP {s}: {}", String::from_utf8_lossy(&r.body))),
+        }
+    }
+
+    /// Waits until the daemon has removed `pods` more pods from the runtime than it had when
+    /// `before` was read: their containers, sandboxes and files are gone (stopping the daemon
+    /// earlier leaves them to the runtime).
+    fn wait_removed(&self, before: &Scrape, pods: usize) -> Result<(), String> {
+        let t0 = Instant::now();
+        while self.scrape()?.sandbox_removals < before.sandbox_removals + pods as f64 {
+            if t0.elapsed() > POD_LIMIT {
+                return Err(format!("the daemon had not removed {pods} deleted pods within {POD_LIMIT:?}"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(())
+    }
+
+    /// Asks it to stop (it leaves no pod behind: every pod was deleted) and waits.
+    fn stop(mut self) -> Result<(), String> {
+        // SAFETY: kill has no memory effects; the pid is our unreaped child.
+        unsafe { libc::kill(self.pid() as i32, libc::SIGTERM) };
+        let t0 = Instant::now();
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) => return Ok(()),
+                Ok(None) if t0.elapsed() < START_LIMIT => std::thread::sleep(Duration::from_millis(50)),
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return Err(format!("podwright serve did not stop within {START_LIMIT:?} of SIGTERM; killed"));
+                }
+            }
+        }
+    }
+}
+
+fn str_at(v: &Value, pointer: &str) -> String {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+/// A port nobody listens on now.
+fn free_port() -> Result<u16, String> {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("cannot find a free port: {e}"))?;
+    l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
+}
+
+impl Bench {
+    fn run(self) -> Result<ServeReport, String> {
+        let port = free_port()?;
+        let mut cmd = Command::new(&self.podwright);
+        cmd.arg("serve")
+            .arg("--root-dir")
+            .arg(&self.root)
+            .args(["--port", &port.to_string(), "--runtime-endpoint", &self.endpoint])
+            .env("PODWRIGHT_LOG", "error")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        let child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", self.podwright.display()))?;
+        let mut daemon = Daemon { child, addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)) };
+        let result = daemon.wait_ready().and_then(|()| self.measure(&daemon));
+        let stopped = daemon.stop();
+        let report = result?;
+        stopped?;
+        Ok(report)
+    }
+
+    fn measure(&self, daemon: &Daemon) -> Result<ServeReport, String> {
+        std::thread::sleep(self.settle);
+        let idle = daemon.usage(Duration::from_secs(5))?;
+        // kubectl validates fields when the API serves OpenAPI v3, and refuses to apply
+        // without it unless told not to.
+        let validated = daemon.request("GET", "/openapi/v3", None).is_ok_and(|r| r.status == 200);
+        // The first runs warm the caches up (kubectl's discovery cache, the runtime's).
+        self.floor("serve-floor-warm-up")?;
+        self.apply(daemon, "apply-warm-up", validated)?;
+        let before = daemon.scrape()?;
+        // Interleaved, so that both see the machine's load alike.
+        let (mut floor, mut apply) = (vec![], vec![]);
+        for i in 0..self.runs {
+            floor.push(self.floor(&format!("serve-floor-{i}"))?);
+            apply.push(self.apply(daemon, &format!("apply-{i}"), validated)?);
+        }
+        let after = daemon.scrape()?;
+        let starts = (after.pod_starts - before.pod_starts).max(1.0);
+        let worker_start = Duration::from_secs_f64((after.pod_start_s - before.pod_start_s) / starts);
+        let names: Vec<String> = (0..self.pods).map(|i| format!("steady-{i:03}")).collect();
+        let before = daemon.scrape()?;
+        let loaded = self.steady(daemon, &names);
+        // Every pod goes, whatever happened.
+        let gone = names
+            .iter()
+            .try_for_each(|n| daemon.delete(n))
+            .and_then(|()| self.wait_gone(daemon))
+            .and_then(|()| daemon.wait_removed(&before, names.len()));
+        let (ramp, loaded, loaded_calls) = loaded?;
+        gone?;
+        Ok(ServeReport { idle, validated, floor, apply, worker_start, pods: self.pods, ramp, loaded, loaded_calls })
+    }
+
+    /// The floor of an apply run: the pod's sandbox, its init containers run to their exit and
+    /// its app container started, by bare CRI calls (the daemon does not touch the pod).
+    fn floor(&self, name: &str) -> Result<Duration, String> {
+        self.handle.block_on(async {
+            let rt = self.cri.as_ref();
+            let mut floor = FloorPod::new(pod::instance(&self.template, name), &self.root)?;
+            let t0 = Instant::now();
+            let result = floor.run(rt, false).await;
+            let took = t0.elapsed();
+            floor.remove(rt).await;
+            result.map(|()| took)
+        })
+    }
+
+    /// `kubectl apply` of the pod until a watch sees it Running; then deletes it.
+    fn apply(&self, daemon: &Daemon, name: &str, validated: bool) -> Result<Duration, String> {
+        let manifest = self.work.join(format!("{name}.yaml"));
+        std::fs::write(&manifest, pod::running_manifest(name))
+            .map_err(|e| format!("cannot write {}: {e}", manifest.display()))?;
+        let path = format!("/api/v1/namespaces/default/pods?watch=true&fieldSelector=metadata.name%3D{name}");
+        let mut watch = Watch::open(daemon.addr, &path)?;
+        let before = daemon.scrape()?;
+        let t0 = Instant::now();
+        let mut kubectl = Command::new("kubectl");
+        kubectl
+            .arg("--kubeconfig")
+            .arg(self.root.join("kubeconfig"))
+            .arg("--cache-dir")
+            .arg(self.work.join("kube-cache"))
+            .args(["apply", "-f"])
+            .arg(&manifest)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if !validated {
+            kubectl.arg("--validate=false");
+        }
+        let mut child = kubectl.spawn().map_err(|e| format!("cannot run kubectl: {e}"))?;
+        let running = (|| loop {
+            if let Ok(Some(status)) = child.try_wait()
+                && !status.success()
+            {
+                return Err(format!("kubectl apply failed ({status})"));
+            }
+            if t0.elapsed() > POD_LIMIT {
+                return Err(format!("{name} was not Running within {POD_LIMIT:?}"));
+            }
+            let Some(event) = watch.next(Instant::now() + Duration::from_millis(100))? else { continue };
+            if str_at(&event, "/object/status/phase") == "Running" {
+                return Ok(t0.elapsed());
+            }
+        })();
+        let output = child.wait_with_output().map_err(|e| format!("kubectl: {e}"))?;
+        let running = running.map_err(|e| format!("{e}: {}", String::from_utf8_lossy(&output.stderr).trim()))?;
+        daemon.delete(name)?;
+        let deadline = Instant::now() + POD_LIMIT;
+        loop {
+            match watch.next(deadline)? {
+                Some(event) if event["type"] == "DELETED" => break,
+                Some(_) => {}
+                None => return Err(format!("{name} was not gone within {POD_LIMIT:?} of its deletion")),
+            }
+        }
+        daemon.wait_removed(&before, 1)?;
+        Ok(running)
+    }
+
+    /// Creates the pods through the API, waits until all are Running and have settled, then
+    /// measures the daemon over the window: how long the ramp took, the window's usage, and the
+    /// runtime calls per second over it.
+    fn steady(&self, daemon: &Daemon, names: &[String]) -> Result<(Duration, Usage, f64), String> {
+        let t0 = Instant::now();
+        let (key, value) = LABEL.split_once('=').unwrap_or_default();
+        for name in names {
+            let pod = json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "default", "labels": {key: value}},
+                "spec": {"containers": [{"name": "sleep", "image": pod::IMAGE, "command": ["sleep", "3600"]}]},
+            });
+            let r = daemon.request("POST", "/api/v1/namespaces/default/pods", Some(&pod.to_string()))?;
+            if r.status != 201 {
+                return Err(format!("creating {name}: HTTP {}: {}", r.status, String::from_utf8_lossy(&r.body)));
+            }
+        }
+        loop {
+            let phases = daemon.phases(LABEL)?;
+            let running = phases.iter().filter(|(_, p)| p == "Running").count();
+            if running == names.len() {
+                break;
+            }
+            if t0.elapsed() > self.ramp_limit {
+                return Err(format!("only {running} of {} pods were Running after {:?}", names.len(), self.ramp_limit));
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        let ramp = t0.elapsed();
+        std::thread::sleep(Duration::from_secs(5));
+        let before = daemon.scrape()?;
+        let usage = daemon.usage(self.window)?;
+        let calls = (daemon.scrape()?.runtime_calls - before.runtime_calls) / usage.wall.as_secs_f64();
+        Ok((ramp, usage, calls))
+    }
+
+    fn wait_gone(&self, daemon: &Daemon) -> Result<(), String> {
+        let t0 = Instant::now();
+        let limit = self.ramp_limit;
+        while t0.elapsed() < limit {
+            if daemon.phases(LABEL)?.is_empty() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        Err(format!("the pods were not all gone {limit:?} after their deletion"))
+    }
+}
+
+impl ServeReport {
+    pub fn print(&self) {
+        let (floor, apply) = (Summary::of(&self.floor), Summary::of(&self.apply));
+        let kib = |k: f64| format!("{k:.0} KiB ({:.1} MiB)", k / 1024.0);
+        let verdict = |ok: bool| if ok { "ok" } else { "MISSED" };
+        println!("serve: `podwright serve` on containerd, driven through its API");
+        println!(
+            "  idle (no pods, after settling): RSS {}, CPU {:.4} cores   target <= {} MiB  {}",
+            kib(self.idle.rss_kib),
+            self.idle.cores(),
+            TARGET_IDLE_RSS_KIB / 1024,
+            verdict(self.idle.rss_kib <= TARGET_IDLE_RSS_KIB as f64)
+        );
+        let validation = if self.validated { "field validation on" } else { "--validate=false: no OpenAPI served" };
+        println!(
+            "  kubectl apply (2 init + 1 app) -> Running seen by a watch, {} runs each, interleaved ({validation}):",
+            self.apply.len()
+        );
+        println!("  {:<40} {:>10} {:>10} {:>10}", "ms", "median", "min", "max");
+        println!(
+            "  {:<40} {:>10.2} {:>10.2} {:>10.2}",
+            "floor (bare CRI calls to app started)", floor.median, floor.min, floor.max
+        );
+        println!("  {:<40} {:>10.2} {:>10.2} {:>10.2}", "kubectl apply -> Running", apply.median, apply.min, apply.max);
+        println!(
+            "  of which the pod worker, from first seeing the pod to Running: {:.2} ms (mean, from /metrics)",
+            self.worker_start.as_secs_f64() * 1e3
+        );
+        println!(
+            "  {} pods (sleep 3600, no probes) Running {:.1} s after their creation; over {:.0} s of steady running:",
+            self.pods,
+            self.ramp.as_secs_f64(),
+            self.loaded.wall.as_secs_f64()
+        );
+        println!(
+            "  RSS {} (max {}), CPU {:.2} s = {:.4} cores   target <= {TARGET_CPU_CORES} cores  {}",
+            kib(self.loaded.rss_kib),
+            kib(self.loaded.rss_max_kib as f64),
+            self.loaded.cpu.as_secs_f64(),
+            self.loaded.cores(),
+            verdict(self.loaded.cores() <= TARGET_CPU_CORES)
+        );
+        println!("  runtime calls: {:.1}/s (from /metrics)", self.loaded_calls);
+        println!("serve_idle_rss_kib: {:.0}", self.idle.rss_kib);
+        println!("serve_idle_cpu_cores: {:.4}", self.idle.cores());
+        println!("apply_floor_ms: {:.2}", floor.median);
+        println!("apply_to_running_ms: {:.2}", apply.median);
+        println!("apply_to_running_min_ms: {:.2}", apply.min);
+        println!("apply_to_running_max_ms: {:.2}", apply.max);
+        println!("apply_worker_start_ms: {:.2}", self.worker_start.as_secs_f64() * 1e3);
+        println!("serve_pods: {}", self.pods);
+        println!("serve_ramp_s: {:.2}", self.ramp.as_secs_f64());
+        println!("serve_rss_kib_{}_pods: {:.0}", self.pods, self.loaded.rss_kib);
+        println!("serve_rss_max_kib_{}_pods: {}", self.pods, self.loaded.rss_max_kib);
+        println!("serve_cpu_cores_{}_pods: {:.4}", self.pods, self.loaded.cores());
+        println!("serve_runtime_calls_per_s_{}_pods: {:.1}", self.pods, self.loaded_calls);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_figures_it_needs_from_metrics() {
+        let text = "# HELP kubelet_runtime_operations_total x\n\
+            kubelet_runtime_operations_total{operation_type=\"list_containers\"} 7\n\
+            kubelet_runtime_operations_total{operation_type=\"remove_podsandbox\"} 2\n\
+            kubelet_pod_start_duration_seconds_sum 1.5\n\
+            kubelet_pod_start_duration_seconds_count 3\n";
+        let s = Scrape::parse(text);
+        assert_eq!((s.runtime_calls, s.pod_start_s, s.pod_starts, s.sandbox_removals), (9.0, 1.5, 3.0, 2.0));
+    }
+
+    #[test]
+    fn the_applied_manifest_loads_as_two_init_and_one_app_container() {
+        let pods = podwright_api::load_str("apply.yaml", &pod::running_manifest("apply-3")).unwrap();
+        let (pod, _) = &pods[0];
+        assert_eq!(pod.metadata.name.as_deref(), Some("apply-3"));
+        let spec = pod.spec.as_ref().unwrap();
+        assert_eq!((spec.init_containers.as_ref().map(Vec::len), spec.containers.len()), (Some(2), 1));
+    }
+}
