@@ -4,9 +4,9 @@
 
 use crate::{RuntimeArgs, exit, run};
 use podwright_api::quantity::Quantity;
-use podwright_node::Node;
 use podwright_node::cri::dns::{ClusterDns, DEFAULT_CLUSTER_DOMAIN, ResolvConf};
 use podwright_node::log_rotation::{self, LogPolicy};
+use podwright_node::{Metrics, Node};
 use podwright_runtime::Clock;
 use podwright_runtime::Runtime;
 use podwright_server::dns::{DnsServer, DnsSockets, upstream::Upstream};
@@ -251,15 +251,19 @@ pub async fn serve(args: ServeArgs) -> u8 {
     };
     let clock = Clock::new();
     let runtime: Arc<dyn Runtime> = Arc::new(runtime);
+    // Every runtime call is in the node's metrics: the API's (exec, attach, port-forward) and
+    // log rotation's through `counted`, the node's own through the node.
+    let metrics = Arc::new(Metrics::default());
+    let counted = metrics.instrument(runtime.clone(), clock);
     let (api, feed) =
-        ApiServer::new(ServerConfig { node_name, root: root.clone(), host_ip: host }, clock, runtime.clone());
-    let mut node = Node::new(runtime, &root).clock(clock).events(api.sink()).status(api.sink());
+        ApiServer::new(ServerConfig { node_name, root: root.clone(), host_ip: host }, clock, counted.clone());
+    tokio::spawn(log_rotation::rotate_logs(counted, clock, log_policy));
+    let mut node =
+        Node::new(runtime, &root).clock(clock).metrics(metrics.clone()).events(api.sink()).status(api.sink());
     if let Some(dns) = cluster_dns(&config, &api) {
         node = node.cluster_dns(dns);
     }
     let workers = Arc::new(node.build());
-    // Through the node's runtime, so that its calls are in the metrics too.
-    tokio::spawn(log_rotation::rotate_logs(workers.runtime(), clock, log_policy));
     let kubeconfig = kubeconfig_path(&root);
     let kubeconfig_body = match &security {
         Some(s) => s.kubeconfig(&server_url("https", addr)),
@@ -293,7 +297,7 @@ pub async fn serve(args: ServeArgs) -> u8 {
     let mut sigint = signal(SignalKind::interrupt()).ok();
     let mut sigterm = signal(SignalKind::terminate()).ok();
     // The node's metrics beside the API, behind the same token when there is one.
-    let router = api.router().merge(podwright_server::metrics::router(workers.metrics()));
+    let router = api.router().merge(podwright_server::metrics::router(metrics));
     let server = async move {
         match security {
             Some(s) => {

@@ -1,5 +1,5 @@
-//! [`Instrumented`]: the runtime as the node layer calls it, counting and timing every call
-//! into the node's [`Metrics`] (the kubelet's instrumented CRI services).
+//! [`Instrumented`]: a runtime that counts and times every call into the node's [`Metrics`]
+//! (the kubelet's instrumented CRI services); made by [`Metrics::instrument`].
 
 use crate::metrics::{Metrics, RuntimeOperation as Op};
 use async_trait::async_trait;
@@ -148,7 +148,7 @@ mod tests {
         let fake = FakeRuntime::new(clock);
         fake.set_latency(Duration::from_millis(20));
         let metrics = Arc::new(Metrics::default());
-        let rt = Instrumented::new(fake, metrics.clone(), clock);
+        let rt = metrics.instrument(fake, clock);
         rt.version().await.unwrap();
         assert!(rt.start_container("no-such-container").await.is_err());
         assert!(rt.image_status("localhost/busybox:1.36").await.unwrap().is_none());

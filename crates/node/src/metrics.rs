@@ -7,7 +7,9 @@
 //! values, as the Go client writes them; a labelled series shows once it has something to show,
 //! as a Go vector's child appears once it is used.
 
+use crate::instrumented::Instrumented;
 use podwright_planner::{ContainerKind, RunState, StartFailureReason};
+use podwright_runtime::{Clock, Runtime};
 use std::fmt::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
@@ -273,6 +275,14 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
 }
 
 impl Metrics {
+    /// `runtime`, with every call recorded here (`kubelet_runtime_operations_*`), timed on
+    /// `clock`. The node does this to the runtime it is given; a mode instruments the runtime
+    /// it calls itself (the API's exec, attach and port-forward, log rotation) with the node's
+    /// metrics (see [`crate::Node::metrics`]).
+    pub fn instrument(self: &Arc<Self>, runtime: Arc<dyn Runtime>, clock: Clock) -> Arc<dyn Runtime> {
+        Arc::new(Instrumented::new(runtime, self.clone(), clock))
+    }
+
     /// One pass of a pod worker: observe, plan, act.
     pub(crate) fn pass(&self, kind: PassKind, took: Duration) {
         self.pod_worker[kind as usize].observe(took);

@@ -4,7 +4,6 @@
 use crate::cri::dns::ClusterDns;
 use crate::dispatch::Dispatcher;
 use crate::events::{EventLog, EventSink};
-use crate::instrumented::Instrumented;
 use crate::logs::Output;
 use crate::metrics::Metrics;
 use crate::pod_workers::PodWorkers;
@@ -45,11 +44,21 @@ pub struct Node {
     status: Option<Arc<dyn StatusSink>>,
     log_sink: Option<UnboundedSender<Output>>,
     cluster_dns: Option<ClusterDns>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Node {
     pub fn new(runtime: Arc<dyn Runtime>, root: impl Into<PathBuf>) -> Self {
-        Node { runtime, root: root.into(), clock: None, events: None, status: None, log_sink: None, cluster_dns: None }
+        Node {
+            runtime,
+            root: root.into(),
+            clock: None,
+            events: None,
+            status: None,
+            log_sink: None,
+            cluster_dns: None,
+            metrics: None,
+        }
     }
 
     /// The clock the pod workers read and sleep on; the real one unless given.
@@ -85,12 +94,20 @@ impl Node {
         self
     }
 
+    /// Where the node records its metrics, when the mode shares them (with the runtime calls
+    /// it makes itself, through [`Metrics::instrument`]); a set of its own unless given. The
+    /// node instruments the runtime it is given: give it the runtime as it was.
+    pub fn metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
     /// The pod workers. Starts routing the runtime's events, so it must run inside a tokio
     /// runtime.
     pub fn build(self) -> PodWorkers {
         let clock = self.clock.unwrap_or_default();
-        let metrics = Arc::new(Metrics::default());
-        let runtime: Arc<dyn Runtime> = Arc::new(Instrumented::new(self.runtime, metrics.clone(), clock));
+        let metrics = self.metrics.unwrap_or_default();
+        let runtime = metrics.instrument(self.runtime, clock);
         let engine = Engine {
             dispatcher: Dispatcher::start(runtime.subscribe()),
             runtime,

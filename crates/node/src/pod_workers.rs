@@ -6,7 +6,6 @@ use crate::sinks::StatusSink;
 use crate::source::{PodChange, PodSource};
 use crate::worker::{Deletion, Desired, PodUpdate, PodWorker};
 use k8s_openapi::api::core::v1::Pod;
-use podwright_runtime::Runtime;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
@@ -169,11 +168,6 @@ impl PodWorkers {
     /// The node's metrics: its pod workers', their containers' and its runtime calls'.
     pub fn metrics(&self) -> Arc<Metrics> {
         self.engine.metrics.clone()
-    }
-
-    /// The runtime as the node calls it: every call is recorded in [`metrics`](Self::metrics).
-    pub fn runtime(&self) -> Arc<dyn Runtime> {
-        self.engine.runtime.clone()
     }
 
     /// Resolves once every worker has finished.
