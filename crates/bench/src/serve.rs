@@ -46,7 +46,8 @@ pub struct ServeArgs {
     /// Seconds the daemon is left alone after its start before its idle memory is read.
     #[arg(long, default_value_t = 10)]
     pub settle: u64,
-    /// Give up when the pods are not all Running this many seconds after they were created.
+    /// Give up when the pods are not all Running this many seconds after they were created, or
+    /// not all removed this long after their deletion.
     #[arg(long, default_value_t = 150)]
     pub ramp_limit: u64,
     /// CRI endpoint; without it the embedded containerd under --root-dir is started or reused.
@@ -260,14 +261,14 @@ impl Daemon {
             .collect::<Vec<(String, String)>>())
     }
 
-    /// Deletes a pod with a grace period of 1 s (`sleep` ignores SIGTERM as PID 1), so that
-    /// its object goes once the node has stopped it; a pod already gone is fine. (With grace 0
-    /// the object goes at once, and the daemon then never removes the pod from the runtime.)
+    /// Deletes a pod at once (grace 0: `sleep` ignores SIGTERM as PID 1); a pod already gone
+    /// is fine. Its object goes at once, the pod itself once the node has stopped and removed
+    /// it (see [`Daemon::wait_removed`]).
     fn delete(&self, name: &str) -> Result<(), String> {
         let r = self.request(
             "DELETE",
             &format!("/api/v1/namespaces/default/pods/{name}"),
-            Some(r#"{"gracePeriodSeconds":1,"propagationPolicy":"Background"}"#),
+            Some(r#"{"gracePeriodSeconds":0,"propagationPolicy":"Background"}"#),
         )?;
         match r.status {
             200 | 202 | 404 => Ok(()),
@@ -278,11 +279,11 @@ impl Daemon {
     /// Waits until the daemon has removed `pods` more pods from the runtime than it had when
     /// `before` was read: their containers, sandboxes and files are gone (stopping the daemon
     /// earlier leaves them to the runtime).
-    fn wait_removed(&self, before: &Scrape, pods: usize) -> Result<(), String> {
+    fn wait_removed(&self, before: &Scrape, pods: usize, limit: Duration) -> Result<(), String> {
         let t0 = Instant::now();
         while self.scrape()?.sandbox_removals < before.sandbox_removals + pods as f64 {
-            if t0.elapsed() > POD_LIMIT {
-                return Err(format!("the daemon had not removed {pods} deleted pods within {POD_LIMIT:?}"));
+            if t0.elapsed() > limit {
+                return Err(format!("the daemon had not removed {pods} deleted pods within {limit:?}"));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -365,7 +366,7 @@ impl Bench {
             .iter()
             .try_for_each(|n| daemon.delete(n))
             .and_then(|()| self.wait_gone(daemon))
-            .and_then(|()| daemon.wait_removed(&before, names.len()));
+            .and_then(|()| daemon.wait_removed(&before, names.len(), self.ramp_limit));
         let (ramp, loaded, loaded_calls) = loaded?;
         gone?;
         Ok(ServeReport { idle, validated, floor, apply, worker_start, pods: self.pods, ramp, loaded, loaded_calls })
@@ -434,7 +435,7 @@ impl Bench {
                 None => return Err(format!("{name} was not gone within {POD_LIMIT:?} of its deletion")),
             }
         }
-        daemon.wait_removed(&before, 1)?;
+        daemon.wait_removed(&before, 1, POD_LIMIT)?;
         Ok(running)
     }
 
