@@ -4,7 +4,7 @@
 
 use crate::errors::{ApiError, ApiResult};
 use crate::kinds::{Prepared, prepare_create, prepare_update};
-use crate::request::{FieldValidation, Params, json_body, warning_headers};
+use crate::request::{FieldValidation, Params, content_type, json_body, warning_headers};
 use crate::resources::Resource;
 use crate::selectors::Filter;
 use crate::server::ApiServer;
@@ -13,7 +13,7 @@ use crate::table::{self, Include, wants_table};
 use crate::watch;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
@@ -219,8 +219,8 @@ pub async fn patch(
     body: Bytes,
 ) -> ApiResult<Response> {
     let r = resource(&plural)?;
-    let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-    write(&s, r, &ns, &name, &p, true, |old| crate::patching::apply(old, &body, &ct))
+    let ct = content_type(&headers);
+    write(&s, r, &ns, &name, &p, true, |old| crate::patching::apply(old, &body, ct))
 }
 
 /// `PUT /api/v1/namespaces/{name}` and friends, for the cluster-scoped namespaces.
@@ -242,8 +242,8 @@ pub async fn patch_namespace(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-    write(&s, Resource::Namespaces, "", &name, &p, true, |old| crate::patching::apply(old, &body, &ct))
+    let ct = content_type(&headers);
+    write(&s, Resource::Namespaces, "", &name, &p, true, |old| crate::patching::apply(old, &body, ct))
 }
 
 /// `DELETE .../{name}`: pods stop gracefully first; other objects go at once.
@@ -395,6 +395,6 @@ pub async fn sub_patch(
     if sub != "status" {
         return Err(ApiError::method_not_allowed("patch", &format!("pods/{sub}")));
     }
-    let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
-    write_status(&s, &ns, &name, |old| crate::patching::apply(old, &body, &ct))
+    let ct = content_type(&headers);
+    write_status(&s, &ns, &name, |old| crate::patching::apply(old, &body, ct))
 }

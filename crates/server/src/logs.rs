@@ -3,6 +3,7 @@
 //! `pkg/kubelet/kuberuntime/logs/logs.go`).
 
 use crate::errors::{ApiError, ApiResult};
+use crate::request::is_set;
 use crate::resources::Resource;
 use crate::server::ApiServer;
 use crate::store::meta_str;
@@ -30,10 +31,6 @@ struct LogParams {
     since_seconds: Option<i64>,
     since_time: Option<String>,
     limit_bytes: Option<i64>,
-}
-
-fn truthy(v: &Option<String>) -> bool {
-    matches!(v.as_deref(), Some("true" | "1"))
 }
 
 /// What to print and how (`PodLogOptions`, validated as `ValidatePodLogOptions` does).
@@ -68,7 +65,7 @@ fn options(p: &LogParams, now: Timestamp) -> ApiResult<Options> {
         (None, None) => None,
     };
     Ok(Options {
-        timestamps: truthy(&p.timestamps),
+        timestamps: is_set(&p.timestamps),
         tail: p.tail_lines.map(|t| t as usize),
         since,
         limit: p.limit_bytes.map(|l| l as usize),
@@ -242,9 +239,9 @@ pub async fn get(s: &ApiServer, ns: &str, name: &str, uri: &axum::http::Uri) -> 
     let o = options(&p, s.now())?;
     let pod = s.store().get(Resource::Pods, ns, name)?;
     let container = pick_container(&pod, p.container.as_deref(), name)?;
-    let (path, live) = choose(&pod, &container, name, truthy(&p.previous), &s.config().root)?;
+    let (path, live) = choose(&pod, &container, name, is_set(&p.previous), &s.config().root)?;
     let (first, offset) = read_all(&path, &o);
-    if !(truthy(&p.follow) && live) {
+    if !(is_set(&p.follow) && live) {
         return Ok(([(header::CONTENT_TYPE, "text/plain")], first).into_response());
     }
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(16);

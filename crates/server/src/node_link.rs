@@ -105,19 +105,21 @@ pub struct StoreStatus {
 
 impl StatusSink for StoreStatus {
     fn publish(&self, update: &PodUpdate) {
-        let Some(uid) = update.spec.metadata.uid.as_deref() else { return };
-        // A pod deleted at once (grace 0) has no object any more, but its worker still has to
-        // be removed from the node when it finishes.
-        let stored = self.store.pod_by_uid(uid);
-        if let (Some((ns, name)), Some(status)) = (&stored, &update.status) {
+        let m = &update.spec.metadata;
+        let Some(uid) = m.uid.as_deref() else { return };
+        // The pod as the node was given it names its object; the uid tells it from a pod of the
+        // same name created since. A pod deleted at once (grace 0) has no object any more, but
+        // its worker still has to be removed from the node when it finishes.
+        let (ns, name) = (m.namespace.as_deref().unwrap_or("default"), m.name.as_deref().unwrap_or_default());
+        let ours = |obj: &Value| meta_str(obj, "uid") == Some(uid);
+        if let Some(status) = &update.status {
             let mut status = serde_json::to_value(status.as_ref()).unwrap_or(Value::Null);
             if let Some(ip) = &self.host_ip {
                 status["hostIP"] = json!(ip);
                 status["hostIPs"] = json!([{"ip": ip}]);
             }
             let written = self.store.update(Resource::Pods, ns, name, |old| {
-                // A pod of the same name but another uid is not this worker's.
-                if meta_str(old, "uid") != Some(uid) {
+                if !ours(old) {
                     return Ok(None);
                 }
                 let mut new = old.clone();
@@ -128,10 +130,8 @@ impl StatusSink for StoreStatus {
                 tracing::debug!(%e, uid, "status of a pod no longer stored");
             }
         }
-        if self.link.on_status(uid, update.finished)
-            && let Some((ns, name)) = stored
-        {
-            let _ = self.store.delete(Resource::Pods, &ns, &name);
+        if self.link.on_status(uid, update.finished) {
+            let _ = self.store.delete_if(Resource::Pods, ns, name, ours);
         }
     }
 }

@@ -26,19 +26,30 @@ pub struct Params {
     pub grace_period_seconds: Option<i64>,
 }
 
-fn truthy(v: &Option<String>) -> bool {
-    matches!(v.as_deref(), Some("true" | "1"))
+/// Go's `strconv.ParseBool` true values, which the API server's query decoding accepts.
+pub(crate) fn truthy(v: &str) -> bool {
+    matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True")
+}
+
+/// A boolean query parameter that is given and true.
+pub(crate) fn is_set(v: &Option<String>) -> bool {
+    v.as_deref().is_some_and(truthy)
+}
+
+/// The request body's media type, empty when none is given.
+pub(crate) fn content_type(headers: &HeaderMap) -> &str {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default()
 }
 
 impl Params {
     pub fn is_watch(&self) -> bool {
-        truthy(&self.watch)
+        is_set(&self.watch)
     }
     pub fn bookmarks(&self) -> bool {
-        truthy(&self.allow_watch_bookmarks)
+        is_set(&self.allow_watch_bookmarks)
     }
     pub fn initial_events(&self) -> bool {
-        truthy(&self.send_initial_events)
+        is_set(&self.send_initial_events)
     }
     pub fn dry_run(&self) -> bool {
         self.dry_run.as_deref().is_some_and(|d| d == "All")
@@ -68,7 +79,7 @@ impl FieldValidation {
 
 /// The body as JSON. kubectl 1.20 sends JSON without a Content-Type.
 pub fn json_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
-    let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json");
+    let ct = content_type(headers);
     if ct.contains("protobuf") {
         return Err(ApiError::unsupported_media_type(ct));
     }

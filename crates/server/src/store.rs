@@ -182,8 +182,24 @@ impl Store {
 
     /// Removes an object; watchers get it as DELETED with a new resourceVersion.
     pub fn delete(&self, resource: Resource, ns: &str, name: &str) -> ApiResult<Value> {
+        self.delete_if(resource, ns, name, |_| true)
+    }
+
+    /// Removes an object if `wanted` says so of the stored one (a uid check: an object of the
+    /// same name may have replaced it).
+    pub fn delete_if(
+        &self,
+        resource: Resource,
+        ns: &str,
+        name: &str,
+        wanted: impl FnOnce(&Value) -> bool,
+    ) -> ApiResult<Value> {
         let key = Self::key(resource, ns, name);
         let mut inner = self.lock();
+        match inner.objects.get(&key) {
+            Some(old) if wanted(old) => {}
+            _ => return Err(ApiError::not_found(resource, name)),
+        }
         let old = inner.objects.remove(&key).ok_or_else(|| ApiError::not_found(resource, name))?;
         inner.rv += 1;
         let mut gone = (*old).clone();
@@ -191,16 +207,6 @@ impl Store {
         let gone = Arc::new(gone);
         self.record(&mut inner, resource, ChangeKind::Deleted, gone.clone());
         Ok((*gone).clone())
-    }
-
-    /// A pod by its uid: (namespace, name).
-    pub fn pod_by_uid(&self, uid: &str) -> Option<(String, String)> {
-        let inner = self.lock();
-        inner
-            .objects
-            .iter()
-            .find(|((r, _, _), v)| *r == Resource::Pods && meta_str(v, "uid") == Some(uid))
-            .map(|((_, ns, name), _)| (ns.clone(), name.clone()))
     }
 
     /// Starts a watch: the changes after `from` still kept (none when `from` is `None`), and

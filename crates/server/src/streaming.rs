@@ -12,6 +12,7 @@
 
 use crate::errors::{ApiError, ApiResult};
 use crate::logs::{container_status, pick_container};
+use crate::request::truthy;
 use crate::resources::Resource;
 use crate::server::ApiServer;
 use crate::store::meta_str;
@@ -65,11 +66,6 @@ struct StreamOptions {
     stderr: bool,
     tty: bool,
     ports: Vec<i32>,
-}
-
-/// Go's `strconv.ParseBool` true values, which the API server's query decoding accepts.
-fn truthy(v: &str) -> bool {
-    matches!(v, "1" | "t" | "T" | "true" | "TRUE" | "True")
 }
 
 impl StreamOptions {

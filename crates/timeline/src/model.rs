@@ -143,21 +143,7 @@ impl Probe {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hook {
-    PostStart,
-    PreStop,
-}
-
-impl Hook {
-    /// Its field name in `lifecycle`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Hook::PostStart => "postStart",
-            Hook::PreStop => "preStop",
-        }
-    }
-}
+pub use podwright_api::Hook;
 
 /// One pod condition type's lane.
 #[derive(Debug, Clone, PartialEq)]

@@ -28,22 +28,7 @@ pub struct HookTarget<'a> {
     pub output: Option<&'a UnboundedSender<Output>>,
 }
 
-/// Which of a container's hooks runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hook {
-    PostStart,
-    PreStop,
-}
-
-impl Hook {
-    /// As the spec names it, and as `run` labels the hook's output.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Hook::PostStart => "postStart",
-            Hook::PreStop => "preStop",
-        }
-    }
-}
+pub use podwright_api::Hook;
 
 impl HookTarget<'_> {
     fn show_output(&self, hook: Hook, stdout: &[u8], stderr: &[u8]) {
