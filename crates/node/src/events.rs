@@ -151,31 +151,92 @@ impl EventLog {
         records.sort_unstable_by_key(|(_, r)| r.seq);
         records
             .into_iter()
-            .map(|(k, r)| Event {
-                metadata: ObjectMeta {
-                    name: Some(format!("{}.{:x}", k.part(POD_NAME), r.first.as_nanosecond())),
-                    namespace: Some(k.part(NAMESPACE).to_string()),
-                    ..Default::default()
-                },
-                involved_object: ObjectReference {
-                    api_version: Some("v1".into()),
-                    kind: Some("Pod".into()),
-                    name: Some(k.part(POD_NAME).to_string()),
-                    namespace: Some(k.part(NAMESPACE).to_string()),
-                    uid: Some(k.part(UID).to_string()),
+            .map(|(k, r)| {
+                let e = PodEvent {
+                    pod_name: k.part(POD_NAME),
+                    namespace: k.part(NAMESPACE),
+                    uid: k.part(UID),
                     field_path: k.field_path(),
-                    ..Default::default()
-                },
-                reason: Some(k.part(REASON).to_string()),
-                message: Some(k.part(MESSAGE).to_string()),
-                type_: Some(r.kind.as_str().to_string()),
-                count: Some(r.count),
-                first_timestamp: Some(Time(r.first)),
-                last_timestamp: Some(Time(r.last)),
-                source: Some(EventSource { component: Some("podwright".into()), host: hostname() }),
-                ..Default::default()
+                    kind: r.kind,
+                    reason: k.part(REASON),
+                    message: k.part(MESSAGE),
+                    count: r.count,
+                    first: r.first,
+                    last: r.last,
+                };
+                e.to_event(EventSource { component: Some("podwright".into()), host: hostname() })
             })
             .collect()
+    }
+}
+
+/// One event about a pod, with its repeats folded in, as the kubelet's recorder writes it:
+/// what every sink that hands out v1 `Event`s builds them from.
+#[derive(Debug, Clone)]
+pub struct PodEvent<'a> {
+    pub pod_name: &'a str,
+    pub namespace: &'a str,
+    pub uid: &'a str,
+    pub field_path: Option<String>,
+    pub kind: EventType,
+    pub reason: &'a str,
+    pub message: &'a str,
+    pub count: i32,
+    pub first: Timestamp,
+    pub last: Timestamp,
+}
+
+impl<'a> PodEvent<'a> {
+    /// A first occurrence, at `now`, of what an [`EventSink`] is given.
+    pub fn first(
+        pod: &'a Pod,
+        field_path: Option<String>,
+        kind: EventType,
+        reason: &'a str,
+        message: &'a str,
+        now: Timestamp,
+    ) -> Self {
+        let m = &pod.metadata;
+        PodEvent {
+            pod_name: m.name.as_deref().unwrap_or_default(),
+            namespace: m.namespace.as_deref().unwrap_or("default"),
+            uid: m.uid.as_deref().unwrap_or_default(),
+            field_path,
+            kind,
+            reason,
+            message,
+            count: 1,
+            first: now,
+            last: now,
+        }
+    }
+
+    /// The v1 `Event`, named `<pod>.<first time in nanoseconds, hex>` as the kubelet names them.
+    pub fn to_event(&self, source: EventSource) -> Event {
+        Event {
+            metadata: ObjectMeta {
+                name: Some(format!("{}.{:x}", self.pod_name, self.first.as_nanosecond())),
+                namespace: Some(self.namespace.to_string()),
+                ..Default::default()
+            },
+            involved_object: ObjectReference {
+                api_version: Some("v1".into()),
+                kind: Some("Pod".into()),
+                name: Some(self.pod_name.to_string()),
+                namespace: Some(self.namespace.to_string()),
+                uid: Some(self.uid.to_string()),
+                field_path: self.field_path.clone(),
+                ..Default::default()
+            },
+            reason: Some(self.reason.to_string()),
+            message: Some(self.message.to_string()),
+            type_: Some(self.kind.as_str().to_string()),
+            count: Some(self.count),
+            first_timestamp: Some(Time(self.first)),
+            last_timestamp: Some(Time(self.last)),
+            source: Some(source),
+            ..Default::default()
+        }
     }
 }
 

@@ -2,10 +2,10 @@
 //! event sink that passes everything on to the mode's own sinks and into one timeline recorder
 //! per pod, drawn as one HTML page when asked.
 
+use crate::events::PodEvent;
 use crate::{EventSink, EventType, PodUpdate, StatusSink};
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::api::core::v1::{EventSource, Pod};
 use podwright_runtime::Clock;
 use podwright_timeline::{Recorder, render_html_pods};
 use std::sync::{Arc, Mutex};
@@ -96,18 +96,8 @@ impl EventSink for Recording {
         now: Timestamp,
     ) {
         // The recorder wants each occurrence, which the event log folds into counts.
-        let event = Event {
-            involved_object: ObjectReference {
-                uid: pod.metadata.uid.clone(),
-                field_path: field_path.clone(),
-                ..Default::default()
-            },
-            reason: Some(reason.to_string()),
-            message: Some(message.clone()),
-            type_: Some(kind.as_str().to_string()),
-            last_timestamp: Some(Time(now)),
-            ..Default::default()
-        };
+        let event =
+            PodEvent::first(pod, field_path.clone(), kind, reason, &message, now).to_event(EventSource::default());
         self.with_pod(pod, now, |r| r.event(&event));
         self.events.record(pod, field_path, kind, reason, message, now);
     }

@@ -5,8 +5,9 @@
 use crate::resources::Resource;
 use crate::store::{Store, meta_str};
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{EventSource, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use podwright_node::events::PodEvent;
 use podwright_node::{EventSink, EventType, PodChange, PodSource, PodUpdate, StatusSink};
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
@@ -164,10 +165,9 @@ impl EventSink for StoreEvents {
         message: String,
         now: Timestamp,
     ) {
-        let m = &pod.metadata;
-        let ns = m.namespace.clone().unwrap_or_else(|| "default".into());
-        let uid = m.uid.clone().unwrap_or_default();
-        let key = (uid.clone(), field_path.clone().unwrap_or_default(), reason.to_string(), message.clone());
+        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let key = (uid, field_path.clone().unwrap_or_default(), reason.to_string(), message.clone());
         let now_v = serde_json::to_value(Time(now)).unwrap_or(Value::Null);
         let mut names = lock(&self.names);
         if let Some((ens, ename)) = names.get(&key) {
@@ -181,31 +181,12 @@ impl EventSink for StoreEvents {
                 return;
             }
         }
-        let pod_name = m.name.clone().unwrap_or_default();
-        let name = format!("{pod_name}.{:x}", now.as_nanosecond());
-        let event = json!({
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": name, "namespace": ns},
-            "involvedObject": {
-                "kind": "Pod", "apiVersion": "v1", "namespace": ns, "name": pod_name, "uid": uid,
-                "fieldPath": field_path,
-            },
-            "reason": reason,
-            "message": message,
-            "source": {"component": "kubelet", "host": self.node_name},
-            "firstTimestamp": now_v,
-            "lastTimestamp": now_v,
-            "count": 1,
-            "type": kind.as_str(),
-            "eventTime": null,
-            "reportingComponent": "kubelet",
-            "reportingInstance": self.node_name,
-        });
-        let mut event = event;
-        if field_path.is_none() {
-            event["involvedObject"].as_object_mut().map(|o| o.remove("fieldPath"));
-        }
+        let source = EventSource { component: Some("kubelet".into()), host: Some(self.node_name.clone()) };
+        let mut event = PodEvent::first(pod, field_path, kind, reason, &message, now).to_event(source);
+        event.reporting_component = Some("kubelet".into());
+        event.reporting_instance = Some(self.node_name.clone());
+        let name = event.metadata.name.clone().unwrap_or_default();
+        let Ok(event) = serde_json::to_value(&event) else { return };
         match self.store.create(Resource::Events, event) {
             Ok(_) => {
                 names.insert(key, (ns, name));
