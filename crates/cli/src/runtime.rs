@@ -1,8 +1,9 @@
-//! `podwright runtime start|status|stop`: the embedded containerd on its own.
+//! `podwright runtime start|status|stop|clean`: the embedded containerd on its own.
 
 use crate::exit;
 use clap::Subcommand;
-use std::path::PathBuf;
+use podwright_node::removal;
+use std::path::{Path, PathBuf};
 
 #[derive(Subcommand)]
 pub enum RuntimeAction {
@@ -12,6 +13,9 @@ pub enum RuntimeAction {
     Status,
     /// Stop the embedded containerd.
     Stop,
+    /// Stop and remove every pod podwright left in the embedded containerd (a stopped `serve`
+    /// leaves its pods running), with their files under the root directory.
+    Clean,
 }
 
 pub async fn runtime_cmd(action: RuntimeAction, root: PathBuf) -> u8 {
@@ -37,6 +41,7 @@ pub async fn runtime_cmd(action: RuntimeAction, root: PathBuf) -> u8 {
                 exit::FAILED
             }
         },
+        RuntimeAction::Clean => clean(&embedded, &root).await,
         RuntimeAction::Stop => match embedded.stop().await {
             Ok(true) => {
                 println!("stopped the embedded containerd under {}", root.display());
@@ -52,4 +57,42 @@ pub async fn runtime_cmd(action: RuntimeAction, root: PathBuf) -> u8 {
             }
         },
     }
+}
+
+async fn clean(embedded: &podwright_containerd::EmbeddedRuntime, root: &Path) -> u8 {
+    match embedded.status().await {
+        Ok(s) if s.running => {}
+        Ok(s) => {
+            eprintln!("podwright: {s}; start it first (podwright runtime start)");
+            return exit::NO_RUNTIME;
+        }
+        Err(e) => {
+            eprintln!("podwright: {e}");
+            return exit::FAILED;
+        }
+    }
+    let runtime = match podwright_runtime::cri::connect(&embedded.endpoint()).await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("podwright: {e}");
+            return exit::NO_RUNTIME;
+        }
+    };
+    let uids = match removal::managed_pods(&runtime).await {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("podwright: cannot list the pods in {}: {e}", embedded.endpoint());
+            return exit::FAILED;
+        }
+    };
+    for uid in &uids {
+        removal::remove_pod(&runtime, root, uid).await;
+    }
+    let left = removal::managed_pods(&runtime).await.map(|u| u.len()).unwrap_or(usize::MAX);
+    if left > 0 {
+        eprintln!("podwright: {left} pods could not be removed from {}", embedded.endpoint());
+        return exit::FAILED;
+    }
+    println!("removed {} pods from the embedded containerd under {}", uids.len(), root.display());
+    exit::SUCCEEDED
 }

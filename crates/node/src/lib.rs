@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod node;
 pub mod pod_workers;
 pub mod probes;
+pub mod removal;
 pub mod sinks;
 pub mod source;
 pub mod termination_message;

@@ -607,11 +607,15 @@ pub fn containerd_socket() -> PathBuf {
 /// IDs of the containerd containers (CRI containers and sandboxes alike: a sandbox is a
 /// containerd container too) in namespace `k8s.io` that carry label `key` = `value`.
 pub fn containers_with_label(key: &str, value: &str) -> Vec<String> {
-    let sock = containerd_socket();
+    containers_with_label_at(&containerd_socket(), key, value)
+}
+
+/// [`containers_with_label`] in the containerd listening on `sock`.
+pub fn containers_with_label_at(sock: &Path, key: &str, value: &str) -> Vec<String> {
     let filter = format!("labels.\"{key}\"=={value}");
     let out = Command::new("ctr")
         .arg("-a")
-        .arg(&sock)
+        .arg(sock)
         .args(["-n", "k8s.io", "containers", "ls", "-q", &filter])
         .output()
         .unwrap_or_else(|e| panic!("cannot run ctr (package containerd): {e}"));

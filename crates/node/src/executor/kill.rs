@@ -6,7 +6,7 @@ use crate::cri::config as cri_config;
 use crate::events::EventType;
 use crate::node::Engine;
 use crate::probes::hooks::{self, Hook};
-use crate::volumes;
+use crate::removal;
 use k8s_openapi::api::core::v1::Pod;
 use podwright_planner::MINIMUM_GRACE;
 use podwright_planner::observed::{ObservedContainer, RunState};
@@ -120,22 +120,8 @@ impl Engine {
     /// Removes every container and sandbox of a finished pod, and its files.
     pub(crate) async fn remove_pod(&self, pod: &Pod) {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        let sel = cri_config::pod_selector(uid);
-        if let Ok(cs) = self.runtime.list_containers(&sel).await {
-            for c in cs {
-                let _ = self.runtime.stop_container(&c.id, Duration::ZERO).await;
-                let _ = self.runtime.remove_container(&c.id).await;
-                self.dispatcher.unregister(&c.id);
-            }
-        }
-        if let Ok(ss) = self.runtime.list_pod_sandboxes(&sel).await {
-            for s in ss {
-                let _ = self.runtime.stop_pod_sandbox(&s.id).await;
-                let _ = self.runtime.remove_pod_sandbox(&s.id).await;
-            }
-        }
-        if let Err(e) = volumes::cleanup(&self.root, uid) {
-            tracing::warn!(%e, "could not remove the pod's directory");
+        for id in removal::remove_pod(self.runtime.as_ref(), &self.root, uid).await {
+            self.dispatcher.unregister(&id);
         }
     }
 }

@@ -1,0 +1,45 @@
+//! Taking pods out of the runtime: every container and sandbox of a pod, and its files.
+//! The executor removes a finished pod this way; `podwright runtime clean` removes every pod
+//! podwright left in its runtime (a stopped `serve` leaves its pods running).
+
+use crate::cri::{config as cri_config, labels};
+use crate::volumes;
+use podwright_runtime::{Runtime, RuntimeResult};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+/// Stops and removes the containers and sandboxes of pod `uid` and removes its directory under
+/// `root`; returns the IDs of the containers removed. Best effort: a failure to remove one
+/// object does not keep the others.
+pub async fn remove_pod(runtime: &dyn Runtime, root: &Path, uid: &str) -> Vec<String> {
+    let sel = cri_config::pod_selector(uid);
+    let mut removed = Vec::new();
+    if let Ok(cs) = runtime.list_containers(&sel).await {
+        for c in cs {
+            let _ = runtime.stop_container(&c.id, Duration::ZERO).await;
+            let _ = runtime.remove_container(&c.id).await;
+            removed.push(c.id);
+        }
+    }
+    if let Ok(ss) = runtime.list_pod_sandboxes(&sel).await {
+        for s in ss {
+            let _ = runtime.stop_pod_sandbox(&s.id).await;
+            let _ = runtime.remove_pod_sandbox(&s.id).await;
+        }
+    }
+    if let Err(e) = volumes::cleanup(root, uid) {
+        tracing::warn!(%e, uid, "could not remove the pod's directory");
+    }
+    removed
+}
+
+/// The UIDs of every pod podwright has a sandbox or container of in the runtime.
+pub async fn managed_pods(runtime: &dyn Runtime) -> RuntimeResult<BTreeSet<String>> {
+    let sel = BTreeMap::from([(labels::MANAGED.to_string(), "true".to_string())]);
+    let sandboxes = runtime.list_pod_sandboxes(&sel).await?;
+    let containers = runtime.list_containers(&sel).await?;
+    let sandbox_uids = sandboxes.into_iter().filter_map(|s| s.labels.get(labels::POD_UID).cloned());
+    let container_uids = containers.into_iter().filter_map(|c| c.labels.get(labels::POD_UID).cloned());
+    Ok(sandbox_uids.chain(container_uids).collect())
+}
