@@ -26,6 +26,9 @@ pub enum LoadError {
 /// (deprecated annotations) or all the reasons the pod is invalid, the fields podwright does
 /// not honour last.
 pub fn admit_pod(pod: &mut Pod) -> Result<Vec<String>, InvalidPod> {
+    // A status in a manifest (one saved from a cluster) is ignored, as the API server ignores
+    // it on create: the node reports its own, and takes a given one as what it reported before.
+    pod.status = None;
     let (warnings, mut errors) = match convert_init_container_annotations(pod) {
         Ok(w) => (w, Vec::new()),
         Err(e) => (Vec::new(), e),

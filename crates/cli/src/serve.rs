@@ -6,6 +6,7 @@ use crate::{RuntimeArgs, exit, run};
 use podwright_api::quantity::Quantity;
 use podwright_node::cri::dns::{ClusterDns, DEFAULT_CLUSTER_DOMAIN, ResolvConf};
 use podwright_node::log_rotation::{self, LogPolicy};
+use podwright_node::removal;
 use podwright_node::{Metrics, Node};
 use podwright_runtime::Clock;
 use podwright_runtime::Runtime;
@@ -13,6 +14,7 @@ use podwright_server::dns::{DnsServer, DnsSockets, upstream::Upstream};
 use podwright_server::secure::{Security, write_private};
 use podwright_server::{ApiServer, ServerConfig};
 use serde::Deserialize;
+use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -255,8 +257,17 @@ pub async fn serve(args: ServeArgs) -> u8 {
     // log rotation's through `counted`, the node's own through the node.
     let metrics = Arc::new(Metrics::default());
     let counted = metrics.instrument(runtime.clone(), clock);
-    let (api, feed) =
-        ApiServer::new(ServerConfig { node_name, root: root.clone(), host_ip: host }, clock, counted.clone());
+    let server_config = ServerConfig { node_name, root: root.clone(), host_ip: host };
+    let (api, feed) = match ApiServer::open(server_config, clock, counted.clone()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("podwright: {e}");
+            return exit::FAILED;
+        }
+    };
+    // What the runtime holds of pods the API does not know (deleted while podwright was down,
+    // or from another run on this root) goes before anything new starts.
+    remove_orphans(runtime.as_ref(), &root, &api.pod_uids()).await;
     tokio::spawn(log_rotation::rotate_logs(counted, clock, log_policy));
     let mut node =
         Node::new(runtime, &root).clock(clock).metrics(metrics.clone()).events(api.sink()).status(api.sink());
@@ -322,6 +333,21 @@ pub async fn serve(args: ServeArgs) -> u8 {
     }
     // The pods stay: they are the runtime's, and the next start finds them.
     exit::SUCCEEDED
+}
+
+/// Stops and removes every pod in the runtime that podwright made and `known` does not name.
+async fn remove_orphans(runtime: &dyn Runtime, root: &Path, known: &BTreeSet<String>) {
+    let managed = match removal::managed_pods(runtime).await {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::warn!(%e, "could not list the runtime's pods to remove those no longer known");
+            return;
+        }
+    };
+    for uid in managed.difference(known) {
+        tracing::info!(uid, "removing a pod the API no longer has");
+        removal::remove_pod(runtime, root, uid).await;
+    }
 }
 
 #[cfg(test)]

@@ -147,10 +147,19 @@ impl PodWorker {
         published: watch::Sender<PodUpdate>,
     ) -> Self {
         let pod = desired.borrow().pod.clone();
+        // A pod podwright ran before it restarted: its checkpoint and its last status (the
+        // API's copy) say what the runtime cannot.
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let saved = checkpoint::load(&engine.root, uid).unwrap_or_else(|e| {
+            tracing::warn!(%e, uid, "could not read the pod's checkpoint");
+            None
+        });
+        let reported_start = pod.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0);
+        let saved_start = saved.as_ref().and_then(|c| c.start_time);
         let memory = Memory {
-            backoff: Backoff::default(),
+            backoff: saved.map(|c| c.backoff).unwrap_or_default(),
             start_failures: BTreeMap::new(),
-            start_time: engine.clock.now(),
+            start_time: reported_start.or(saved_start).unwrap_or_else(|| engine.clock.now()),
             sandbox_failure: None,
         };
         let gauges = PodGauges::new(engine.metrics.clone());
@@ -204,10 +213,12 @@ impl PodWorker {
         let uid = self.pod.metadata.uid.clone().unwrap_or_default();
         let bell = self.engine.dispatcher.bell(&uid);
         self.checkpoint();
-        let mut previous: Option<Arc<PodStatus>> = None;
+        // The last status reported before a restart: conditions keep their transition times,
+        // and the phase stays terminal.
+        let mut previous: Option<Arc<PodStatus>> = self.pod.status.clone().map(Arc::new);
         let mut messages = observe::MessageCache::new();
         // Updates may change images and the deadline only, which probes do not depend on.
-        let mut prober = Prober::new(&self.engine, self.pod.clone(), bell.clone());
+        let mut prober = Prober::new(&self.engine, self.pod.clone(), bell.clone(), previous.as_deref());
         // The owner may drop its sender without deleting: the worker then goes on alone.
         let mut desired_open = true;
         // What the next pass is, when not a plain sync (or a kill once deleting).

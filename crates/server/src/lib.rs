@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod node_link;
 pub mod openapi;
 pub mod patching;
+pub mod persist;
 pub mod pods;
 pub mod protobuf;
 pub mod request;

@@ -2,6 +2,7 @@
 //! routes.
 
 use crate::node_link::{NodeFeed, NodeLink, StoreEvents, StoreStatus};
+use crate::persist::DiskError;
 use crate::resources::Resource;
 use crate::store::Store;
 use crate::{api, discovery, openapi};
@@ -12,8 +13,12 @@ use k8s_openapi::api::core::v1::Pod;
 use podwright_node::timeline::Recording;
 use podwright_runtime::{Clock, Runtime};
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// The local API's database, under the root directory.
+pub const STORE_FILE: &str = "api.redb";
 
 /// Namespaces that always exist and cannot be deleted.
 pub const BUILTIN_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -47,12 +52,58 @@ impl ApiServer {
     /// The API and the ends the daemon plugs into the node layer. `runtime` is the node's
     /// runtime, which serves exec, attach and port-forward streams.
     pub fn new(config: ServerConfig, clock: Clock, runtime: Arc<dyn Runtime>) -> (ApiServer, NodeFeed) {
-        let store = Arc::new(Store::new(clock));
+        Self::with_store(config, clock, runtime, Store::new(clock))
+    }
+
+    /// Like [`ApiServer::new`], over the store kept under the root directory, with what a
+    /// previous run left in it: its pods are handed to the node again, and a pod that was being
+    /// deleted goes on being deleted with what is left of its grace period.
+    pub fn open(
+        config: ServerConfig,
+        clock: Clock,
+        runtime: Arc<dyn Runtime>,
+    ) -> Result<(ApiServer, NodeFeed), DiskError> {
+        let store = Store::open(clock, &config.root.join(STORE_FILE))?;
+        let (api, feed) = Self::with_store(config, clock, runtime, store);
+        api.resume();
+        Ok((api, feed))
+    }
+
+    fn resume(&self) {
+        let now = self.now();
+        for obj in self.store().list(Resource::Pods, None).0 {
+            let Ok(pod) = serde_json::from_value::<Pod>((*obj).clone()) else {
+                tracing::warn!(pod = ?crate::store::meta_str(&obj, "name"), "a stored pod does not read as a Pod");
+                continue;
+            };
+            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            let deleting = pod.metadata.deletion_timestamp.as_ref().map(|t| t.0);
+            self.0.link.upsert(pod);
+            if let Some(at) = deleting {
+                let grace = at.duration_since(now).as_secs().max(0);
+                self.0.link.delete(&uid, grace);
+            }
+        }
+    }
+
+    /// The UIDs of every pod the API holds.
+    pub fn pod_uids(&self) -> BTreeSet<String> {
+        let pods = self.store().list(Resource::Pods, None).0;
+        pods.iter().filter_map(|p| crate::store::meta_str(p, "uid").map(str::to_string)).collect()
+    }
+
+    fn with_store(
+        config: ServerConfig,
+        clock: Clock,
+        runtime: Arc<dyn Runtime>,
+        store: Store,
+    ) -> (ApiServer, NodeFeed) {
+        let store = Arc::new(store);
         for ns in BUILTIN_NAMESPACES {
             let obj = json!({"apiVersion": "v1", "kind": "Namespace",
                 "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}},
                 "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
-            // A fresh store has none of them.
+            // Only a fresh store lacks them.
             let _ = store.create(Resource::Namespaces, obj);
         }
         let (link, feed) = NodeLink::new();

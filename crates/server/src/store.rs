@@ -2,11 +2,13 @@
 //! every change and the recent changes kept for watches that resume from a resourceVersion.
 
 use crate::errors::{ApiError, ApiResult};
+use crate::persist::{Disk, DiskError, Loaded};
 use crate::resources::Resource;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podwright_runtime::Clock;
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
@@ -54,6 +56,8 @@ pub struct Store {
     inner: Mutex<Inner>,
     changes: broadcast::Sender<Change>,
     clock: Clock,
+    /// Where every change is written before it is made, when the store outlives the process.
+    disk: Option<Disk>,
 }
 
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
@@ -73,9 +77,44 @@ fn set_meta(obj: &mut Value, field: &str, value: Value) {
 }
 
 impl Store {
+    /// A store in memory only.
     pub fn new(clock: Clock) -> Self {
+        Self::with(clock, None, Loaded::default())
+    }
+
+    /// A store kept in the database at `path`, with what it already holds.
+    pub fn open(clock: Clock, path: &Path) -> Result<Self, DiskError> {
+        let (disk, loaded) = Disk::open(path)?;
+        Ok(Self::with(clock, Some(disk), loaded))
+    }
+
+    fn with(clock: Clock, disk: Option<Disk>, loaded: Loaded) -> Self {
         let (changes, _) = broadcast::channel(4096);
-        Store { inner: Mutex::new(Inner { rv: 1, objects: BTreeMap::new(), history: VecDeque::new() }), changes, clock }
+        let objects = loaded
+            .objects
+            .into_iter()
+            .map(|(resource, obj)| {
+                let key = Self::key(
+                    resource,
+                    meta_str(&obj, "namespace").unwrap_or_default(),
+                    meta_str(&obj, "name").unwrap_or_default(),
+                );
+                (key, Arc::new(obj))
+            })
+            .collect();
+        let inner = Inner { rv: loaded.rv.max(1), objects, history: VecDeque::new() };
+        Store { inner: Mutex::new(inner), changes, clock, disk }
+    }
+
+    /// Writes the object under `key` (or its removal, `None`) at resourceVersion `rv` to disk.
+    fn persist(&self, rv: u64, key: &Key, obj: Option<&Value>) -> ApiResult<()> {
+        let Some(disk) = &self.disk else { return Ok(()) };
+        let (resource, ns, name) = key;
+        match obj {
+            Some(obj) => disk.put(rv, *resource, ns, name, obj),
+            None => disk.remove(rv, *resource, ns, name),
+        }
+        .map_err(|e| ApiError::internal(e.to_string()))
     }
 
     pub fn clock(&self) -> &Clock {
@@ -120,8 +159,10 @@ impl Store {
         if inner.objects.contains_key(&key) {
             return Err(ApiError::already_exists(resource, &name));
         }
-        inner.rv += 1;
-        set_meta(&mut obj, "resourceVersion", Value::String(inner.rv.to_string()));
+        let rv = inner.rv + 1;
+        set_meta(&mut obj, "resourceVersion", Value::String(rv.to_string()));
+        self.persist(rv, &key, Some(&obj))?;
+        inner.rv = rv;
         let obj = Arc::new(obj);
         inner.objects.insert(key, obj.clone());
         self.record(&mut inner, resource, ChangeKind::Added, obj.clone());
@@ -172,8 +213,10 @@ impl Store {
         if new == *old {
             return Ok(new);
         }
-        inner.rv += 1;
-        set_meta(&mut new, "resourceVersion", Value::String(inner.rv.to_string()));
+        let rv = inner.rv + 1;
+        set_meta(&mut new, "resourceVersion", Value::String(rv.to_string()));
+        self.persist(rv, &key, Some(&new))?;
+        inner.rv = rv;
         let new = Arc::new(new);
         inner.objects.insert(key, new.clone());
         self.record(&mut inner, resource, ChangeKind::Modified, new.clone());
@@ -200,8 +243,10 @@ impl Store {
             Some(old) if wanted(old) => {}
             _ => return Err(ApiError::not_found(resource, name)),
         }
+        let rv = inner.rv + 1;
+        self.persist(rv, &key, None)?;
+        inner.rv = rv;
         let old = inner.objects.remove(&key).ok_or_else(|| ApiError::not_found(resource, name))?;
-        inner.rv += 1;
         let mut gone = (*old).clone();
         set_meta(&mut gone, "resourceVersion", Value::String(inner.rv.to_string()));
         let gone = Arc::new(gone);

@@ -7,7 +7,7 @@ use crate::events::{EventSink, EventType, wording};
 use crate::node::Engine;
 use crate::probes::probe::{self, Outcome, Target};
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::{Container, Pod, Probe};
+use k8s_openapi::api::core::v1::{Container, Pod, PodStatus, Probe};
 use podwright_planner::pod::{self, SpecContainer};
 use podwright_planner::{ContainerKind, Observed, ProbeKind, ProbeResults, RunState};
 use podwright_runtime::{Clock, Runtime};
@@ -62,7 +62,10 @@ struct Instance {
 }
 
 impl Prober {
-    pub(crate) fn new(engine: &Engine, pod: Arc<Pod>, bell: Arc<Notify>) -> Self {
+    /// `reported`: the pod's last status from before podwright restarted, if any. A container
+    /// it shows ready (or started) that still runs stays so until a probe says otherwise, as
+    /// the kubelet does since 1.35 (KEP-4781): a restart of the agent is no reason to flap.
+    pub(crate) fn new(engine: &Engine, pod: Arc<Pod>, bell: Arc<Notify>, reported: Option<&PodStatus>) -> Self {
         let idle = pod::all_containers(&pod).all(|sc| {
             let c = sc.container;
             c.startup_probe.is_none() && c.liveness_probe.is_none() && c.readiness_probe.is_none()
@@ -73,7 +76,7 @@ impl Prober {
             events: engine.events.clone(),
             pod,
             bell,
-            results: Default::default(),
+            results: Mutex::new(carried_over(reported)),
         };
         Prober { shared: Arc::new(shared), idle, tasks: HashMap::new(), deleting: false }
     }
@@ -128,8 +131,11 @@ impl Prober {
             started_at,
         });
         // Until the startup probe succeeds, liveness and readiness wait.
-        let (started_tx, started_rx) = watch::channel(c.startup_probe.is_none());
-        if c.startup_probe.is_some() && !self.deleting {
+        let results = self.shared.results.lock().unwrap_or_else(|e| e.into_inner());
+        let started = results.startup.get(&inst.id) == Some(&true);
+        drop(results);
+        let (started_tx, started_rx) = watch::channel(c.startup_probe.is_none() || started);
+        if c.startup_probe.is_some() && !started && !self.deleting {
             let h = tokio::spawn(run(inst.clone(), ProbeKind::Startup, None, Some(started_tx)));
             tasks.killing.push(h.abort_handle());
         }
@@ -143,6 +149,27 @@ impl Prober {
         }
         tasks
     }
+}
+
+/// The readiness and startup results a reported status shows for its containers, by ID.
+fn carried_over(reported: Option<&PodStatus>) -> ProbeResults {
+    let mut results = ProbeResults::default();
+    let statuses = reported.into_iter().flat_map(|s| {
+        let all = [&s.init_container_statuses, &s.container_statuses];
+        all.into_iter().flatten().flatten()
+    });
+    for st in statuses {
+        let Some(id) = st.container_id.as_deref().and_then(|id| id.split_once("://")).map(|(_, id)| id) else {
+            continue;
+        };
+        if st.ready {
+            results.readiness.insert(id.to_string(), true);
+        }
+        if st.started == Some(true) {
+            results.startup.insert(id.to_string(), true);
+        }
+    }
+    results
 }
 
 impl Instance {

@@ -1,0 +1,140 @@
+//! The local API's objects on disk: an embedded redb database under the root directory, written
+//! in one transaction per change, before the change is visible (so before any pod worker can
+//! act on it), and read back when `serve` starts again.
+//!
+//! redb rather than SQLite (measurements in the restart-safety notes): both survive a SIGKILL at
+//! any instant with every acknowledged commit; redb builds in a quarter of the time on two
+//! cores, adds less to the binary, and needs no C toolchain, for 0.85 ms per durable commit
+//! against SQLite's 0.35, well under a CRI call either way.
+
+use crate::resources::Resource;
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use serde_json::Value;
+use std::path::Path;
+
+/// `plural/namespace/name` → the object as JSON.
+const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
+/// `rv` → the last resourceVersion given out.
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+const RV: &str = "rv";
+
+#[derive(Debug, thiserror::Error)]
+#[error("the local API's store {path}: {error}")]
+pub struct DiskError {
+    path: String,
+    error: String,
+}
+
+/// The database file, open for the daemon's life.
+pub struct Disk {
+    db: Database,
+    path: String,
+}
+
+/// What a previous run left.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub rv: u64,
+    pub objects: Vec<(Resource, Value)>,
+}
+
+fn key(resource: Resource, ns: &str, name: &str) -> String {
+    format!("{}/{ns}/{name}", resource.plural())
+}
+
+impl Disk {
+    /// Opens (or creates) the database and reads every object in it. An object whose resource
+    /// this version does not serve, or whose JSON does not parse, is an error: starting without
+    /// it would lose it at the next write.
+    pub fn open(path: &Path) -> Result<(Disk, Loaded), DiskError> {
+        let err = |e: &dyn std::fmt::Display| DiskError { path: path.display().to_string(), error: e.to_string() };
+        let db = Database::create(path).map_err(|e| err(&e))?;
+        let disk = Disk { db, path: path.display().to_string() };
+        // Creates the tables on first use, so that reading finds them.
+        let tx = disk.db.begin_write().map_err(|e| err(&e))?;
+        tx.open_table(OBJECTS).map_err(|e| err(&e))?;
+        tx.open_table(META).map_err(|e| err(&e))?;
+        tx.commit().map_err(|e| err(&e))?;
+
+        let mut loaded = Loaded::default();
+        let tx = disk.db.begin_read().map_err(|e| err(&e))?;
+        let meta = tx.open_table(META).map_err(|e| err(&e))?;
+        loaded.rv = meta.get(RV).map_err(|e| err(&e))?.map(|v| v.value()).unwrap_or(0);
+        let objects = tx.open_table(OBJECTS).map_err(|e| err(&e))?;
+        for row in objects.iter().map_err(|e| err(&e))? {
+            let (k, v) = row.map_err(|e| err(&e))?;
+            let k = k.value();
+            let plural = k.split('/').next().unwrap_or_default();
+            let resource =
+                Resource::from_plural(plural).ok_or_else(|| err(&format!("{k}: no such resource \"{plural}\"")))?;
+            let obj: Value = serde_json::from_slice(v.value()).map_err(|e| err(&format!("{k}: {e}")))?;
+            loaded.objects.push((resource, obj));
+        }
+        Ok((disk, loaded))
+    }
+
+    /// Writes `obj` under its key, and `rv` as the last resourceVersion, durably.
+    pub fn put(&self, rv: u64, resource: Resource, ns: &str, name: &str, obj: &Value) -> Result<(), DiskError> {
+        let bytes = serde_json::to_vec(obj).map_err(|e| self.err(&e))?;
+        self.write(rv, |t| t.insert(key(resource, ns, name).as_str(), bytes.as_slice()).map(|_| ()))
+    }
+
+    /// Removes the object under its key, and writes `rv`, durably.
+    pub fn remove(&self, rv: u64, resource: Resource, ns: &str, name: &str) -> Result<(), DiskError> {
+        self.write(rv, |t| t.remove(key(resource, ns, name).as_str()).map(|_| ()))
+    }
+
+    fn write(
+        &self,
+        rv: u64,
+        change: impl FnOnce(&mut redb::Table<&str, &[u8]>) -> Result<(), redb::StorageError>,
+    ) -> Result<(), DiskError> {
+        let tx = self.db.begin_write().map_err(|e| self.err(&e))?;
+        {
+            let mut objects = tx.open_table(OBJECTS).map_err(|e| self.err(&e))?;
+            change(&mut objects).map_err(|e| self.err(&e))?;
+            let mut meta = tx.open_table(META).map_err(|e| self.err(&e))?;
+            meta.insert(RV, rv).map_err(|e| self.err(&e))?;
+        }
+        tx.commit().map_err(|e| self.err(&e))
+    }
+
+    fn err(&self, e: &dyn std::fmt::Display) -> DiskError {
+        DiskError { path: self.path.clone(), error: e.to_string() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn objects_and_the_resource_version_survive_reopening() {
+        let dir = std::env::temp_dir().join(format!("pw-disk-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("store.redb");
+        {
+            let (disk, loaded) = Disk::open(&path).unwrap();
+            assert_eq!((loaded.rv, loaded.objects.len()), (0, 0));
+            disk.put(5, Resource::Pods, "default", "a", &json!({"metadata": {"name": "a"}})).unwrap();
+            disk.put(6, Resource::ConfigMaps, "ns1", "c", &json!({"data": {"k": "v"}})).unwrap();
+            disk.put(7, Resource::Pods, "default", "a", &json!({"metadata": {"name": "a", "labels": {"x": "y"}}}))
+                .unwrap();
+            disk.put(8, Resource::Namespaces, "", "ns1", &json!({"metadata": {"name": "ns1"}})).unwrap();
+            disk.remove(9, Resource::ConfigMaps, "ns1", "c").unwrap();
+        }
+        let (_disk, loaded) = Disk::open(&path).unwrap();
+        assert_eq!(loaded.rv, 9);
+        let mut got: Vec<_> = loaded.objects.iter().map(|(r, o)| (r.plural(), o.to_string())).collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("namespaces", json!({"metadata": {"name": "ns1"}}).to_string()),
+                ("pods", json!({"metadata": {"name": "a", "labels": {"x": "y"}}}).to_string()),
+            ]
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
