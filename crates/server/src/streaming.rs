@@ -285,15 +285,10 @@ pub async fn proxy(s: &ApiServer, ns: &str, name: &str, sub: &str, req: axum::ex
             service
         }
     };
-    let key = req.headers().get(header::SEC_WEBSOCKET_KEY).and_then(|k| k.to_str().ok()).map(str::to_string);
-    let key = match (service, key) {
-        (Service::Splice, _) => String::new(),
-        (_, Some(key)) if req.headers().get(header::SEC_WEBSOCKET_VERSION).is_some_and(|v| v == "13") => key,
-        _ => {
-            return Err(ApiError::bad_request(
-                "a WebSocket upgrade needs Sec-WebSocket-Key and Sec-WebSocket-Version: 13",
-            ));
-        }
+    // A handshake podwright could not answer is refused before the runtime spends a token on it.
+    let key = match service {
+        Service::Splice => None,
+        Service::V5 | Service::Tunnel => Some(websocket_key(req.headers())?),
     };
     let url = match &container {
         None => port_forward_url(s, ns, name, &pod, &options.ports).await,
@@ -311,18 +306,28 @@ pub async fn proxy(s: &ApiServer, ns: &str, name: &str, sub: &str, req: axum::ex
         Ok(url) => url,
         Err(refused) => return Ok(refused.into_response()),
     };
-    Ok(match service {
-        Service::Splice => forward(&url, req).await,
-        Service::V5 => {
+    Ok(match (service, key) {
+        (Service::V5, Some(key)) => {
             let streams =
                 v5::Streams { stdin: options.stdin, stdout: options.stdout, stderr: options.stderr, tty: options.tty };
             let session = move |client, upstream| v5::run(client, upstream, streams);
             serve_websocket(&url, req, &key, v5::PROTOCOL, v5::UPSTREAM_PROTOCOL, session).await
         }
-        Service::Tunnel => {
+        (Service::Tunnel, Some(key)) => {
             serve_websocket(&url, req, &key, tunnel::PROTOCOL, tunnel::UPSTREAM_PROTOCOL, tunnel::run).await
         }
+        _ => forward(&url, req).await,
     })
+}
+
+/// The client's `Sec-WebSocket-Key`, from a handshake of the version RFC 6455 defines.
+fn websocket_key(headers: &HeaderMap) -> ApiResult<String> {
+    let version = headers.get(header::SEC_WEBSOCKET_VERSION).and_then(|v| v.to_str().ok());
+    let key = headers.get(header::SEC_WEBSOCKET_KEY).and_then(|k| k.to_str().ok());
+    match (version, key) {
+        (Some("13"), Some(key)) if !key.trim().is_empty() => Ok(key.to_string()),
+        _ => Err(ApiError::bad_request("a WebSocket upgrade needs Sec-WebSocket-Key and Sec-WebSocket-Version: 13")),
+    }
 }
 
 /// The kubelet's `GetExec` and `GetAttach`: the running container, then the runtime's URL.
@@ -531,5 +536,55 @@ async fn splice(client: OnUpgrade, upstream: Upgraded) {
     match tokio::io::copy_bidirectional(&mut client, &mut upstream).await {
         Ok((sent, received)) => tracing::debug!(sent, received, "stream closed"),
         Err(e) => tracing::debug!(%e, "stream ended"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offer(protocols: &[&str]) -> Vec<String> {
+        protocols.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn websocket_offers_are_served_by_the_first_protocol_served_at_all() {
+        // kubectl 1.30+.
+        assert_eq!(Kind::Exec.websocket_service(&offer(&["v5.channel.k8s.io"])), Some(Service::V5));
+        assert_eq!(Kind::Attach.websocket_service(&offer(&["v5.channel.k8s.io"])), Some(Service::V5));
+        assert_eq!(
+            Kind::PortForward.websocket_service(&offer(&["SPDY/3.1+portforward.k8s.io"])),
+            Some(Service::Tunnel)
+        );
+        // Other clients, in their order: what containerd speaks goes to containerd.
+        let both = offer(&["v4.channel.k8s.io", "v5.channel.k8s.io"]);
+        assert_eq!(Kind::Exec.websocket_service(&both), Some(Service::Splice));
+        let both = offer(&["v5.channel.k8s.io", "v4.channel.k8s.io"]);
+        assert_eq!(Kind::Exec.websocket_service(&both), Some(Service::V5));
+        assert_eq!(Kind::Exec.websocket_service(&[]), Some(Service::Splice));
+        assert_eq!(Kind::PortForward.websocket_service(&offer(&["v4.channel.k8s.io"])), Some(Service::Splice));
+        // Nothing served: refused before any runtime call.
+        assert_eq!(Kind::PortForward.websocket_service(&offer(&["v5.channel.k8s.io"])), None);
+        assert_eq!(Kind::Exec.websocket_service(&offer(&["SPDY/3.1+portforward.k8s.io"])), None);
+        assert_eq!(Kind::Exec.websocket_service(&offer(&["v6.channel.k8s.io"])), None);
+    }
+
+    #[test]
+    fn a_websocket_handshake_needs_its_key_and_version_13() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::SEC_WEBSOCKET_KEY, HeaderValue::from_static("dGhlIHNhbXBsZSBub25jZQ=="));
+        assert!(websocket_key(&headers).is_err());
+        headers.insert(header::SEC_WEBSOCKET_VERSION, HeaderValue::from_static("8"));
+        assert!(websocket_key(&headers).is_err());
+        headers.insert(header::SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
+        assert_eq!(websocket_key(&headers).unwrap(), "dGhlIHNhbXBsZSBub25jZQ==");
+    }
+
+    #[test]
+    fn attach_takes_the_containers_tty_and_drops_stderr_beside_it() {
+        let mut o = StreamOptions { stdin: true, stdout: true, stderr: true, ..Default::default() };
+        o.streams().unwrap();
+        o.attach_to(true);
+        assert_eq!((o.tty, o.stdout, o.stderr), (true, true, false));
     }
 }

@@ -256,28 +256,27 @@ impl Decoder {
     }
 }
 
+/// The name-value pairs of an uncompressed header block: a count, then each name and value
+/// with its 32-bit length before it.
 fn parse_block(mut raw: &[u8]) -> io::Result<Headers> {
-    let mut take = |n: usize| -> io::Result<&[u8]> {
-        let (a, rest) = raw.split_at_checked(n).ok_or_else(|| invalid("short header block"))?;
-        raw = rest;
-        Ok(a)
-    };
-    let mut word = || -> io::Result<usize> {
-        let w = take(4)?;
+    fn take<'a>(raw: &mut &'a [u8], n: usize) -> io::Result<&'a [u8]> {
+        let (taken, rest) = raw.split_at_checked(n).ok_or_else(|| invalid("short header block"))?;
+        *raw = rest;
+        Ok(taken)
+    }
+    fn length(raw: &mut &[u8]) -> io::Result<usize> {
+        let w = take(raw, 4)?;
         Ok(u32::from_be_bytes([w[0], w[1], w[2], w[3]]) as usize)
-    };
-    let count = word()?;
-    drop(word);
+    }
+    fn text(raw: &mut &[u8]) -> io::Result<String> {
+        let n = length(raw)?;
+        Ok(String::from_utf8_lossy(take(raw, n)?).into_owned())
+    }
+    let count = length(&mut raw)?;
     let mut headers = Vec::new();
     for _ in 0..count {
-        let mut pair = [String::new(), String::new()];
-        for s in &mut pair {
-            let w = take(4)?;
-            let len = u32::from_be_bytes([w[0], w[1], w[2], w[3]]) as usize;
-            *s = String::from_utf8_lossy(take(len)?).into_owned();
-        }
-        let [name, value] = pair;
-        headers.push((name, value));
+        let name = text(&mut raw)?;
+        headers.push((name, text(&mut raw)?));
     }
     Ok(headers)
 }
