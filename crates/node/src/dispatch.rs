@@ -3,15 +3,16 @@
 
 use podwright_runtime::RuntimeEvent;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::Notify;
 use tokio::sync::broadcast::{Receiver, error::RecvError};
 
 #[derive(Debug, Default)]
 pub struct Dispatcher {
     owners: Mutex<HashMap<String, Arc<Notify>>>,
-    /// Every worker's bell, for when events were lost and everyone must relist.
-    all: Mutex<Vec<std::sync::Weak<Notify>>>,
+    /// Every worker's bell by pod UID: for when events were lost and everyone must observe
+    /// again, and for the node-wide relist, which finds changes by pod.
+    pods: Mutex<HashMap<String, Weak<Notify>>>,
 }
 
 impl Dispatcher {
@@ -38,16 +39,24 @@ impl Dispatcher {
         d
     }
 
-    /// A bell for one pod worker.
-    pub fn bell(&self) -> Arc<Notify> {
+    /// The bell of pod `uid`'s worker.
+    pub fn bell(&self, uid: &str) -> Arc<Notify> {
         let n = Arc::new(Notify::new());
-        let mut all = self.all.lock().unwrap_or_else(|e| e.into_inner());
-        // Sweeping dead bells only when the list doubles keeps this amortised O(1).
-        if all.len().is_power_of_two() {
-            all.retain(|w| w.strong_count() > 0);
+        let mut pods = self.pods.lock().unwrap_or_else(|e| e.into_inner());
+        // Sweeping dead bells only when the map doubles keeps this amortised O(1).
+        if pods.len().is_power_of_two() {
+            pods.retain(|_, w| w.strong_count() > 0);
         }
-        all.push(Arc::downgrade(&n));
+        pods.insert(uid.to_string(), Arc::downgrade(&n));
         n
+    }
+
+    /// Wakes pod `uid`'s worker, if it has one.
+    pub fn ring_pod(&self, uid: &str) {
+        let bell = self.pods.lock().unwrap_or_else(|e| e.into_inner()).get(uid).and_then(Weak::upgrade);
+        if let Some(n) = bell {
+            n.notify_one();
+        }
     }
 
     pub fn register(&self, container_id: &str, bell: &Arc<Notify>) {
@@ -64,7 +73,7 @@ impl Dispatcher {
     }
 
     fn wake_all(&self) {
-        for n in self.all.lock().unwrap_or_else(|e| e.into_inner()).iter().filter_map(|w| w.upgrade()) {
+        for n in self.pods.lock().unwrap_or_else(|e| e.into_inner()).values().filter_map(Weak::upgrade) {
             n.notify_one();
         }
     }

@@ -7,7 +7,8 @@ use podwright_runtime::cri_api::{
     AttachRequest, AuthConfig, ContainerConfig, ContainerStatus, ExecRequest, PodSandboxConfig, PodSandboxStatus,
 };
 use podwright_runtime::{
-    Clock, ContainerInfo, ExecResult, ImageService, Runtime, RuntimeEvent, RuntimeResult, RuntimeService, SandboxInfo,
+    Clock, ContainerInfo, ExecResult, ImageService, Listed, Runtime, RuntimeEvent, RuntimeResult, RuntimeService,
+    SandboxInfo,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -102,6 +103,14 @@ impl RuntimeService for Instrumented {
 
     async fn list_containers(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<ContainerInfo>> {
         self.timed(Op::ListContainers, self.inner.list_containers(labels)).await
+    }
+
+    async fn list_pod_sandbox_states(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<Listed>> {
+        self.timed(Op::ListPodSandbox, self.inner.list_pod_sandbox_states(labels)).await
+    }
+
+    async fn list_container_states(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<Listed>> {
+        self.timed(Op::ListContainers, self.inner.list_container_states(labels)).await
     }
 
     async fn exec_sync(&self, container_id: &str, cmd: &[String], timeout: Duration) -> RuntimeResult<ExecResult> {

@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod node;
 pub mod pod_workers;
 pub mod probes;
+mod relist;
 pub mod removal;
 pub mod sinks;
 pub mod source;

@@ -7,6 +7,7 @@ use crate::events::{EventLog, EventSink};
 use crate::logs::Output;
 use crate::metrics::Metrics;
 use crate::pod_workers::PodWorkers;
+use crate::relist;
 use crate::sinks::{Discard, StatusSink};
 use podwright_runtime::{Clock, Runtime};
 use std::path::PathBuf;
@@ -108,8 +109,10 @@ impl Node {
         let clock = self.clock.unwrap_or_default();
         let metrics = self.metrics.unwrap_or_default();
         let runtime = metrics.instrument(self.runtime, clock);
+        let dispatcher = Dispatcher::start(runtime.subscribe());
+        relist::start(runtime.clone(), clock, Arc::downgrade(&dispatcher));
         let engine = Engine {
-            dispatcher: Dispatcher::start(runtime.subscribe()),
+            dispatcher,
             runtime,
             clock,
             root: self.root,

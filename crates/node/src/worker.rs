@@ -10,7 +10,7 @@ use crate::metrics::{PassKind, PodGauges};
 use crate::node::Engine;
 use crate::probes::prober::Prober;
 use crate::sinks::StatusSink;
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podwright_planner::decide::pull_key;
 use podwright_planner::pod;
@@ -23,8 +23,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// The safety-net relist: container exits arrive as runtime events.
-const RELIST: SignedDuration = SignedDuration::from_secs(5);
 /// How long to wait before trying again when the runtime could not be read.
 const OBSERVE_RETRY: Duration = Duration::from_secs(1);
 
@@ -204,7 +202,7 @@ impl PodWorker {
     /// starts graceful termination.
     pub(crate) async fn run(mut self) {
         let uid = self.pod.metadata.uid.clone().unwrap_or_default();
-        let bell = self.engine.dispatcher.bell();
+        let bell = self.engine.dispatcher.bell(&uid);
         self.checkpoint();
         let mut previous: Option<Arc<PodStatus>> = None;
         let mut messages = observe::MessageCache::new();
@@ -299,10 +297,16 @@ impl PodWorker {
                 continue;
             }
             self.pass_done(kind, pass_start);
-            let until = p.wake_at.map_or(now + RELIST, |w| w.min(now + RELIST));
+            // Changes ring the bell: runtime events, and the node-wide relist for what they miss.
+            let planned = async {
+                match p.wake_at {
+                    Some(at) => self.engine.clock.sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = bell.notified() => {}
-                _ = self.engine.clock.sleep_until(until) => {}
+                _ = planned => {}
                 r = self.desired.changed(), if desired_open => desired_open = r.is_ok(),
             }
         }

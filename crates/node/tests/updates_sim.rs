@@ -6,7 +6,10 @@ mod common;
 use common::*;
 use k8s_openapi::api::core::v1::Pod;
 use podwright_node::{Node, PodWorkers};
+use podwright_runtime::RuntimeService;
+use podwright_runtime::cri_api::{ContainerState, PodSandboxState};
 use podwright_runtime::fake::{Behaviour, Call};
+use podwright_runtime::{Clock, FakeRuntime};
 use std::time::Duration;
 
 const NEW_IMAGE: &str = "localhost/busybox-new:1";
@@ -162,23 +165,56 @@ async fn a_later_deletion_shortens_the_grace_period_never_lengthens_it() {
 
 #[tokio::test(start_paused = true)]
 async fn a_worker_whose_owner_went_away_does_not_spin() {
-    let sim = Sim::new();
+    // A runtime of its own: a `Sim` runs a node (and its relist) on its runtime too.
+    let clock = Clock::starting_at(epoch());
+    let fake = FakeRuntime::new(clock);
+    fake.add_image("localhost/busybox:1.36");
     let root = std::env::temp_dir().join(format!("pw-sim-owner-{}", std::process::id()));
-    let workers = Node::new(sim.fake.clone(), &root).clock(sim.clock).build();
+    let workers = Node::new(fake.clone(), &root).clock(clock).build();
     workers.update(pod(&[], &["app"], "Always")).unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(workers.latest()[0].phase(), Some("Running"));
     drop(workers);
 
-    let passes = || sim.fake.stats().list_containers;
+    let passes = || fake.stats().list_containers;
     let before = passes();
     for _ in 0..1000 {
         tokio::task::yield_now().await;
     }
     assert!(passes() <= before + 1, "{} passes with nothing to do", passes() - before);
-    // It goes on by itself: the safety-net relist every 5 s, nothing more.
+    // While nothing changes the worker does no pass; only the node-wide relist lists the
+    // runtime, cheaply, every 5 s (sandboxes and containers: two listings).
+    let relists = || fake.stats().list_states;
+    let relists_before = relists();
     tokio::time::sleep(Duration::from_secs(60)).await;
-    let relists = passes() - before;
-    assert!((11..=13).contains(&relists), "{relists} passes in 60 s");
+    // One pass when the relist first lists the pod (a change before that listing would
+    // otherwise never show as one).
+    assert!(passes() <= before + 2, "{} passes in 60 s with nothing to do", passes() - before);
+    let relists = (relists() - relists_before) / 2;
+    assert!((11..=13).contains(&relists), "{relists} relists in 60 s");
+    // It goes on by itself: a crash is seen and the container restarted.
+    let listed = fake.list_containers(&Default::default()).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert!(fake.exit_container(&listed[0].id, 1));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let listed = fake.list_containers(&Default::default()).await.unwrap();
+    let running = listed.iter().filter(|c| c.state == ContainerState::ContainerRunning as i32).count();
+    assert_eq!((listed.len(), running), (2, 1), "restarted at once after the crash: {listed:?}");
     let _ = std::fs::remove_dir_all(root);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dead_sandbox_is_noticed_by_the_node_wide_relist() {
+    let sim = Sim::new();
+    sim.workers.update(pod(&[], &["app"], "Always")).unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(sim.workers.latest()[0].phase(), Some("Running"));
+    let first = sim.fake.list_pod_sandboxes(&Default::default()).await.unwrap();
+    // Its exit event names the sandbox, which no worker registers: only the relist sees it.
+    assert!(sim.fake.kill_sandbox(&first[0].id));
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let now = sim.fake.list_pod_sandboxes(&Default::default()).await.unwrap();
+    let ready: Vec<_> = now.iter().filter(|s| s.state == PodSandboxState::SandboxReady as i32).collect();
+    assert_eq!(ready.len(), 1, "a new sandbox within one relist period: {now:?}");
+    assert_ne!(ready[0].id, first[0].id);
 }

@@ -8,7 +8,8 @@ use crate::cri_api::{
 };
 use crate::cri_events::{self, EventStreamState};
 use crate::{
-    ContainerInfo, ExecResult, ImageService, RuntimeError, RuntimeEvent, RuntimeResult, RuntimeService, SandboxInfo,
+    ContainerInfo, ExecResult, ImageService, Listed, RuntimeError, RuntimeEvent, RuntimeResult, RuntimeService,
+    SandboxInfo,
 };
 use async_trait::async_trait;
 use hyper_util::rt::TokioIo;
@@ -337,6 +338,34 @@ impl RuntimeService for CriRuntime {
             }
         })
         .await
+    }
+
+    async fn list_pod_sandbox_states(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<Listed>> {
+        let req = cri_api::ListPodSandboxRequest {
+            filter: Some(PodSandboxFilter { label_selector: label_selector(labels), ..Default::default() }),
+        };
+        let items = self
+            .rt()
+            .list_pod_sandbox(request(req))
+            .await
+            .map_err(|s| self.err("ListPodSandbox", s))?
+            .into_inner()
+            .items;
+        Ok(items.into_iter().map(|s| Listed { id: s.id, state: s.state, labels: s.labels }).collect())
+    }
+
+    async fn list_container_states(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<Listed>> {
+        let req = cri_api::ListContainersRequest {
+            filter: Some(ContainerFilter { label_selector: label_selector(labels), ..Default::default() }),
+        };
+        let containers = self
+            .rt()
+            .list_containers(request(req))
+            .await
+            .map_err(|s| self.err("ListContainers", s))?
+            .into_inner()
+            .containers;
+        Ok(containers.into_iter().map(|c| Listed { id: c.id, state: c.state, labels: c.labels }).collect())
     }
 
     async fn create_container(

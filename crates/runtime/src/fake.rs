@@ -21,8 +21,8 @@ use crate::cri_api::{
     PodSandboxNetworkStatus, PodSandboxState, PodSandboxStatus,
 };
 use crate::{
-    Clock, ContainerInfo, ExecResult, ImageService, RuntimeError, RuntimeEvent, RuntimeEventKind, RuntimeResult,
-    RuntimeService, SandboxInfo,
+    Clock, ContainerInfo, ExecResult, ImageService, Listed, RuntimeError, RuntimeEvent, RuntimeEventKind,
+    RuntimeResult, RuntimeService, SandboxInfo,
 };
 use async_trait::async_trait;
 use index::LabelIndex;
@@ -146,6 +146,8 @@ pub struct FakeStats {
     pub list_pod_sandboxes: u64,
     pub container_status: u64,
     pub list_containers: u64,
+    /// Cheap listings of states only (sandboxes and containers each count).
+    pub list_states: u64,
     pub image_status: u64,
     /// Sandboxes not yet removed.
     pub sandboxes: usize,
@@ -172,6 +174,7 @@ struct ReadCounters {
     list_pod_sandboxes: AtomicU64,
     container_status: AtomicU64,
     list_containers: AtomicU64,
+    list_states: AtomicU64,
     image_status: AtomicU64,
 }
 
@@ -253,6 +256,28 @@ struct State {
     streaming: Option<String>,
     log_calls: bool,
     calls: Vec<LoggedCall>,
+}
+
+impl State {
+    /// The sandboxes whose labels include `labels`, in creation order (reproducible simulations).
+    fn select_sandboxes(&self, labels: &BTreeMap<String, String>) -> impl Iterator<Item = &Sandbox> {
+        let mut found: Vec<&Sandbox> = match self.sandbox_labels.select(labels) {
+            Some(ids) => ids.iter().filter_map(|id| self.sandboxes.get(id)).collect(),
+            None => self.sandboxes.values().collect(),
+        };
+        found.sort_unstable_by_key(|s| s.seq);
+        found.into_iter()
+    }
+
+    /// The containers whose labels include `labels`, in creation order.
+    fn select_containers(&self, labels: &BTreeMap<String, String>) -> impl Iterator<Item = &Container> {
+        let mut found: Vec<&Container> = match self.container_labels.select(labels) {
+            Some(ids) => ids.iter().filter_map(|id| self.containers.get(id)).collect(),
+            None => self.containers.values().collect(),
+        };
+        found.sort_unstable_by_key(|c| c.seq);
+        found.into_iter()
+    }
 }
 
 /// Events buffered per subscriber; a slower one sees `Lagged` and should relist.
@@ -429,6 +454,7 @@ impl FakeRuntime {
             list_pod_sandboxes: read(&self.reads.list_pod_sandboxes),
             container_status: read(&self.reads.container_status),
             list_containers: read(&self.reads.list_containers),
+            list_states: read(&self.reads.list_states),
             image_status: read(&self.reads.image_status),
             sandboxes: state.sandboxes.len(),
             containers: state.containers.len(),

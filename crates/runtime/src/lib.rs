@@ -24,13 +24,22 @@ use async_trait::async_trait;
 use cri_api::{
     AttachRequest, AuthConfig, ContainerConfig, ContainerStatus, ExecRequest, PodSandboxConfig, PodSandboxStatus,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 /// One sandbox as listed: its status plus the labels podwright put on it.
 pub type SandboxInfo = PodSandboxStatus;
 /// One container as listed, with full status (exit code, reason, timestamps, labels).
 pub type ContainerInfo = ContainerStatus;
+
+/// A sandbox or container as a cheap listing shows it: no exit code, reason or timestamps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub id: String,
+    /// The CRI state (`PodSandboxState` or `ContainerState`).
+    pub state: i32,
+    pub labels: HashMap<String, String>,
+}
 
 /// Result of running a command in a container (probes and exec hooks).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -63,6 +72,18 @@ pub trait RuntimeService: Send + Sync {
     async fn container_status(&self, container_id: &str) -> RuntimeResult<ContainerStatus>;
     /// Full statuses of the containers whose labels include every pair of `labels`.
     async fn list_containers(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<ContainerInfo>>;
+    /// The sandboxes whose labels include every pair of `labels`, from one listing call where
+    /// [`RuntimeService::list_pod_sandboxes`] asks for each one's status too.
+    async fn list_pod_sandbox_states(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<Listed>> {
+        let full = self.list_pod_sandboxes(labels).await?;
+        Ok(full.into_iter().map(|s| Listed { id: s.id, state: s.state, labels: s.labels }).collect())
+    }
+    /// The containers whose labels include every pair of `labels`, from one listing call where
+    /// [`RuntimeService::list_containers`] asks for each one's status too.
+    async fn list_container_states(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<Listed>> {
+        let full = self.list_containers(labels).await?;
+        Ok(full.into_iter().map(|c| Listed { id: c.id, state: c.state, labels: c.labels }).collect())
+    }
     async fn exec_sync(&self, container_id: &str, cmd: &[String], timeout: Duration) -> RuntimeResult<ExecResult>;
     /// Makes the runtime write a running container's output to a new file at its log path,
     /// after the old file was moved away (log rotation).

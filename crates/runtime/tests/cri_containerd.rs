@@ -278,6 +278,22 @@ async fn exercise(rt: Arc<CriRuntime>, run: String, log_dir: String, sandboxes: 
     );
     let one = rt.list_containers(&selector(&[(RUN_LABEL, &run), (NAME_LABEL, "trapper")])).await.unwrap();
     assert_eq!(one.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), vec![trapper.as_str()]);
+    // The cheap listings (one call each) show the same objects, states and labels.
+    let full = rt.list_containers(&selector(&[(RUN_LABEL, &run)])).await.unwrap();
+    let cheap = rt.list_container_states(&selector(&[(RUN_LABEL, &run)])).await.unwrap();
+    let summary = |v: Vec<(String, i32, String)>| {
+        let mut v = v;
+        v.sort();
+        v
+    };
+    assert_eq!(
+        summary(cheap.iter().map(|c| (c.id.clone(), c.state, c.labels[NAME_LABEL].clone())).collect()),
+        summary(full.iter().map(|c| (c.id.clone(), c.state, c.labels[NAME_LABEL].clone())).collect())
+    );
+    assert!(cheap.iter().all(|c| c.state == ContainerState::ContainerExited as i32), "{cheap:?}");
+    let cheap = rt.list_pod_sandbox_states(&selector(&[(RUN_LABEL, &run)])).await.unwrap();
+    assert_eq!(cheap.len(), 1);
+    assert_eq!((cheap[0].id.as_str(), cheap[0].state), (sandbox.as_str(), PodSandboxState::SandboxReady as i32));
     let listed = rt.list_pod_sandboxes(&selector(&[(RUN_LABEL, &run)])).await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].id, sandbox);

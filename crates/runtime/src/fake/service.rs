@@ -102,13 +102,16 @@ impl RuntimeService for FakeRuntime {
         self.delay().await;
         self.reads.list_pod_sandboxes.fetch_add(1, Ordering::Relaxed);
         let state = self.lock();
-        let mut found: Vec<&Sandbox> = match state.sandbox_labels.select(labels) {
-            Some(ids) => ids.iter().filter_map(|id| state.sandboxes.get(id)).collect(),
-            None => state.sandboxes.values().collect(),
-        };
-        // Creation order, so that simulations are reproducible.
-        found.sort_unstable_by_key(|s| s.seq);
-        Ok(found.into_iter().map(|s| s.status.clone()).collect())
+        Ok(state.select_sandboxes(labels).map(|s| s.status.clone()).collect())
+    }
+
+    async fn list_pod_sandbox_states(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<Listed>> {
+        self.delay().await;
+        self.reads.list_states.fetch_add(1, Ordering::Relaxed);
+        let state = self.lock();
+        let listed =
+            |s: &Sandbox| Listed { id: s.status.id.clone(), state: s.status.state, labels: s.status.labels.clone() };
+        Ok(state.select_sandboxes(labels).map(listed).collect())
     }
 
     async fn create_container(
@@ -279,12 +282,16 @@ impl RuntimeService for FakeRuntime {
         self.delay().await;
         self.reads.list_containers.fetch_add(1, Ordering::Relaxed);
         let state = self.lock();
-        let mut found: Vec<&Container> = match state.container_labels.select(labels) {
-            Some(ids) => ids.iter().filter_map(|id| state.containers.get(id)).collect(),
-            None => state.containers.values().collect(),
-        };
-        found.sort_unstable_by_key(|c| c.seq);
-        Ok(found.into_iter().map(|c| c.status.clone()).collect())
+        Ok(state.select_containers(labels).map(|c| c.status.clone()).collect())
+    }
+
+    async fn list_container_states(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<Listed>> {
+        self.delay().await;
+        self.reads.list_states.fetch_add(1, Ordering::Relaxed);
+        let state = self.lock();
+        let listed =
+            |c: &Container| Listed { id: c.status.id.clone(), state: c.status.state, labels: c.status.labels.clone() };
+        Ok(state.select_containers(labels).map(listed).collect())
     }
 
     async fn exec_sync(&self, container_id: &str, cmd: &[String], timeout: Duration) -> RuntimeResult<ExecResult> {
