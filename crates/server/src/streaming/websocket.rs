@@ -21,9 +21,9 @@ pub const NORMAL_CLOSURE: u16 = 1000;
 pub const PROTOCOL_ERROR: u16 = 1002;
 pub const UNSUPPORTED_DATA: u16 = 1003;
 
-/// The largest message taken from a client. kubectl writes stdin and tunnelled SPDY frames in
-/// pieces of at most 32 KiB; a SPDY frame is at most 16 MiB plus its header.
-const MAX_MESSAGE: usize = 16 << 20 | 64;
+/// The largest message taken from a client: room for the largest SPDY frame (16 MiB of payload
+/// and its header) in one message; kubectl's stdin and tunnel messages are 32 KiB at most.
+const MAX_MESSAGE: usize = (16 << 20) + 64;
 
 /// The `Sec-WebSocket-Accept` answer to a client's `Sec-WebSocket-Key`.
 pub fn accept_key(key: &str) -> String {
