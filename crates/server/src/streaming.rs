@@ -2,13 +2,26 @@
 //! one. The request is checked against the pod as the API server does (`streamLocation` in
 //! `pkg/registry/core/pod/strategy.go`); the container or sandbox is found and the runtime asked
 //! for a streaming URL as the kubelet does (`GetExec`, `GetAttach`, `GetPortForward`); then the
-//! client's upgrade is replayed to that URL and the two connections are spliced byte for byte, as
-//! apimachinery's `UpgradeAwareHandler` does. SPDY and WebSocket framing pass through untouched.
+//! client is served on that URL in one of three ways, by the protocol it asks for:
 //!
-//! containerd 1.6 speaks neither `v5.channel.k8s.io` nor `SPDY/3.1+portforward.k8s.io`, the
-//! only WebSocket subprotocols kubectl 1.30+ offers. Such an offer is refused before any runtime
-//! call, and kubectl retries over SPDY at once: forwarding it would only have containerd refuse it
-//! too, and leak two goroutines there per attempt.
+//! - SPDY, and the WebSocket subprotocols containerd 1.6 speaks itself (`v4.channel.k8s.io`,
+//!   `channel.k8s.io` and their base64 forms): the client's upgrade is replayed to the URL and
+//!   the two connections are spliced byte for byte, as apimachinery's `UpgradeAwareHandler` does.
+//! - WebSocket `v5.channel.k8s.io` (exec and attach from kubectl 1.30 on), which containerd 1.6
+//!   does not speak: translated to a SPDY v4 session with the runtime ([`v5`]), as the API
+//!   server's `StreamTranslatorHandler` does.
+//! - WebSocket `SPDY/3.1+portforward.k8s.io` (port-forward from kubectl 1.31 on): the SPDY
+//!   session inside the WebSocket messages is carried to a SPDY upgrade of the URL ([`tunnel`]),
+//!   as the API server's `TunnelingHandler` does.
+//!
+//! A WebSocket offer with none of these is refused before any runtime call; kubectl would then
+//! retry over SPDY. Nothing containerd would refuse is ever sent to it: its refusal of a
+//! WebSocket upgrade leaks two goroutines there per attempt.
+
+mod spdy;
+mod tunnel;
+mod v5;
+mod websocket;
 
 use crate::errors::{ApiError, ApiResult};
 use crate::logs::{container_status, pick_container};
@@ -54,6 +67,40 @@ impl Kind {
             Kind::PortForward => &["v4.channel.k8s.io", "v4.base64.channel.k8s.io"],
         }
     }
+
+    /// The subprotocol podwright serves itself for this kind.
+    fn own_websocket_protocol(self) -> &'static str {
+        match self {
+            Kind::Exec | Kind::Attach => v5::PROTOCOL,
+            Kind::PortForward => tunnel::PROTOCOL,
+        }
+    }
+
+    /// How a WebSocket offer is served: by the first offered subprotocol served at all, as
+    /// apimachinery's `wsstream` handshake picks; the runtime's own default when none is offered.
+    fn websocket_service(self, offered: &[String]) -> Option<Service> {
+        if offered.is_empty() {
+            return Some(Service::Splice);
+        }
+        offered.iter().find_map(|p| {
+            if p == self.own_websocket_protocol() {
+                Some(if self == Kind::PortForward { Service::Tunnel } else { Service::V5 })
+            } else {
+                self.runtime_websocket_protocols().contains(&p.as_str()).then_some(Service::Splice)
+            }
+        })
+    }
+}
+
+/// How an upgrade is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Service {
+    /// Replayed to the runtime and spliced byte for byte.
+    Splice,
+    /// WebSocket `v5.channel.k8s.io`, translated to SPDY v4.
+    V5,
+    /// WebSocket `SPDY/3.1+portforward.k8s.io`, unwrapped to SPDY.
+    Tunnel,
 }
 
 /// `PodExecOptions`, `PodAttachOptions` and `PodPortForwardOptions` from the query.
@@ -108,6 +155,13 @@ impl StreamOptions {
             ));
         }
         Ok(())
+    }
+
+    /// What attach gives the runtime: the container's own TTY, which cannot change after its
+    /// start, and no stderr beside it (the kubelet's `GetAttach`).
+    fn attach_to(&mut self, tty: bool) {
+        self.tty = tty;
+        self.stderr &= !tty;
     }
 }
 
@@ -218,24 +272,61 @@ pub async fn proxy(s: &ApiServer, ns: &str, name: &str, sub: &str, req: axum::ex
         Kind::Exec | Kind::Attach => Some(pick_container(&pod, options.container.as_deref(), name)?),
         Kind::PortForward => None,
     };
-    if let Upgrade::WebSocket(offered) = &upgrade {
-        let served = kind.runtime_websocket_protocols();
-        if !offered.is_empty() && !offered.iter().any(|p| served.contains(&p.as_str())) {
-            return Err(ApiError::bad_request(format!(
-                "unable to negotiate protocol: client supports {offered:?}, server accepts {served:?}"
-            )));
+    let service = match &upgrade {
+        Upgrade::Other => Service::Splice,
+        Upgrade::WebSocket(offered) => {
+            let Some(service) = kind.websocket_service(offered) else {
+                let mut served = vec![kind.own_websocket_protocol()];
+                served.extend(kind.runtime_websocket_protocols());
+                return Err(ApiError::bad_request(format!(
+                    "unable to negotiate protocol: client supports {offered:?}, server accepts {served:?}"
+                )));
+            };
+            service
         }
-    }
-    let url = match container {
+    };
+    // A handshake podwright could not answer is refused before the runtime spends a token on it.
+    let key = match service {
+        Service::Splice => None,
+        Service::V5 | Service::Tunnel => Some(websocket_key(req.headers())?),
+    };
+    let url = match &container {
         None => port_forward_url(s, ns, name, &pod, &options.ports).await,
         Some(container) => match options.streams() {
-            Ok(()) => container_url(s, ns, name, &pod, kind, &container, options).await,
+            Ok(()) => {
+                if kind == Kind::Attach {
+                    options.attach_to(spec_tty(&pod, container));
+                }
+                container_url(s, ns, name, &pod, kind, container, &options).await
+            }
             Err(refused) => Err(refused),
         },
     };
-    match url {
-        Ok(url) => Ok(forward(&url, req).await),
-        Err(refused) => Ok(refused.into_response()),
+    let url = match url {
+        Ok(url) => url,
+        Err(refused) => return Ok(refused.into_response()),
+    };
+    Ok(match (service, key) {
+        (Service::V5, Some(key)) => {
+            let streams =
+                v5::Streams { stdin: options.stdin, stdout: options.stdout, stderr: options.stderr, tty: options.tty };
+            let session = move |client, upstream| v5::run(client, upstream, streams);
+            serve_websocket(&url, req, &key, v5::PROTOCOL, v5::UPSTREAM_PROTOCOL, session).await
+        }
+        (Service::Tunnel, Some(key)) => {
+            serve_websocket(&url, req, &key, tunnel::PROTOCOL, tunnel::UPSTREAM_PROTOCOL, tunnel::run).await
+        }
+        _ => forward(&url, req).await,
+    })
+}
+
+/// The client's `Sec-WebSocket-Key`, from a handshake of the version RFC 6455 defines.
+fn websocket_key(headers: &HeaderMap) -> ApiResult<String> {
+    let version = headers.get(header::SEC_WEBSOCKET_VERSION).and_then(|v| v.to_str().ok());
+    let key = headers.get(header::SEC_WEBSOCKET_KEY).and_then(|k| k.to_str().ok());
+    match (version, key) {
+        (Some("13"), Some(key)) if !key.trim().is_empty() => Ok(key.to_string()),
+        _ => Err(ApiError::bad_request("a WebSocket upgrade needs Sec-WebSocket-Key and Sec-WebSocket-Version: 13")),
     }
 }
 
@@ -247,7 +338,7 @@ async fn container_url(
     pod: &Value,
     kind: Kind,
     container: &str,
-    o: StreamOptions,
+    o: &StreamOptions,
 ) -> Result<String, KubeletError> {
     let id = running_container_id(pod, container);
     let url = match kind {
@@ -257,7 +348,7 @@ async fn container_url(
             };
             let request = ExecRequest {
                 container_id,
-                cmd: o.command,
+                cmd: o.command.clone(),
                 tty: o.tty,
                 stdin: o.stdin,
                 stdout: o.stdout,
@@ -272,9 +363,8 @@ async fn container_url(
                     full_name(ns, name)
                 )));
             };
-            let tty = spec_tty(pod, container);
             let request =
-                AttachRequest { container_id, stdin: o.stdin, tty, stdout: o.stdout, stderr: o.stderr && !tty };
+                AttachRequest { container_id, stdin: o.stdin, tty: o.tty, stdout: o.stdout, stderr: o.stderr };
             s.runtime().attach(&request).await
         }
     };
@@ -315,27 +405,88 @@ const NOT_FORWARDED: [header::HeaderName; 6] = [
 /// Replays the client's upgrade to the runtime's `url`; on a `101` relays its head and splices
 /// the two connections until both ends close; otherwise relays the runtime's answer.
 async fn forward(url: &str, mut req: axum::extract::Request) -> Response {
-    let upstream = match connect(url, req.method(), req.headers()).await {
+    let (mut head, upstream) = match upgrade_upstream(url, req.method(), req.headers()).await {
+        Ok(upgraded) => upgraded,
+        Err(answer) => return answer,
+    };
+    let client = hyper::upgrade::on(&mut req);
+    tokio::spawn(splice(client, upstream));
+    head.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(head, Body::empty())
+}
+
+/// Serves a WebSocket upgrade with `session` on a SPDY upgrade of the runtime's `url` to
+/// `upstream_protocol`: answers `101` with `protocol` once the runtime has answered `101`, and
+/// relays the runtime's answer when it has not.
+async fn serve_websocket<S, F>(
+    url: &str,
+    mut req: axum::extract::Request,
+    key: &str,
+    protocol: &'static str,
+    upstream_protocol: &'static str,
+    session: S,
+) -> Response
+where
+    S: FnOnce(TokioIo<Upgraded>, TokioIo<Upgraded>) -> F + Send + 'static,
+    F: Future<Output = ()> + Send,
+{
+    let mut spdy = HeaderMap::new();
+    spdy.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    spdy.insert(header::UPGRADE, HeaderValue::from_static("SPDY/3.1"));
+    spdy.insert(STREAM_PROTOCOL_VERSION, HeaderValue::from_static(upstream_protocol));
+    let upstream = match upgrade_upstream(url, &Method::POST, &spdy).await {
+        Ok((_, upstream)) => upstream,
+        Err(answer) => return answer,
+    };
+    let client = hyper::upgrade::on(&mut req);
+    tokio::spawn(async move {
+        match client.await {
+            Ok(client) => {
+                tracing::debug!(protocol, "WebSocket stream opened");
+                session(TokioIo::new(client), TokioIo::new(upstream)).await;
+                tracing::debug!(protocol, "WebSocket stream closed");
+            }
+            Err(e) => tracing::debug!(%e, "the client did not complete the upgrade"),
+        }
+    });
+    let mut answer = Response::new(Body::empty());
+    *answer.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let headers = answer.headers_mut();
+    headers.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    if let Ok(accept) = HeaderValue::from_str(&websocket::accept_key(key)) {
+        headers.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
+    }
+    headers.insert(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(protocol));
+    answer
+}
+
+/// The header a SPDY upgrade names its protocols in.
+const STREAM_PROTOCOL_VERSION: header::HeaderName = header::HeaderName::from_static("x-stream-protocol-version");
+
+/// Sends an upgrade to the runtime's `url`. On its `101`, the head and the upgraded connection;
+/// otherwise the answer to relay (the runtime's own, or ours when it cannot be reached).
+async fn upgrade_upstream(
+    url: &str,
+    method: &Method,
+    headers: &HeaderMap,
+) -> Result<(axum::http::response::Parts, Upgraded), Response> {
+    let upstream = match connect(url, method, headers).await {
         Ok(resp) => resp,
         Err(message) => {
             tracing::debug!(url, %message, "streaming server unreachable");
-            return KubeletError::internal(message).into_response();
+            return Err(KubeletError::internal(message).into_response());
         }
     };
     let (head, body) = upstream.into_parts();
     if head.status != StatusCode::SWITCHING_PROTOCOLS {
-        return Response::from_parts(head, Body::new(body));
+        return Err(Response::from_parts(head, Body::new(body)));
     }
     let mut upstream = Response::from_parts(head, ());
-    let upgraded = match hyper::upgrade::on(&mut upstream).await {
-        Ok(u) => u,
-        Err(e) => return KubeletError::internal(format!("error upgrading connection: {e}")).into_response(),
-    };
-    let client = hyper::upgrade::on(&mut req);
-    tokio::spawn(splice(client, upgraded));
-    let (mut head, ()) = upstream.into_parts();
-    head.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(head, Body::empty())
+    match hyper::upgrade::on(&mut upstream).await {
+        Ok(upgraded) => Ok((upstream.into_parts().0, upgraded)),
+        Err(e) => Err(KubeletError::internal(format!("error upgrading connection: {e}")).into_response()),
+    }
 }
 
 /// Sends the upgrade request to the streaming server at `url` (`http://127.0.0.1:<port>/exec/<token>`).
@@ -385,5 +536,55 @@ async fn splice(client: OnUpgrade, upstream: Upgraded) {
     match tokio::io::copy_bidirectional(&mut client, &mut upstream).await {
         Ok((sent, received)) => tracing::debug!(sent, received, "stream closed"),
         Err(e) => tracing::debug!(%e, "stream ended"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offer(protocols: &[&str]) -> Vec<String> {
+        protocols.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn websocket_offers_are_served_by_the_first_protocol_served_at_all() {
+        // kubectl 1.30+.
+        assert_eq!(Kind::Exec.websocket_service(&offer(&["v5.channel.k8s.io"])), Some(Service::V5));
+        assert_eq!(Kind::Attach.websocket_service(&offer(&["v5.channel.k8s.io"])), Some(Service::V5));
+        assert_eq!(
+            Kind::PortForward.websocket_service(&offer(&["SPDY/3.1+portforward.k8s.io"])),
+            Some(Service::Tunnel)
+        );
+        // Other clients, in their order: what containerd speaks goes to containerd.
+        let both = offer(&["v4.channel.k8s.io", "v5.channel.k8s.io"]);
+        assert_eq!(Kind::Exec.websocket_service(&both), Some(Service::Splice));
+        let both = offer(&["v5.channel.k8s.io", "v4.channel.k8s.io"]);
+        assert_eq!(Kind::Exec.websocket_service(&both), Some(Service::V5));
+        assert_eq!(Kind::Exec.websocket_service(&[]), Some(Service::Splice));
+        assert_eq!(Kind::PortForward.websocket_service(&offer(&["v4.channel.k8s.io"])), Some(Service::Splice));
+        // Nothing served: refused before any runtime call.
+        assert_eq!(Kind::PortForward.websocket_service(&offer(&["v5.channel.k8s.io"])), None);
+        assert_eq!(Kind::Exec.websocket_service(&offer(&["SPDY/3.1+portforward.k8s.io"])), None);
+        assert_eq!(Kind::Exec.websocket_service(&offer(&["v6.channel.k8s.io"])), None);
+    }
+
+    #[test]
+    fn a_websocket_handshake_needs_its_key_and_version_13() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::SEC_WEBSOCKET_KEY, HeaderValue::from_static("dGhlIHNhbXBsZSBub25jZQ=="));
+        assert!(websocket_key(&headers).is_err());
+        headers.insert(header::SEC_WEBSOCKET_VERSION, HeaderValue::from_static("8"));
+        assert!(websocket_key(&headers).is_err());
+        headers.insert(header::SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
+        assert_eq!(websocket_key(&headers).unwrap(), "dGhlIHNhbXBsZSBub25jZQ==");
+    }
+
+    #[test]
+    fn attach_takes_the_containers_tty_and_drops_stderr_beside_it() {
+        let mut o = StreamOptions { stdin: true, stdout: true, stderr: true, ..Default::default() };
+        o.streams().unwrap();
+        o.attach_to(true);
+        assert_eq!((o.tty, o.stdout, o.stderr), (true, true, false));
     }
 }

@@ -216,28 +216,91 @@ async fn body(mut s: TcpStream) -> String {
     rest
 }
 
+/// A WebSocket handshake for `sub` offering `protocol`.
+fn websocket(sub: &str, protocol: &str) -> String {
+    format!(
+        "GET /api/v1/namespaces/default/pods/p/{sub}?command=date&container=c&stdout=true HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: {protocol}\r\n\r\n"
+    )
+}
+
 #[tokio::test]
-async fn websocket_offers_the_runtime_cannot_take_are_refused_without_a_runtime_call() {
+async fn websocket_offers_podwright_cannot_serve_are_refused_without_a_runtime_call() {
     let t = setup(json!({"running": {}})).await;
-    let ws = |sub: &str, protocol: &str| {
-        format!(
-            "GET /api/v1/namespaces/default/pods/p/{sub}?command=date&container=c&stdout=true HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: {protocol}\r\nConnection: close\r\n\r\n"
-        )
-    };
-    for (sub, protocol) in [("exec", "v5.channel.k8s.io"), ("portforward", "SPDY/3.1+portforward.k8s.io")] {
-        let (s, answer) = request(t.addr, &ws(sub, protocol)).await;
+    let close = |head: String| head.replace("Host: x\r\n", "Host: x\r\nConnection: close\r\n");
+    for (sub, protocol) in [("exec", "v6.channel.k8s.io"), ("portforward", "v5.channel.k8s.io")] {
+        let (s, answer) = request(t.addr, &close(websocket(sub, protocol))).await;
         assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
         let status: Value = serde_json::from_str(&body(s).await).unwrap();
         assert_eq!(status["reason"], "BadRequest");
         assert!(status["message"].as_str().unwrap().contains(protocol), "{status}");
     }
+    let keyless =
+        close(websocket("exec", "v5.channel.k8s.io")).replace("Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n", "");
+    let (_s, answer) = request(t.addr, &keyless).await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     assert_eq!(streaming_calls(&t.fake), []);
     assert!(t.seen.lock().unwrap().is_empty());
 
-    // An offer containerd speaks goes through.
-    let (_s, answer) = request(t.addr, &ws("exec", "v5.channel.k8s.io, v4.channel.k8s.io")).await;
+    // An offer containerd speaks goes to it as it is.
+    let (_s, answer) = request(t.addr, &websocket("exec", "v4.channel.k8s.io, v5.channel.k8s.io")).await;
     assert!(answer.starts_with("HTTP/1.1 101"), "{answer}");
     assert_eq!(streaming_calls(&t.fake).len(), 1);
+    assert!(t.seen.lock().unwrap()[0].contains("sec-websocket-protocol: v4.channel.k8s.io, v5.channel.k8s.io\r\n"));
+}
+
+/// The answer's headers, lowercase.
+fn answer_has(answer: &str, header: &str) -> bool {
+    answer.to_lowercase().contains(&format!("{}\r\n", header.to_lowercase()))
+}
+
+#[tokio::test]
+async fn v5_is_served_on_a_spdy_v4_upgrade_of_the_runtime_url() {
+    let t = setup(json!({"running": {}})).await;
+    let (mut s, answer) = request(t.addr, &websocket("exec", "v5.channel.k8s.io")).await;
+    assert!(answer.starts_with("HTTP/1.1 101"), "{answer}");
+    assert!(answer_has(&answer, "upgrade: websocket"), "{answer}");
+    assert!(answer_has(&answer, "sec-websocket-protocol: v5.channel.k8s.io"), "{answer}");
+    // RFC 6455's example key and answer.
+    assert!(answer_has(&answer, "sec-websocket-accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="), "{answer}");
+    // The first message: an empty one on stdout, the lowest channel the client reads.
+    let mut ready = [0u8; 3];
+    s.read_exact(&mut ready).await.unwrap();
+    assert_eq!(ready, [0x82, 0x01, 0x01]);
+
+    assert_eq!(streaming_calls(&t.fake).len(), 1);
+    let upstream = t.seen.lock().unwrap()[0].clone();
+    assert!(upstream.starts_with("POST /exec/"), "{upstream}");
+    assert!(upstream.contains("upgrade: SPDY/3.1\r\n"), "{upstream}");
+    assert!(upstream.contains("x-stream-protocol-version: v4.channel.k8s.io\r\n"), "{upstream}");
+}
+
+#[tokio::test]
+async fn the_port_forward_tunnel_carries_message_payloads_as_raw_spdy_bytes() {
+    let t = setup(json!({"running": {}})).await;
+    let (mut s, answer) = request(t.addr, &websocket("portforward", "SPDY/3.1+portforward.k8s.io")).await;
+    assert!(answer.starts_with("HTTP/1.1 101"), "{answer}");
+    assert!(answer_has(&answer, "sec-websocket-protocol: SPDY/3.1+portforward.k8s.io"), "{answer}");
+    let upstream = t.seen.lock().unwrap()[0].clone();
+    assert!(upstream.starts_with("POST /portforward/"), "{upstream}");
+    assert!(upstream.contains("x-stream-protocol-version: portforward.k8s.io\r\n"), "{upstream}");
+
+    // A masked binary message (key 1 2 3 4); the stand-in echoes its payload, which comes back
+    // as an unmasked binary message.
+    let payload = b"\x80\x03\x00\x06\x00\x00\x00\x04\x00\x00\x00\x01";
+    let mut message = vec![0x82, 0x80 | payload.len() as u8, 1, 2, 3, 4];
+    message.extend(payload.iter().enumerate().map(|(i, b)| b ^ [1, 2, 3, 4][i % 4]));
+    s.write_all(&message).await.unwrap();
+    let mut echoed = vec![0u8; 2 + payload.len()];
+    s.read_exact(&mut echoed).await.unwrap();
+    assert_eq!(echoed[..2], [0x82, payload.len() as u8]);
+    assert_eq!(&echoed[2..], payload);
+
+    // The client's close reaches the runtime as the end of its stream; the close comes back.
+    s.write_all(&[0x88, 0x82, 0, 0, 0, 0, 0x03, 0xE8]).await.unwrap();
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest).await.unwrap();
+    assert_eq!(rest, [0x88, 0x02, 0x03, 0xE8]);
+    assert_eq!(streaming_calls(&t.fake), [Call::PortForward { name: "p".into(), ports: vec![] }]);
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! `kubectl exec`, `attach`, `cp` and `port-forward` against `podwright serve` on a real
-//! containerd, with the machine's kubectl (1.32: WebSocket first, which podwright refuses so that
-//! kubectl falls back to SPDY; and SPDY only when told so) and kubectl 1.27 (SPDY only).
+//! containerd, with kubectl 1.32 and 1.33 over WebSocket (v5 for exec, attach and cp, the SPDY
+//! tunnel for port-forward; their logs show that no SPDY retry happened), kubectl 1.32 told to
+//! speak SPDY only, and kubectl 1.27 (SPDY only).
 // Real processes, real timeouts.
 #![allow(clippy::disallowed_methods)]
 
@@ -75,7 +76,10 @@ impl Lease {
 
     fn command(&self, client: &Client, args: &[&str]) -> Command {
         let fixture = self.fixture.lock().unwrap_or_else(|e| e.into_inner());
-        let mut cmd = fixture.daemon.kubectl_cmd(client.version, args);
+        // -v=6 logs each request with its method and status: what tells WebSocket from SPDY.
+        let verbose = client.websocket.then_some("-v=6");
+        let args: Vec<&str> = verbose.into_iter().chain(args.iter().copied()).collect();
+        let mut cmd = fixture.daemon.kubectl_cmd(client.version, &args);
         cmd.envs(client.env.iter().copied());
         cmd
     }
@@ -121,43 +125,53 @@ struct Client {
     /// As `Daemon::kubectl_cmd` takes it: None for the machine's default (1.32).
     version: Option<&'static str>,
     env: &'static [(&'static str, &'static str)],
+    /// Whether podwright must serve it over WebSocket, with no fallback to SPDY.
+    websocket: bool,
 }
 
 impl Client {
     /// kubectl 1.32: WebSocket first for exec, attach, cp and port-forward.
-    const WEBSOCKET_FIRST: Client = Client { name: "kubectl 1.32 (WebSocket first)", version: None, env: &[] };
+    const WEBSOCKET: Client = Client { name: "kubectl 1.32 (WebSocket)", version: None, env: &[], websocket: true };
+    /// kubectl 1.33, WebSocket first too.
+    const WEBSOCKET_1_33: Client =
+        Client { name: "kubectl 1.33 (WebSocket)", version: Some("1.33"), env: &[], websocket: true };
     /// kubectl 1.32 told to speak SPDY only.
     const SPDY_ONLY: Client = Client {
         name: "kubectl 1.32 (SPDY only)",
         version: None,
         env: &[("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "false"), ("KUBECTL_PORT_FORWARD_WEBSOCKETS", "false")],
+        websocket: false,
     };
     /// kubectl 1.27, which speaks SPDY only.
-    const OLD: Client = Client { name: "kubectl 1.27", version: Some("1.27"), env: &[] };
+    const OLD: Client = Client { name: "kubectl 1.27", version: Some("1.27"), env: &[], websocket: false };
 
-    fn all() -> [Client; 3] {
-        [Client::WEBSOCKET_FIRST, Client::SPDY_ONLY, Client::OLD]
+    fn all() -> [Client; 4] {
+        [Client::WEBSOCKET, Client::WEBSOCKET_1_33, Client::SPDY_ONLY, Client::OLD]
     }
 
     fn run(&self, l: &Lease, args: &[&str], stdin: Option<&[u8]>) -> Ran {
         let mut cmd = l.command(self, args);
-        bounded(format!("{} {args:?}", self.name), &mut cmd, stdin)
+        let mut ran = bounded(format!("{} {args:?}", self.name), &mut cmd, stdin);
+        ran.websocket = self.websocket;
+        ran
     }
 
-    /// kubectl with a terminal: `script` runs it on a pseudo-terminal.
+    /// kubectl with a terminal of 30 rows and 90 columns: `script` runs it on a pseudo-terminal.
     fn run_on_tty(&self, l: &Lease, args: &[&str]) -> Ran {
         let kubectl = l.command(self, args);
         let quote = |a: &OsStr| format!("'{}'", a.to_string_lossy().replace('\'', r"'\''"));
         let line = std::iter::once(kubectl.get_program()).chain(kubectl.get_args()).map(quote).collect::<Vec<_>>();
         let mut script = Command::new("script");
-        script.args(["-qec", &line.join(" "), "/dev/null"]);
+        script.args(["-qec", &format!("stty rows 30 cols 90; {}", line.join(" ")), "/dev/null"]);
         for (k, v) in kubectl.get_envs() {
             match v {
                 Some(v) => script.env(k, v),
                 None => script.env_remove(k),
             };
         }
-        bounded(format!("{} on a tty {args:?}", self.name), &mut script, None)
+        let mut ran = bounded(format!("{} on a tty {args:?}", self.name), &mut script, None);
+        ran.websocket = self.websocket;
+        ran
     }
 
     /// A kubectl that runs until the test is done with it (attach, port-forward).
@@ -173,7 +187,7 @@ impl Client {
         let stderr = Arc::new(Mutex::new(Vec::new()));
         collect(child.stdout.take().unwrap(), stdout.clone());
         collect(child.stderr.take().unwrap(), stderr.clone());
-        Background { what: format!("{} {args:?}", self.name), child, stdout, stderr }
+        Background { what: format!("{} {args:?}", self.name), websocket: self.websocket, child, stdout, stderr }
     }
 }
 
@@ -190,7 +204,7 @@ fn bounded(what: String, cmd: &mut Command, stdin: Option<&[u8]>) -> Ran {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || tx.send(child.wait_with_output()));
     match rx.recv_timeout(KUBECTL_LIMIT) {
-        Ok(output) => Ran { what, output: output.unwrap() },
+        Ok(output) => Ran { what, output: output.unwrap(), websocket: false },
         Err(_) => {
             // SAFETY: kill(2) on our own child, not yet reaped: its waiter has not returned.
             unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
@@ -215,6 +229,28 @@ fn collect(mut from: impl Read + Send + 'static, into: Arc<Mutex<Vec<u8>>>) {
 struct Ran {
     what: String,
     output: Output,
+    /// Run by a WebSocket client: its log shows the protocol, and is no part of its stderr.
+    websocket: bool,
+}
+
+/// Whether `line` is one of kubectl's log lines (klog: `I1123 23:19:13.449222 …`).
+fn is_log_line(line: &str) -> bool {
+    let mut chars = line.chars();
+    matches!(chars.next(), Some('I' | 'W' | 'E' | 'F'))
+        && chars.by_ref().take(4).filter(char::is_ascii_digit).count() == 4
+        && chars.next() == Some(' ')
+}
+
+/// Asserts that kubectl's log (-v=6) shows every streaming request it made answered `101` to
+/// its WebSocket GET, and no SPDY retry (a POST).
+fn assert_served_over_websocket(what: &str, log: &str) {
+    let streaming = |l: &&str| ["/exec?", "/attach?", "/portforward\""].iter().any(|p| l.contains(p));
+    let requests: Vec<&str> = log.lines().filter(|l| is_log_line(l)).filter(streaming).collect();
+    assert!(!requests.is_empty(), "{what}: no streaming request in kubectl's log:\n{log}");
+    for r in requests {
+        assert!(r.contains(r#"verb="GET""#) && r.contains(r#"status="101 Switching Protocols""#), "{what}: {r}\n{log}");
+    }
+    assert!(!log.contains("fallback"), "{what}: kubectl fell back to SPDY:\n{log}");
 }
 
 impl Ran {
@@ -222,8 +258,10 @@ impl Ran {
         text(&self.output.stdout)
     }
 
+    /// stderr without kubectl's log lines.
     fn stderr_text(&self) -> String {
-        text(&self.output.stderr)
+        let all = text(&self.output.stderr);
+        all.split_inclusive('\n').filter(|l| !is_log_line(l)).collect()
     }
 
     fn code(&self) -> Option<i32> {
@@ -242,6 +280,16 @@ impl Ran {
 
     fn success(&self) -> &Self {
         assert_eq!(self.code(), Some(0), "{}", self.context());
+        self.streamed()
+    }
+
+    /// For a WebSocket client, asserts that podwright served it over WebSocket.
+    fn streamed(&self) -> &Self {
+        if self.websocket {
+            // On a terminal, the log shares stdout with the command's output.
+            let log = format!("{}{}", text(&self.output.stderr), self.stdout_text());
+            assert_served_over_websocket(&self.what, &log);
+        }
         self
     }
 }
@@ -249,6 +297,7 @@ impl Ran {
 /// A kubectl still running; killed when dropped.
 struct Background {
     what: String,
+    websocket: bool,
     child: Child,
     stdout: Arc<Mutex<Vec<u8>>>,
     stderr: Arc<Mutex<Vec<u8>>>,
@@ -273,6 +322,15 @@ impl Background {
                 );
             }
             std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Background {
+    /// For a WebSocket client, asserts that podwright served it over WebSocket.
+    fn streamed(&self) {
+        if self.websocket {
+            assert_served_over_websocket(&self.what, &text(&self.stderr.lock().unwrap()));
         }
     }
 }
@@ -310,7 +368,7 @@ fn exec_exit_codes_reach_kubectl() {
     let l = Lease::take();
     for client in Client::all() {
         let out = client.run(&l, &["exec", &l.pod, "-c", "shell", "--", "sh", "-c", "exit 3"], None);
-        assert_eq!(out.code(), Some(3), "{}", out.context());
+        assert_eq!(out.streamed().code(), Some(3), "{}", out.context());
         assert!(out.stderr_text().contains("command terminated with exit code 3"), "{}", out.context());
     }
 }
@@ -318,13 +376,19 @@ fn exec_exit_codes_reach_kubectl() {
 #[test]
 fn exec_with_a_tty() {
     let l = Lease::take();
+    // The terminal's size comes through the resize stream, after the start: the script waits
+    // for it (at most 10 s; busybox's `stty size` on a terminal of no size prints an error and
+    // nothing on stdout).
+    let script = "tty; test -t 0 && echo stdin-is-a-tty; \
+        for i in $(seq 100); do s=$(stty size 2>/dev/null); case \"$s\" in [1-9]*) break;; esac; sleep 0.1; done; \
+        echo \"size=$s\"";
     for client in Client::all() {
-        let args = ["exec", "-it", &l.pod, "-c", "shell", "--", "sh", "-c", "tty; test -t 0 && echo stdin-is-a-tty"];
-        let out = client.run_on_tty(&l, &args);
+        let out = client.run_on_tty(&l, &["exec", "-it", &l.pod, "-c", "shell", "--", "sh", "-c", script]);
         out.success();
         let text = out.stdout_text();
         assert!(text.contains("/dev/pts/"), "{}", out.context());
         assert!(text.contains("stdin-is-a-tty"), "{}", out.context());
+        assert!(text.contains("size=30 90"), "{}", out.context());
     }
 }
 
@@ -353,16 +417,21 @@ fn path(p: &Path) -> String {
 }
 
 /// podwright refuses `stdin` and `tty` on containers (crates/api honoured_fields), so attach
-/// follows the output of a container that has neither.
+/// follows the output of a container that has neither; with `-i` kubectl also opens stdin,
+/// whose end (it reads /dev/null) closes that stream and nothing else.
 #[test]
 fn attach_follows_a_running_containers_output() {
     let l = Lease::take();
     for client in Client::all() {
-        let mut attached = client.start(&l, &["attach", &l.pod, "-c", "ticker"]);
-        let first = attached.wait_for_stdout("tick ", Duration::from_secs(30));
-        // Lines that were written after the attach began: the stream is live.
-        let n: u64 = first.lines().find_map(|l| l.strip_prefix("tick ")?.parse().ok()).unwrap();
-        attached.wait_for_stdout(&format!("tick {}", n + 1), Duration::from_secs(30));
+        for stdin in [None, Some("-i")] {
+            let args: Vec<&str> = ["attach"].into_iter().chain(stdin).chain([l.pod.as_str(), "-c", "ticker"]).collect();
+            let mut attached = client.start(&l, &args);
+            let first = attached.wait_for_stdout("tick ", Duration::from_secs(30));
+            // Lines that were written after the attach began: the stream is live.
+            let n: u64 = first.lines().find_map(|l| l.strip_prefix("tick ")?.parse().ok()).unwrap();
+            attached.wait_for_stdout(&format!("tick {}", n + 1), Duration::from_secs(30));
+            attached.streamed();
+        }
     }
 }
 
@@ -381,6 +450,7 @@ fn port_forward_reaches_a_port_in_the_pod() {
             let page = http_get(port);
             assert!(page.starts_with("HTTP/1.") && page.contains("hello from httpd"), "{}: {page}", client.name);
         }
+        forward.streamed();
     }
 }
 
