@@ -78,7 +78,7 @@ async fn clean(embedded: &podwright_containerd::EmbeddedRuntime, root: &Path) ->
             return exit::NO_RUNTIME;
         }
     };
-    let uids = match removal::managed_pods(&runtime).await {
+    let uids = match removal::managed_pods(&runtime, None).await {
         Ok(u) => u,
         Err(e) => {
             eprintln!("podwright: cannot list the pods in {}: {e}", embedded.endpoint());
@@ -88,7 +88,7 @@ async fn clean(embedded: &podwright_containerd::EmbeddedRuntime, root: &Path) ->
     for uid in &uids {
         removal::remove_pod(&runtime, root, uid).await;
     }
-    let left = removal::managed_pods(&runtime).await.map(|u| u.len()).unwrap_or(usize::MAX);
+    let left = removal::managed_pods(&runtime, None).await.map(|u| u.len()).unwrap_or(usize::MAX);
     if left > 0 {
         eprintln!("podwright: {left} pods could not be removed from {}", embedded.endpoint());
         return exit::FAILED;

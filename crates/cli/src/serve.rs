@@ -335,9 +335,10 @@ pub async fn serve(args: ServeArgs) -> u8 {
     exit::SUCCEEDED
 }
 
-/// Stops and removes every pod in the runtime that podwright made and `known` does not name.
+/// Stops and removes every pod in the runtime that this podwright (its root directory) made and
+/// `known` does not name; other podwrights' pods on the same runtime are theirs.
 async fn remove_orphans(runtime: &dyn Runtime, root: &Path, known: &BTreeSet<String>) {
-    let managed = match removal::managed_pods(runtime).await {
+    let managed = match removal::managed_pods(runtime, Some(root)).await {
         Ok(m) => m,
         Err(e) => {
             tracing::warn!(%e, "could not list the runtime's pods to remove those no longer known");

@@ -1,6 +1,6 @@
 //! Taking pods out of the runtime: every container and sandbox of a pod, and its files.
-//! The executor removes a finished pod this way; `podwright runtime clean` removes every pod
-//! podwright left in its runtime (a stopped `serve` leaves its pods running).
+//! The executor removes a finished pod this way; `serve` removes the pods it made that its store
+//! no longer has, and `podwright runtime clean` every pod podwright left in its runtime.
 
 use crate::cri::{config as cri_config, labels};
 use crate::volumes;
@@ -34,9 +34,13 @@ pub async fn remove_pod(runtime: &dyn Runtime, root: &Path, uid: &str) -> Vec<St
     removed
 }
 
-/// The UIDs of every pod podwright has a sandbox or container of in the runtime.
-pub async fn managed_pods(runtime: &dyn Runtime) -> RuntimeResult<BTreeSet<String>> {
-    let sel = BTreeMap::from([(labels::MANAGED.to_string(), "true".to_string())]);
+/// The UIDs of every pod podwright has a sandbox or container of in the runtime; only those
+/// made by a podwright with root directory `root` when it is given.
+pub async fn managed_pods(runtime: &dyn Runtime, root: Option<&Path>) -> RuntimeResult<BTreeSet<String>> {
+    let mut sel = BTreeMap::from([(labels::MANAGED.to_string(), "true".to_string())]);
+    if let Some(root) = root {
+        sel.insert(labels::ROOT_DIR.to_string(), root.display().to_string());
+    }
     let sandboxes = runtime.list_pod_sandboxes(&sel).await?;
     let containers = runtime.list_containers(&sel).await?;
     let sandbox_uids = sandboxes.into_iter().filter_map(|s| s.labels.get(labels::POD_UID).cloned());

@@ -23,6 +23,8 @@ pub struct Daemon {
     pub tls: bool,
     /// The CRI endpoint its pods run on.
     endpoint: String,
+    /// `podwright serve`'s arguments, for a restart.
+    args: Vec<String>,
     process: Option<Running>,
 }
 
@@ -58,14 +60,25 @@ impl Daemon {
         });
         args.extend(["--runtime-endpoint".into(), endpoint.clone()]);
         args.extend(extra.iter().map(|s| s.to_string()));
-        let mut process = Running::spawn(&args, None);
-        assert!(
-            process.wait_for_stderr("serving the API", Duration::from_secs(30)),
-            "podwright serve did not start:\n{}",
-            process.stderr_so_far()
-        );
         let tls = extra.contains(&"--tls");
-        Daemon { port, root, home, tls, endpoint, process: Some(process) }
+        let process = Some(spawn_serve(&args));
+        Daemon { port, root, home, tls, endpoint, args, process }
+    }
+
+    /// Kills the daemon with SIGKILL (nothing is cleaned up, as in a crash) and starts it
+    /// again on the same root directory and port.
+    pub fn crash_and_restart(&mut self) {
+        if let Some(p) = self.process.take() {
+            p.signal(libc::SIGKILL);
+            // Reaps it; the killed process's output is of no interest.
+            drop(p);
+        }
+        self.process = Some(spawn_serve(&self.args));
+    }
+
+    /// The CRI endpoint the daemon's pods run on.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
     }
 
     pub fn server(&self) -> String {
@@ -142,6 +155,17 @@ impl Daemon {
             std::thread::sleep(Duration::from_millis(250));
         }
     }
+}
+
+/// Starts `podwright serve` and waits until its API answers.
+fn spawn_serve(args: &[String]) -> Running {
+    let mut process = Running::spawn(args, None);
+    assert!(
+        process.wait_for_stderr("serving the API", Duration::from_secs(30)),
+        "podwright serve did not start:\n{}",
+        process.stderr_so_far()
+    );
+    process
 }
 
 /// `kubectl.<version>` from the PATH, else where Google's kubectl package keeps them.

@@ -27,13 +27,14 @@ pub fn pod_selector(uid: &str) -> BTreeMap<String, String> {
     BTreeMap::from([(labels::POD_UID.to_string(), uid.to_string())])
 }
 
-fn pod_labels(pod: &Pod) -> HashMap<String, String> {
+fn pod_labels(pod: &Pod, root: &Path) -> HashMap<String, String> {
     let (name, ns, uid) = meta(pod);
     let mut l: HashMap<String, String> = pod.metadata.labels.clone().unwrap_or_default().into_iter().collect();
     l.insert(labels::POD_NAME.into(), name.into());
     l.insert(labels::POD_NAMESPACE.into(), ns.into());
     l.insert(labels::POD_UID.into(), uid.into());
     l.insert(labels::MANAGED.into(), "true".into());
+    l.insert(labels::ROOT_DIR.into(), root.display().to_string());
     l
 }
 
@@ -59,7 +60,7 @@ pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32, dns: Option<DnsConfi
         metadata: Some(PodSandboxMetadata { name: name.into(), uid: uid.into(), namespace: ns.into(), attempt }),
         hostname: hostname(pod),
         log_directory: layout::log_directory(root, uid).to_string_lossy().into_owned(),
-        labels: pod_labels(pod),
+        labels: pod_labels(pod, root),
         annotations: pod.metadata.annotations.clone().unwrap_or_default().into_iter().collect(),
         dns_config: dns,
         ..Default::default()
@@ -163,7 +164,7 @@ pub fn container_config(
     let env = container_env(pod, c, pod_ip);
     let expand_all = |v: &Option<Vec<String>>| v.iter().flatten().map(|s| expand(s, &env)).collect::<Vec<_>>();
 
-    let mut lbl = pod_labels(pod);
+    let mut lbl = pod_labels(pod, root);
     lbl.retain(|k, _| k.starts_with("io.kubernetes.") || k.starts_with("podwright.io/"));
     lbl.insert(labels::CONTAINER_NAME.into(), c.name.clone());
     lbl.insert(labels::CONTAINER_KIND.into(), sc.kind.as_label().into());

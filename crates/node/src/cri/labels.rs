@@ -11,6 +11,9 @@ pub const CONTAINER_KIND: &str = "podwright.io/container-kind";
 /// CRI container statuses do not name their sandbox.
 pub const SANDBOX_ID: &str = "podwright.io/sandbox-id";
 pub const MANAGED: &str = "podwright.io/managed";
+/// The root directory of the podwright that made it: several (a `serve`, `run`s) may share
+/// one runtime, and each removes only what it left itself.
+pub const ROOT_DIR: &str = "podwright.io/root-dir";
 
 pub const CONTAINER_HASH: &str = "io.kubernetes.container.hash";
 pub const RESTART_COUNT: &str = "io.kubernetes.container.restartCount";

@@ -245,10 +245,12 @@ async fn run(
         // result yet (the prober manager's manual trigger): a container that has just passed
         // its startup probe is probed now, not a period later. Liveness keeps its schedule.
         at = at.max(now);
-    } else {
-        while at < now {
-            at += period;
-        }
+    } else if at < now {
+        // Started late (the container was seen running a moment after it started, or podwright
+        // restarted): probe at once, as the kubelet's probe worker does when it starts, then
+        // keep to the schedule from the last point of it already passed.
+        let behind = now.duration_since(at).as_nanos() / period.as_nanos();
+        at += period * i32::try_from(behind).unwrap_or(i32::MAX);
     }
     let (mut successes, mut failures) = (0, 0);
     loop {
