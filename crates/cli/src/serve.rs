@@ -231,6 +231,10 @@ pub async fn serve(args: ServeArgs) -> u8 {
             return exit::NO_RUNTIME;
         }
     };
+    if args.runtime.runtime_endpoint.is_none() {
+        // Its own containerd: started again whenever it exits, under the running pods.
+        tokio::spawn(podwright_containerd::EmbeddedRuntime::new(&root).keep_running());
+    }
     let node_name = args.hostname_override.clone().map(|h| h.to_lowercase()).unwrap_or_else(host_name);
     let host = host_ip();
     let security = if tls {

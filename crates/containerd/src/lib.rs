@@ -32,6 +32,7 @@
 mod config;
 mod images;
 mod process;
+mod supervise;
 #[cfg(test)]
 mod tests;
 

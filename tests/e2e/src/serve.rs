@@ -25,6 +25,8 @@ pub struct Daemon {
     endpoint: String,
     /// `podwright serve`'s arguments, for a restart.
     args: Vec<String>,
+    /// Runs on its own embedded containerd under its root, stopped with it.
+    embedded: bool,
     process: Option<Running>,
 }
 
@@ -41,6 +43,16 @@ impl Daemon {
 
     /// Starts a daemon with extra `serve` arguments.
     pub fn start_with(extra: &[&str]) -> Daemon {
+        Self::start_on(extra, false)
+    }
+
+    /// Starts a daemon on an embedded containerd of its own (no `--runtime-endpoint`), which
+    /// it keeps running; dropping the daemon stops it.
+    pub fn start_embedded() -> Daemon {
+        Self::start_on(&[], true)
+    }
+
+    fn start_on(extra: &[&str], embedded: bool) -> Daemon {
         let n = DAEMONS.fetch_add(1, Ordering::SeqCst);
         let base = test_root();
         let root = PathBuf::from(format!("{}-serve-{}-{n}", base.display(), std::process::id()));
@@ -49,8 +61,9 @@ impl Daemon {
         let port = free_port();
         let mut args: Vec<String> = vec!["serve".into(), "--root-dir".into(), root.display().to_string()];
         args.extend(["--port".into(), port.to_string()]);
-        let endpoint = std::env::var("PODWRIGHT_CRI_ENDPOINT").ok().filter(|e| !e.is_empty());
+        let endpoint = std::env::var("PODWRIGHT_CRI_ENDPOINT").ok().filter(|e| !e.is_empty() && !embedded);
         let endpoint = endpoint.unwrap_or_else(|| {
+            let base = if embedded { &root } else { &base };
             let out = Command::new(binary())
                 .args(["runtime", "start", "--root-dir"])
                 .arg(&base)
@@ -58,11 +71,13 @@ impl Daemon {
                 .expect("runtime start");
             String::from_utf8_lossy(&out.stdout).trim().to_string()
         });
-        args.extend(["--runtime-endpoint".into(), endpoint.clone()]);
+        if !embedded {
+            args.extend(["--runtime-endpoint".into(), endpoint.clone()]);
+        }
         args.extend(extra.iter().map(|s| s.to_string()));
         let tls = extra.contains(&"--tls");
         let process = Some(spawn_serve(&args));
-        Daemon { port, root, home, tls, endpoint, args, process }
+        Daemon { port, root, home, tls, endpoint, args, embedded, process }
     }
 
     /// Kills the daemon with SIGKILL (nothing is cleaned up, as in a crash) and starts it
@@ -194,6 +209,9 @@ impl Drop for Daemon {
             if !std::thread::panicking() {
                 let _ = p.wait_within(Duration::from_secs(10));
             }
+        }
+        if self.embedded {
+            let _ = Command::new(binary()).args(["runtime", "stop", "--root-dir"]).arg(&self.root).output();
         }
         let _ = std::fs::remove_dir_all(&self.root);
     }

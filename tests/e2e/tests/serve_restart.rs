@@ -197,3 +197,44 @@ fn kill_task(d: &Daemon, id: &str) {
         .expect("ctr runs");
     assert!(out.status.success(), "ctr tasks kill {id}: {}", text(&out.stderr));
 }
+
+#[test]
+fn the_embedded_containerd_killed_under_a_running_pod_is_started_again_and_the_pod_goes_on() {
+    let d = Daemon::start_embedded();
+    let m = Manifest::new(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: under\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: app\n    image: {IMAGE}\n    command: ['sh', '-c', 'trap \"exit 0\" TERM; sleep 3600 & wait']\n"
+    ));
+    d.ok(&["create", "-f", m.path_str()]);
+    wait_running(&d, "under");
+    let id = jsonpath(&d, "under", "{.status.containerStatuses[0].containerID}");
+    let id = id.trim_start_matches("containerd://");
+    let socket = d.endpoint().trim_start_matches("unix://").to_string();
+    let tasks =
+        text(&Command::new("ctr").args(["-a", &socket, "-n", "k8s.io", "tasks", "ls"]).output().unwrap().stdout);
+    let app_pid: i32 = tasks
+        .lines()
+        .find(|l| l.starts_with(id))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|p| p.parse().ok())
+        .expect("the app's task");
+    let pid_file = d.root.join("containerd/containerd.pid");
+    let containerd: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+
+    // containerd dies, and the app dies while it is down: the exit is learnt once containerd is
+    // back (the shim kept it), and the container restarted as its policy says.
+    // SAFETY: kill(2) on processes this test's daemon started.
+    unsafe {
+        libc::kill(containerd, libc::SIGKILL);
+        libc::kill(app_pid, libc::SIGKILL);
+    }
+    let out = d.wait_for(&["get", "pod", "under", "--no-headers"], Duration::from_secs(30), |o| {
+        o.contains("1/1   Running   1 (")
+    });
+    assert!(out.contains("Running"), "{out}");
+    let again: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    assert_ne!(again, containerd, "a new containerd runs");
+    let last = jsonpath(&d, "under", "{.status.containerStatuses[0].lastState.terminated.exitCode}");
+    assert_eq!(last, "137", "the exit during the outage, with its code");
+    let restarted = jsonpath(&d, "under", "{.status.containerStatuses[0].containerID}");
+    assert_ne!(restarted.trim_start_matches("containerd://"), id);
+}
