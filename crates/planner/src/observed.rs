@@ -162,6 +162,9 @@ pub struct Observed {
     pub probes: ProbeResults,
     /// When creating a sandbox last failed, if it has not succeeded since.
     pub sandbox_failure: Option<Timestamp>,
+    /// The sandbox in which every init container was seen done, as the pod worker wrote it
+    /// down: initialization stays done there even once the init containers' records are gone.
+    pub initialized_in: Option<String>,
 }
 
 impl Observed {

@@ -58,6 +58,9 @@ pub struct Plan {
     /// Back-off state after this plan's restart decisions; the caller stores it.
     pub backoff: Backoff,
     pub events: Vec<PlanEvent>,
+    /// Every init container has done its part in the current sandbox: the caller writes this
+    /// down before acting on the plan, which may start the app containers.
+    pub initialized: bool,
 }
 
 impl Plan {
@@ -81,7 +84,8 @@ pub fn plan(ctx: &PodContext) -> Plan {
 /// `plan()` for a caller that has just computed the pod's status, and with it the phase (the
 /// pod worker): the container statuses are not worked out twice.
 pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
-    let mut p = Plan { actions: vec![], wake_at: None, backoff: ctx.backoff.clone(), events: vec![] };
+    let mut p =
+        Plan { actions: vec![], wake_at: None, backoff: ctx.backoff.clone(), events: vec![], initialized: false };
     let grace = kill_grace(ctx);
 
     // Terminal: deletion, the deadline, a failed init under Never, or every app container
@@ -123,6 +127,7 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
     // Init containers first (sidecars are looked after for the pod's whole life), then, once
     // initialized, the app containers.
     let init = decide::init_actions(ctx);
+    p.initialized = init.initialized;
     let inits: Vec<SpecContainer> = pod::init_containers(ctx.pod).collect();
     for sc in init.to_act.iter().filter_map(|&i| inits.get(i)) {
         apply(ctx, sc, &mut p);

@@ -360,3 +360,37 @@ fn a_failed_post_start_restarts_under_the_crash_back_off_and_names_the_wait() {
     let s = w2.status().container_statuses.unwrap().remove(0);
     assert_eq!(s.state.unwrap().waiting.unwrap().reason.as_deref(), Some("CrashLoopBackOff"));
 }
+
+/// The init-containers proposal: "record whether all init containers have succeeded" and
+/// "only invoke new init containers if a pod restart is needed". Once the worker has written
+/// down that the pod initialized in this sandbox, init containers whose records are gone
+/// (pruned by hand, by GC) do not run again beside a crash-looping app (kubernetes#90271).
+#[test]
+fn initialization_written_down_outlives_the_init_containers_records() {
+    let p = pod(&["init-a", "init-b"], &["app"], "Always");
+    // The app crashed; no init container record is left, no app container lives.
+    let pruned = World::new(p.clone()).with_sandbox().with(exited(&p, "app", 0, 1, 5, 6)).at(7);
+    assert_eq!(starts(&pruned.plan()), [(Init, 0, 0)], "with nothing written down, init runs again");
+
+    let mut recorded = World::new(p.clone()).with_sandbox().with(exited(&p, "app", 0, 1, 5, 6)).at(7);
+    recorded.observed.initialized_in = Some(sandbox().id);
+    let plan = recorded.plan();
+    assert!(plan.initialized);
+    assert!(starts(&plan).iter().all(|(kind, ..)| *kind == App), "{:?}", plan.actions);
+
+    // Written down for another (dead) sandbox: a new sandbox runs every init container again.
+    let mut elsewhere = World::new(p.clone()).with_sandbox().with(exited(&p, "app", 0, 1, 5, 6)).at(7);
+    elsewhere.observed.initialized_in = Some("an-older-sandbox".into());
+    assert_eq!(starts(&elsewhere.plan()), [(Init, 0, 0)]);
+}
+
+#[test]
+fn the_plan_says_when_the_pod_has_initialized_in_its_sandbox() {
+    let p = pod(&["init-a"], &["app"], "Always");
+    let during = World::new(p.clone()).with_sandbox().with(running(&p, "init-a", 0, 1)).at(2);
+    assert!(!during.plan().initialized);
+    let done = World::new(p.clone()).with_sandbox().with(exited(&p, "init-a", 0, 0, 1, 2)).at(3);
+    let plan = done.plan();
+    assert!(plan.initialized);
+    assert_eq!(starts(&plan), [(App, 0, 0)]);
+}
