@@ -20,12 +20,14 @@ pub enum Action {
     CreateSandbox {
         attempt: u32,
     },
-    /// Pull (per `pull`), create and start a new instance of a spec container.
+    /// Pull (per `pull`), create and start a new instance of a spec container; or, with
+    /// `created`, start that instance, which was created and never started.
     StartContainer {
         kind: ContainerKind,
         index: usize,
         restart_count: i32,
         pull: PullPolicy,
+        created: Option<String>,
     },
     KillContainer {
         id: String,
@@ -173,7 +175,13 @@ fn definition_changed(sc: &SpecContainer, c: &ObservedContainer) -> bool {
 
 /// The start of a new instance of `sc`.
 fn start(sc: &SpecContainer, restart_count: i32) -> Action {
-    Action::StartContainer { kind: sc.kind, index: sc.index, restart_count, pull: PullPolicy::of(sc.container) }
+    Action::StartContainer {
+        kind: sc.kind,
+        index: sc.index,
+        restart_count,
+        pull: PullPolicy::of(sc.container),
+        created: None,
+    }
 }
 
 /// Acts on one container's decision.
@@ -184,6 +192,19 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
     match decide::decide(ctx, sc) {
         Decision::Keep | Decision::Done => {}
         Decision::Start { restart_count } => {
+            if let Some(c) = never_started(ctx, sc) {
+                // Created by a podwright that died before starting it (kubelets replace it,
+                // counting a restart it never had): started as it is, so that the pod's life
+                // reads as if nothing had happened.
+                p.actions.push(Action::StartContainer {
+                    kind: sc.kind,
+                    index: sc.index,
+                    restart_count: c.restart_count,
+                    pull: PullPolicy::of(sc.container),
+                    created: Some(c.id.clone()),
+                });
+                return;
+            }
             if let Some(c) =
                 ctx.observed.newest(sc.name()).filter(|c| matches!(c.state, RunState::Unknown | RunState::Created))
             {
@@ -232,6 +253,15 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
             }
         }
     }
+}
+
+/// The newest instance of `sc`, if it is one podwright created in the current sandbox from the
+/// current definition and never started, with no failed start since.
+fn never_started<'a>(ctx: &'a PodContext, sc: &SpecContainer) -> Option<&'a ObservedContainer> {
+    let sandbox = ctx.observed.sandbox.as_ref()?;
+    let c = ctx.observed.newest(sc.name())?;
+    let fresh = c.state == RunState::Created && c.sandbox_id == sandbox.id && !definition_changed(sc, c);
+    (fresh && ctx.observed.pending_failure(sc.name()).is_none()).then_some(c)
 }
 
 /// A restart after an exited instance moves the crash back-off on (the kubelet's

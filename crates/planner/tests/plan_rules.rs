@@ -4,7 +4,9 @@
 mod common;
 use common::*;
 use k8s_openapi::api::core::v1::Pod;
-use podwright_planner::{Action, ContainerKind::*, StartFailureReason};
+use podwright_planner::{
+    Action, ContainerKind::*, ObservedContainer, PullPolicy, RunState, StartFailure, StartFailureReason,
+};
 
 #[test]
 fn a_new_pod_gets_a_sandbox_first() {
@@ -393,4 +395,35 @@ fn the_plan_says_when_the_pod_has_initialized_in_its_sandbox() {
     let plan = done.plan();
     assert!(plan.initialized);
     assert_eq!(starts(&plan), [(App, 0, 0)]);
+}
+
+/// A podwright killed between CreateContainer and StartContainer leaves a created instance: the
+/// next one starts that instance as it is (same ID, same restart count) instead of replacing it,
+/// so the pod's life reads as if nothing had happened (the restart-safety notes, rule 4).
+#[test]
+fn an_instance_created_and_never_started_is_started_not_replaced() {
+    let p = pod(&["init"], &["app"], "Never");
+    let created = ObservedContainer { state: RunState::Created, started_at: None, ..running(&p, "app", 0, 3) };
+    let w = World::new(p.clone()).with_sandbox().with(exited(&p, "init", 0, 0, 1, 2)).with(created).at(4);
+    let plan = w.plan();
+    assert_eq!(
+        plan.actions,
+        [Action::StartContainer {
+            kind: App,
+            index: 0,
+            restart_count: 0,
+            pull: PullPolicy::IfNotPresent,
+            created: Some("app-0".into())
+        }]
+    );
+
+    // It failed to start since: replaced, as any instance that cannot run.
+    let mut failed = w;
+    failed.observed.start_failures.insert(
+        "app".into(),
+        StartFailure { reason: StartFailureReason::RunContainerError, message: "no".into(), at: t(4) },
+    );
+    let plan = failed.at(15).plan();
+    assert!(plan.actions.iter().any(|a| matches!(a, Action::KillContainer { id, .. } if id == "app-0")), "{plan:?}");
+    assert!(plan.actions.iter().any(|a| matches!(a, Action::StartContainer { created: None, .. })), "{plan:?}");
 }
