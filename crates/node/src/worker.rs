@@ -258,9 +258,11 @@ impl PodWorker {
             }
             let now = self.engine.clock.now();
             let kind = pass_kind.take().unwrap_or(if deletion.is_some() { PassKind::Kill } else { PassKind::Sync });
+            let (interrupted, containers) = containers.into_iter().partition(|c| c.start_interrupted());
             let mut observed = Observed {
                 sandbox: sandboxes.last().cloned(),
                 containers,
+                interrupted,
                 start_failures: self.memory.start_failures.clone(),
                 probes: Default::default(),
                 sandbox_failure: self.memory.sandbox_failure,

@@ -88,6 +88,10 @@ pub fn plan(ctx: &PodContext) -> Plan {
 pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
     let mut p =
         Plan { actions: vec![], wake_at: None, backoff: ctx.backoff.clone(), events: vec![], initialized: false };
+    // First, so that a new instance may take an interrupted one's name (its attempt).
+    for c in &ctx.observed.interrupted {
+        p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
+    }
     let grace = kill_grace(ctx);
 
     // Terminal: deletion, the deadline, a failed init under Never, or every app container

@@ -427,3 +427,32 @@ fn an_instance_created_and_never_started_is_started_not_replaced() {
     assert!(plan.actions.iter().any(|a| matches!(a, Action::KillContainer { id, .. } if id == "app-0")), "{plan:?}");
     assert!(plan.actions.iter().any(|a| matches!(a, Action::StartContainer { created: None, .. })), "{plan:?}");
 }
+
+/// A podwright killed during StartContainer: containerd leaves the instance exited with
+/// `StartError` "context canceled". It never ran: under `Never` the pod does not fail; the
+/// instance is removed and a new one started under the same restart count.
+#[test]
+fn an_instance_whose_start_was_cut_short_by_podwrights_death_counts_for_nothing() {
+    let p = pod(&["init"], &["app"], "Never");
+    let cut = ObservedContainer {
+        reason: "StartError".into(),
+        message: "failed to create containerd task: failed to create shim task: context canceled: unknown".into(),
+        started_at: None,
+        ..exited(&p, "app", 0, 128, 3, 3)
+    };
+    assert!(cut.start_interrupted());
+    let mut w = World::new(p.clone()).with_sandbox().with(exited(&p, "init", 0, 0, 1, 2)).at(4);
+    w.observed.interrupted.push(cut);
+    assert_ne!(w.status().phase.as_deref(), Some("Failed"));
+    let plan = w.plan();
+    assert_eq!(plan.actions[0], Action::RemoveContainer { id: "app-0".into(), name: "app".into() });
+    assert_eq!(starts(&plan), [(App, 0, 0)]);
+
+    // Any other start failure is the container's: the pod fails under Never.
+    let failed = ObservedContainer {
+        reason: "StartError".into(),
+        message: "exec: \"nope\": executable file not found in $PATH".into(),
+        ..exited(&p, "app", 0, 128, 3, 3)
+    };
+    assert!(!failed.start_interrupted());
+}
