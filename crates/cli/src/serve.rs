@@ -272,6 +272,7 @@ pub async fn serve(args: ServeArgs) -> u8 {
     // What the runtime holds of pods the API does not know (deleted while podwright was down,
     // or from another run on this root) goes before anything new starts.
     remove_orphans(runtime.as_ref(), &root, &api.pod_uids()).await;
+    tokio::spawn(api.clone().expire_events());
     tokio::spawn(log_rotation::rotate_logs(counted, clock, log_policy));
     let mut node =
         Node::new(runtime, &root).clock(clock).metrics(metrics.clone()).events(api.sink()).status(api.sink());

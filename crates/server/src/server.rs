@@ -8,7 +8,7 @@ use crate::store::Store;
 use crate::{api, discovery, openapi};
 use axum::Router;
 use axum::routing::get;
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use podwright_node::timeline::Recording;
 use podwright_runtime::{Clock, Runtime};
@@ -16,6 +16,10 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// How long an event is kept after it was last seen (the API server's `--event-ttl` default).
+pub const EVENT_TTL: SignedDuration = SignedDuration::from_hours(1);
+const EVENT_EXPIRY_CHECK: SignedDuration = SignedDuration::from_mins(1);
 
 /// The local API's database, under the root directory.
 pub const STORE_FILE: &str = "api.redb";
@@ -40,6 +44,8 @@ struct Shared {
     config: ServerConfig,
     /// The statuses and events of every pod, into the store and into its timeline.
     recording: Arc<Recording>,
+    /// The events sink inside `recording`, for expiring old events.
+    events: Arc<StoreEvents>,
     /// Asked for the streaming URLs of exec, attach and port-forward.
     runtime: Arc<dyn Runtime>,
 }
@@ -111,8 +117,21 @@ impl ApiServer {
         let status =
             Arc::new(StoreStatus { store: store.clone(), link: link.clone(), host_ip: config.host_ip.clone() });
         let events = Arc::new(StoreEvents::new(store.clone(), config.node_name.clone()));
-        let recording = Arc::new(Recording::new(clock, &[], status, events));
-        (ApiServer(Arc::new(Shared { store, link, config, recording, runtime })), feed)
+        let recording = Arc::new(Recording::new(clock, &[], status, events.clone()));
+        (ApiServer(Arc::new(Shared { store, link, config, recording, events, runtime })), feed)
+    }
+
+    /// Runs forever: removes events an hour after they were last seen, every minute, as the
+    /// API server does; the store on disk does not grow without end.
+    pub async fn expire_events(self) {
+        let clock = *self.0.store.clock();
+        loop {
+            clock.sleep_until(clock.now() + EVENT_EXPIRY_CHECK).await;
+            let gone = self.0.events.expire(clock.now(), EVENT_TTL);
+            if gone > 0 {
+                tracing::debug!(gone, "expired events");
+            }
+        }
     }
 
     pub fn store(&self) -> &Store {
