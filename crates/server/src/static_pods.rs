@@ -83,11 +83,6 @@ impl StaticPods {
             .collect()
     }
 
-    /// Whether `uid` is a static pod the node runs (not stopping).
-    pub fn is_running(&self, uid: &str) -> bool {
-        self.lock().running.contains_key(uid)
-    }
-
     /// One reading of the static-pod path: every pod it holds, in file order.
     pub fn set(&self, pods: Vec<Pod>, events: &dyn EventSink) {
         let now = self.store.clock().now();

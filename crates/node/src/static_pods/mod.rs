@@ -46,12 +46,6 @@ pub struct FileProblem {
     pub message: String,
 }
 
-impl std::fmt::Display for FileProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
 /// One reading of the static-pod path.
 #[derive(Debug, Default)]
 pub struct Listing {
