@@ -1,5 +1,5 @@
 //! What the runtime cannot tell us about a pod, written down before it is acted on: the pod as
-//! given, when it started, and its back-off state.
+//! given, when it started, its back-off state, and the sandbox in which it initialized.
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
@@ -13,6 +13,9 @@ pub struct Checkpoint {
     pub pod: Pod,
     pub start_time: Option<Timestamp>,
     pub backoff: Backoff,
+    /// The sandbox in which initialization completed.
+    #[serde(default)]
+    pub initialized_in: Option<String>,
 }
 
 /// The same fields, borrowed: a checkpoint is written without copying the pod.
@@ -21,6 +24,7 @@ pub struct CheckpointRef<'a> {
     pub pod: &'a Pod,
     pub start_time: Option<Timestamp>,
     pub backoff: &'a Backoff,
+    pub initialized_in: Option<&'a str>,
 }
 
 /// Writes atomically (temporary file, then rename) so a crash never leaves half a checkpoint.
@@ -54,9 +58,16 @@ mod tests {
         pod.metadata.uid = Some("u1".into());
         let mut backoff = Backoff::default();
         backoff.next("c", Timestamp::UNIX_EPOCH, Timestamp::UNIX_EPOCH);
-        save(&root, &CheckpointRef { pod: &pod, start_time: Some(Timestamp::UNIX_EPOCH), backoff: &backoff }).unwrap();
+        let cp = CheckpointRef {
+            pod: &pod,
+            start_time: Some(Timestamp::UNIX_EPOCH),
+            backoff: &backoff,
+            initialized_in: Some("s1"),
+        };
+        save(&root, &cp).unwrap();
         let back = load(&root, "u1").unwrap().unwrap();
         assert_eq!(back.backoff, backoff);
+        assert_eq!(back.initialized_in.as_deref(), Some("s1"));
         assert_eq!(back.start_time, Some(Timestamp::UNIX_EPOCH));
         std::fs::remove_dir_all(root).unwrap();
     }

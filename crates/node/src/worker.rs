@@ -92,6 +92,8 @@ struct Memory {
     start_failures: BTreeMap<String, StartFailure>,
     start_time: Timestamp,
     sandbox_failure: Option<Timestamp>,
+    /// The sandbox in which initialization completed (checkpointed).
+    initialized_in: Option<String>,
 }
 
 /// From an init container seen completed to the pod's next container started, for
@@ -156,8 +158,10 @@ impl PodWorker {
         });
         let reported_start = pod.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0);
         let saved_start = saved.as_ref().and_then(|c| c.start_time);
+        let initialized_in = saved.as_ref().and_then(|c| c.initialized_in.clone());
         let memory = Memory {
             backoff: saved.map(|c| c.backoff).unwrap_or_default(),
+            initialized_in,
             start_failures: BTreeMap::new(),
             start_time: reported_start.or(saved_start).unwrap_or_else(|| engine.clock.now()),
             sandbox_failure: None,
@@ -168,7 +172,12 @@ impl PodWorker {
 
     fn checkpoint(&self) {
         let m = &self.memory;
-        let cp = CheckpointRef { pod: &self.pod, start_time: Some(m.start_time), backoff: &m.backoff };
+        let cp = CheckpointRef {
+            pod: &self.pod,
+            start_time: Some(m.start_time),
+            backoff: &m.backoff,
+            initialized_in: m.initialized_in.as_deref(),
+        };
         if let Err(e) = checkpoint::save(&self.engine.root, &cp) {
             tracing::warn!(%e, "could not write the pod's checkpoint");
         }
@@ -249,12 +258,15 @@ impl PodWorker {
             }
             let now = self.engine.clock.now();
             let kind = pass_kind.take().unwrap_or(if deletion.is_some() { PassKind::Kill } else { PassKind::Sync });
+            let (interrupted, containers) = containers.into_iter().partition(|c| c.start_interrupted());
             let mut observed = Observed {
                 sandbox: sandboxes.last().cloned(),
                 containers,
+                interrupted,
                 start_failures: self.memory.start_failures.clone(),
                 probes: Default::default(),
                 sandbox_failure: self.memory.sandbox_failure,
+                initialized_in: self.memory.initialized_in.clone(),
             };
             let sandbox_running = observed.sandbox.as_ref().is_some_and(|s| s.ready);
             self.gauges.set(sandbox_running, observed.containers.iter().map(|c| c.state));
@@ -294,7 +306,13 @@ impl PodWorker {
                 let kind = if e.warning { EventType::Warning } else { EventType::Normal };
                 self.engine.events.record(&self.pod, e.field_path.clone(), kind, e.reason, e.message.clone(), now);
             }
-            if p.backoff != self.memory.backoff {
+            // Written down before the plan starts an app container on the strength of it.
+            let sandbox = observed.sandbox.as_ref().map(|s| &s.id);
+            let newly_initialized = p.initialized && self.memory.initialized_in.as_ref() != sandbox;
+            if newly_initialized {
+                self.memory.initialized_in = sandbox.cloned();
+            }
+            if p.backoff != self.memory.backoff || newly_initialized {
                 self.memory.backoff = p.backoff;
                 self.checkpoint();
             }

@@ -80,6 +80,13 @@ pub struct ObservedContainer {
 }
 
 impl ObservedContainer {
+    /// Its `StartContainer` was cancelled by the caller going away (podwright killed during
+    /// the call): containerd then leaves it exited with `StartError` and "context canceled".
+    /// Its process never ran; an uninterrupted run would simply have started it.
+    pub fn start_interrupted(&self) -> bool {
+        self.state == RunState::Exited && self.reason == "StartError" && self.message.contains("context canceled")
+    }
+
     /// The kubelet's "failed" for an init container: OOM killed, non-zero exit, or unknown.
     pub fn failed(&self) -> bool {
         match self.state {
@@ -162,6 +169,13 @@ pub struct Observed {
     pub probes: ProbeResults,
     /// When creating a sandbox last failed, if it has not succeeded since.
     pub sandbox_failure: Option<Timestamp>,
+    /// The sandbox in which every init container was seen done, as the pod worker wrote it
+    /// down: initialization stays done there even once the init containers' records are gone.
+    pub initialized_in: Option<String>,
+    /// Instances whose start was cut short by the death of the podwright that started them
+    /// ([`ObservedContainer::start_interrupted`]): they never ran, so they count for nothing
+    /// and are removed.
+    pub interrupted: Vec<ObservedContainer>,
 }
 
 impl Observed {

@@ -20,12 +20,14 @@ pub enum Action {
     CreateSandbox {
         attempt: u32,
     },
-    /// Pull (per `pull`), create and start a new instance of a spec container.
+    /// Pull (per `pull`), create and start a new instance of a spec container; or, with
+    /// `created`, start that instance, which was created and never started.
     StartContainer {
         kind: ContainerKind,
         index: usize,
         restart_count: i32,
         pull: PullPolicy,
+        created: Option<String>,
     },
     KillContainer {
         id: String,
@@ -58,6 +60,9 @@ pub struct Plan {
     /// Back-off state after this plan's restart decisions; the caller stores it.
     pub backoff: Backoff,
     pub events: Vec<PlanEvent>,
+    /// Every init container has done its part in the current sandbox: the caller writes this
+    /// down before acting on the plan, which may start the app containers.
+    pub initialized: bool,
 }
 
 impl Plan {
@@ -81,7 +86,12 @@ pub fn plan(ctx: &PodContext) -> Plan {
 /// `plan()` for a caller that has just computed the pod's status, and with it the phase (the
 /// pod worker): the container statuses are not worked out twice.
 pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
-    let mut p = Plan { actions: vec![], wake_at: None, backoff: ctx.backoff.clone(), events: vec![] };
+    let mut p =
+        Plan { actions: vec![], wake_at: None, backoff: ctx.backoff.clone(), events: vec![], initialized: false };
+    // First, so that a new instance may take an interrupted one's name (its attempt).
+    for c in &ctx.observed.interrupted {
+        p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
+    }
     let grace = kill_grace(ctx);
 
     // Terminal: deletion, the deadline, a failed init under Never, or every app container
@@ -123,6 +133,7 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
     // Init containers first (sidecars are looked after for the pod's whole life), then, once
     // initialized, the app containers.
     let init = decide::init_actions(ctx);
+    p.initialized = init.initialized;
     let inits: Vec<SpecContainer> = pod::init_containers(ctx.pod).collect();
     for sc in init.to_act.iter().filter_map(|&i| inits.get(i)) {
         apply(ctx, sc, &mut p);
@@ -168,7 +179,13 @@ fn definition_changed(sc: &SpecContainer, c: &ObservedContainer) -> bool {
 
 /// The start of a new instance of `sc`.
 fn start(sc: &SpecContainer, restart_count: i32) -> Action {
-    Action::StartContainer { kind: sc.kind, index: sc.index, restart_count, pull: PullPolicy::of(sc.container) }
+    Action::StartContainer {
+        kind: sc.kind,
+        index: sc.index,
+        restart_count,
+        pull: PullPolicy::of(sc.container),
+        created: None,
+    }
 }
 
 /// Acts on one container's decision.
@@ -179,6 +196,19 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
     match decide::decide(ctx, sc) {
         Decision::Keep | Decision::Done => {}
         Decision::Start { restart_count } => {
+            if let Some(c) = never_started(ctx, sc) {
+                // Created by a podwright that died before starting it (kubelets replace it,
+                // counting a restart it never had): started as it is, so that the pod's life
+                // reads as if nothing had happened.
+                p.actions.push(Action::StartContainer {
+                    kind: sc.kind,
+                    index: sc.index,
+                    restart_count: c.restart_count,
+                    pull: PullPolicy::of(sc.container),
+                    created: Some(c.id.clone()),
+                });
+                return;
+            }
             if let Some(c) =
                 ctx.observed.newest(sc.name()).filter(|c| matches!(c.state, RunState::Unknown | RunState::Created))
             {
@@ -227,6 +257,15 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
             }
         }
     }
+}
+
+/// The newest instance of `sc`, if it is one podwright created in the current sandbox from the
+/// current definition and never started, with no failed start since.
+fn never_started<'a>(ctx: &'a PodContext, sc: &SpecContainer) -> Option<&'a ObservedContainer> {
+    let sandbox = ctx.observed.sandbox.as_ref()?;
+    let c = ctx.observed.newest(sc.name())?;
+    let fresh = c.state == RunState::Created && c.sandbox_id == sandbox.id && !definition_changed(sc, c);
+    (fresh && ctx.observed.pending_failure(sc.name()).is_none()).then_some(c)
 }
 
 /// A restart after an exited instance moves the crash back-off on (the kubelet's
