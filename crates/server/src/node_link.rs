@@ -2,10 +2,12 @@
 //! deleted through the API, and the [`StatusSink`] and [`EventSink`] that write what the pod
 //! workers report back into the store, where kubectl reads it.
 
+use crate::mirror::node_uid;
 use crate::resources::Resource;
+use crate::static_pods::StaticPods;
 use crate::store::{Store, meta_str};
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::{EventSource, Pod};
+use k8s_openapi::api::core::v1::{EventSource, HostIP, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podwright_node::events::PodEvent;
 use podwright_node::{EventSink, EventType, PodChange, PodSource, PodUpdate, StatusSink};
@@ -102,6 +104,8 @@ pub struct StoreStatus {
     pub store: Arc<Store>,
     pub link: Arc<NodeLink>,
     pub host_ip: Option<String>,
+    /// Static pods' statuses go into their mirror pods, made again when missing.
+    pub statics: Arc<StaticPods>,
 }
 
 impl StatusSink for StoreStatus {
@@ -112,23 +116,30 @@ impl StatusSink for StoreStatus {
         // same name created since. A pod deleted at once (grace 0) has no object any more, but
         // its worker still has to be removed from the node when it finishes.
         let (ns, name) = (m.namespace.as_deref().unwrap_or("default"), m.name.as_deref().unwrap_or_default());
-        let ours = |obj: &Value| meta_str(obj, "uid") == Some(uid);
+        // A static pod's object is its mirror pod, which has a UID of its own.
+        let ours = |obj: &Value| node_uid(obj) == uid;
         if let Some(status) = &update.status {
-            let mut status = serde_json::to_value(status.as_ref()).unwrap_or(Value::Null);
+            let mut status = status.as_ref().clone();
             if let Some(ip) = &self.host_ip {
-                status["hostIP"] = json!(ip);
-                status["hostIPs"] = json!([{"ip": ip}]);
+                status.host_ip = Some(ip.clone());
+                status.host_ips = Some(vec![HostIP { ip: ip.clone() }]);
             }
+            let value = serde_json::to_value(&status).unwrap_or(Value::Null);
+            let mut found = false;
             let written = self.store.update(Resource::Pods, ns, name, |old| {
                 if !ours(old) {
                     return Ok(None);
                 }
+                found = true;
                 let mut new = old.clone();
-                new["status"] = status;
+                new["status"] = value;
                 Ok(Some(new))
             });
             if let Err(e) = written {
                 tracing::debug!(%e, uid, "status of a pod no longer stored");
+            }
+            if !found {
+                self.statics.mirror_missing(uid, &status);
             }
         }
         if self.link.on_status(uid, update.finished) {
@@ -295,7 +306,8 @@ mod tests {
         store.delete(Resource::Pods, "default", "web").unwrap();
         assert!(!link.delete(&uid, 0));
 
-        let sink = StoreStatus { store, link, host_ip: None };
+        let statics = Arc::new(StaticPods::new(store.clone(), link.clone(), "node"));
+        let sink = StoreStatus { store, link, host_ip: None, statics };
         sink.publish(&PodUpdate { finished: false, ..PodUpdate::new(Arc::new(pod.clone())) });
         assert!(feed.removals.try_recv().is_err());
         sink.publish(&PodUpdate { finished: true, ..PodUpdate::new(Arc::new(pod)) });
