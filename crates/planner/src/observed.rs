@@ -81,10 +81,14 @@ pub struct ObservedContainer {
 
 impl ObservedContainer {
     /// Its `StartContainer` was cancelled by the caller going away (podwright killed during
-    /// the call): containerd then leaves it exited with `StartError` and "context canceled".
-    /// Its process never ran; an uninterrupted run would simply have started it.
+    /// the call): containerd then leaves it exited with `StartError`, and "context canceled",
+    /// or "failed to start shim: … signal: killed" when the cancellation killed the shim it was
+    /// starting for it (seen with containerd 1.6.20). Its process never ran; an uninterrupted
+    /// run would simply have started it.
     pub fn start_interrupted(&self) -> bool {
-        self.state == RunState::Exited && self.reason == "StartError" && self.message.contains("context canceled")
+        let cancelled = self.message.contains("context canceled")
+            || self.message.contains("failed to start shim") && self.message.contains("signal: killed");
+        self.state == RunState::Exited && self.reason == "StartError" && cancelled
     }
 
     /// The kubelet's "failed" for an init container: OOM killed, non-zero exit, or unknown.

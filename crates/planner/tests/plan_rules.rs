@@ -441,6 +441,12 @@ fn an_instance_whose_start_was_cut_short_by_podwrights_death_counts_for_nothing(
         ..exited(&p, "app", 0, 128, 3, 3)
     };
     assert!(cut.start_interrupted());
+    let shim_killed = ObservedContainer {
+        message: "failed to create containerd task: failed to start shim: start failed: : signal: killed: unknown"
+            .into(),
+        ..cut.clone()
+    };
+    assert!(shim_killed.start_interrupted());
     let mut w = World::new(p.clone()).with_sandbox().with(exited(&p, "init", 0, 0, 1, 2)).at(4);
     w.observed.interrupted.push(cut);
     assert_ne!(w.status().phase.as_deref(), Some("Failed"));
