@@ -247,13 +247,19 @@ mod tests {
     use super::*;
     use podwright_runtime::Clock;
 
-    #[tokio::test]
-    async fn events_expire_an_hour_after_they_were_last_seen() {
+    /// An events sink over a fresh store, and a pod to record events of.
+    fn events_of_web() -> (Arc<Store>, StoreEvents, Pod) {
         let store = Arc::new(Store::new(Clock::new()));
         let sink = StoreEvents::new(store.clone(), "node".into());
         let mut pod = Pod::default();
         pod.metadata.name = Some("web".into());
         pod.metadata.uid = Some("u1".into());
+        (store, sink, pod)
+    }
+
+    #[tokio::test]
+    async fn events_expire_an_hour_after_they_were_last_seen() {
+        let (store, sink, pod) = events_of_web();
         let t0: Timestamp = "2026-11-23T10:00:00Z".parse().unwrap();
         let minutes = |m: i64| t0 + SignedDuration::from_mins(m);
         sink.record(&pod, None, EventType::Normal, "Old", "once".into(), t0);
@@ -275,11 +281,7 @@ mod tests {
     /// Events of one pass share an instant, and with it the kubelet's name for them.
     #[tokio::test]
     async fn events_at_the_same_instant_are_all_kept() {
-        let store = Arc::new(Store::new(Clock::new()));
-        let sink = StoreEvents::new(store.clone(), "node".into());
-        let mut pod = Pod::default();
-        pod.metadata.name = Some("web".into());
-        pod.metadata.uid = Some("u1".into());
+        let (store, sink, pod) = events_of_web();
         let t0: Timestamp = "2026-11-23T10:00:00Z".parse().unwrap();
         sink.record(&pod, None, EventType::Normal, "BackOff", "Back-off pulling image".into(), t0);
         sink.record(&pod, None, EventType::Warning, "Failed", "Error: ImagePullBackOff".into(), t0);

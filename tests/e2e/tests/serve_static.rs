@@ -6,9 +6,8 @@
 #![allow(clippy::disallowed_methods)]
 
 use podwright_e2e::serve::{Daemon, text};
-use podwright_e2e::test_root;
-use std::path::PathBuf;
-use std::process::Command;
+use podwright_e2e::{containers_with_label_at, test_root};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -96,12 +95,7 @@ fn wait_running(d: &Daemon, name: &str, old_hash: &str) -> (String, String) {
 /// Whether containerd holds a container or sandbox of pod `uid`.
 fn holds(d: &Daemon, uid: &str) -> bool {
     let socket = d.endpoint().trim_start_matches("unix://");
-    let filter = format!("labels.\"io.kubernetes.pod.uid\"=={uid}");
-    let out = Command::new("ctr")
-        .args(["-a", socket, "-n", "k8s.io", "containers", "ls", "-q", &filter])
-        .output()
-        .expect("ctr runs");
-    !out.stdout.trim_ascii().is_empty()
+    !containers_with_label_at(Path::new(socket), "io.kubernetes.pod.uid", uid).is_empty()
 }
 
 fn wait_removed(d: &Daemon, uid: &str) {
