@@ -237,7 +237,9 @@ impl PodWorker {
                 Ok(o) => o,
                 Err(e) => {
                     tracing::warn!(%e, "could not read the pod's state from the runtime");
+                    // Biased, here and below: a seeded simulation replays the same choices.
                     tokio::select! {
+                        biased;
                         _ = tokio::time::sleep(OBSERVE_RETRY) => {}
                         r = self.desired.changed(), if desired_open => desired_open = r.is_ok(),
                     }
@@ -316,6 +318,7 @@ impl PodWorker {
                 }
             };
             tokio::select! {
+                biased;
                 _ = bell.notified() => {}
                 _ = planned => {}
                 r = self.desired.changed(), if desired_open => desired_open = r.is_ok(),
