@@ -136,7 +136,7 @@ impl PodWorkers {
     /// publishing or stopping anything (their probes stop with them). The pods' containers stay
     /// in the runtime and their checkpoints under the root, for the next node to take over. For
     /// simulations of agent crashes; a mode that stops keeps its workers running instead.
-    pub fn abort(self) {
+    pub fn abort(&self) {
         self.pods().by_uid.values().for_each(|h| h.task.abort());
     }
 

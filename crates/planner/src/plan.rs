@@ -58,6 +58,9 @@ pub struct Plan {
     /// Back-off state after this plan's restart decisions; the caller stores it.
     pub backoff: Backoff,
     pub events: Vec<PlanEvent>,
+    /// The pod has completed its initialization in its current sandbox; the caller records it
+    /// (`Observed::initialized_in`) so that it stays so while that sandbox lives.
+    pub initialized: bool,
 }
 
 impl Plan {
@@ -66,9 +69,9 @@ impl Plan {
     }
 }
 
-/// Is anything of the pod still alive in the runtime?
+/// Is anything of the pod still alive in the runtime (a ready sandbox, a running container)?
 fn anything_live(ctx: &PodContext) -> bool {
-    ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready) || ctx.observed.any_live()
+    ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready) || ctx.observed.any_running()
 }
 
 /// How long to wait before creating a sandbox again after it failed.
@@ -81,7 +84,8 @@ pub fn plan(ctx: &PodContext) -> Plan {
 /// `plan()` for a caller that has just computed the pod's status, and with it the phase (the
 /// pod worker): the container statuses are not worked out twice.
 pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
-    let mut p = Plan { actions: vec![], wake_at: None, backoff: ctx.backoff.clone(), events: vec![] };
+    let mut p =
+        Plan { actions: vec![], wake_at: None, backoff: ctx.backoff.clone(), events: vec![], initialized: false };
     let grace = kill_grace(ctx);
 
     // Terminal: deletion, the deadline, a failed init under Never, or every app container
@@ -123,6 +127,7 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
     // Init containers first (sidecars are looked after for the pod's whole life), then, once
     // initialized, the app containers.
     let init = decide::init_actions(ctx);
+    p.initialized = init.initialized;
     let inits: Vec<SpecContainer> = pod::init_containers(ctx.pod).collect();
     for sc in init.to_act.iter().filter_map(|&i| inits.get(i)) {
         apply(ctx, sc, &mut p);
@@ -323,8 +328,13 @@ fn restart_pod(ctx: &PodContext, p: &mut Plan, grace: Duration) {
 /// Keeps, for every container (init containers and sidecars included), the newest instance
 /// and the newest exited one before it (`state` and `lastState`, for kubectl's `RESTARTS 1 (5s
 /// ago)` and `logs --previous`); older dead ones are removed, as the kubelet's pruning and
-/// container GC do.
+/// container GC do, and so are dead init containers and sidecars of an older sandbox that a
+/// new sandbox's removal left behind.
 fn prune_dead(ctx: &PodContext, p: &mut Plan) {
+    let stale = ctx.observed.containers.iter().filter(|c| !ctx.observed.counts(c) && !c.state.is_live());
+    for c in stale {
+        p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
+    }
     for sc in pod::all_containers(ctx.pod) {
         let older_exited =
             ctx.observed.instances(sc.name()).into_iter().skip(1).filter(|c| c.state == RunState::Exited);

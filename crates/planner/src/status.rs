@@ -75,7 +75,7 @@ pub fn container_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStatus
     let mut st = ContainerStatus {
         name: sc.name().to_string(),
         image: sc.image().to_string(),
-        restart_count: newest.map_or(0, |c| c.restart_count),
+        restart_count: ctx.observed.restart_count(sc.name()).unwrap_or(0),
         started: Some(false),
         ready: false,
         ..Default::default()
@@ -306,7 +306,7 @@ pub fn phase(ctx: &PodContext) -> Phase {
 /// A deleted pod whose containers have all stopped is terminal: if its containers do not say
 /// `Succeeded`, it `Failed` (the kubelet never leaves a terminated pod `Pending` or `Running`).
 fn deleted_phase(ctx: &PodContext, phase: Phase) -> Phase {
-    if ctx.deleting && !ctx.observed.any_live() && phase != Phase::Succeeded { Phase::Failed } else { phase }
+    if ctx.deleting && !ctx.observed.any_running() && phase != Phase::Succeeded { Phase::Failed } else { phase }
 }
 
 fn condition(kind: &str, ok: bool, reason: Option<&str>, message: Option<String>) -> PodCondition {
@@ -341,7 +341,7 @@ fn conditions(
         .collect();
     out.push(if phase == Phase::Succeeded {
         condition("Initialized", true, Some("PodCompleted"), None)
-    } else if app_started || incomplete.is_empty() {
+    } else if app_started || incomplete.is_empty() || decide::initialized_here(ctx) {
         condition("Initialized", true, None, None)
     } else {
         condition(
@@ -417,7 +417,7 @@ pub fn pod_status_and_phase(ctx: &PodContext, previous: Option<&PodStatus>) -> (
     if let Some(pp) = prev_phase.filter(|p| p.is_terminal()) {
         phase = pp;
     }
-    if phase.is_terminal() && !ctx.observed.any_live() {
+    if phase.is_terminal() && !ctx.observed.any_running() {
         terminate_pod(&mut inits, &mut apps);
     }
     let mut conds = conditions(ctx, phase, &inits, &apps);

@@ -125,6 +125,7 @@ pub enum Change {
         id: String,
         uid: String,
         attempt: u32,
+        ip: String,
     },
     /// A ready sandbox is not any more (stopped, or its pause process died).
     SandboxNotReady {

@@ -48,7 +48,7 @@ impl RuntimeService for FakeRuntime {
             metadata: Some(metadata),
             state: PodSandboxState::SandboxReady as i32,
             created_at: nanos(self.clock.now()),
-            network: Some(PodSandboxNetworkStatus { ip, additional_ips: Vec::new() }),
+            network: Some(PodSandboxNetworkStatus { ip: ip.clone(), additional_ips: Vec::new() }),
             linux: None,
             labels,
             annotations,
@@ -56,9 +56,10 @@ impl RuntimeService for FakeRuntime {
         };
         state.sandbox_labels.insert(&id, &status.labels);
         let (uid, attempt) = status.metadata.as_ref().map(|m| (m.uid.clone(), m.attempt)).unwrap_or_default();
+        let ready = Change::SandboxReady { id: id.to_string(), uid, attempt, ip: ip.clone() };
         let sandbox = Sandbox { status, seq, pod, log_directory, containers: Vec::new() };
         state.sandboxes.insert(id.clone(), sandbox);
-        self.record(&mut state, || Change::SandboxReady { id: id.to_string(), uid, attempt });
+        self.record(&mut state, || ready);
         self.emit(&id, RuntimeEventKind::Started);
         lost.map_or(Ok(id.to_string()), Err)
     }

@@ -520,7 +520,7 @@ async fn changes_record_effects_in_order_whatever_made_them() {
     assert_eq!(
         changes,
         vec![
-            Change::SandboxReady { id: sb.clone(), uid: s("uid-p"), attempt: 0 },
+            Change::SandboxReady { id: sb.clone(), uid: s("uid-p"), attempt: 0, ip: s("10.0.0.1") },
             created(&init, "init"),
             Change::ContainerStarted { id: init.clone() },
             Change::ContainerExited { id: init.clone(), exit_code: 0, reason: s("Completed") },
