@@ -178,8 +178,18 @@ impl PodWorker {
         });
         let reported_start = pod.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0);
         let saved_start = saved.as_ref().and_then(|c| c.start_time);
-        let (backoff, restart_counts, initialized_in) =
+        let (backoff, mut restart_counts, initialized_in) =
             saved.map(|c| (c.backoff, c.restart_counts, c.initialized_in)).unwrap_or_default();
+        // The last status reported says as much, should the checkpoint be older: a count above
+        // 0 is that of an instance the container had (0 may be of one that never ran).
+        let reported = pod.status.iter().flat_map(|s| {
+            let all = [&s.init_container_statuses, &s.container_statuses];
+            all.into_iter().flatten().flatten()
+        });
+        for st in reported.filter(|st| st.restart_count > 0) {
+            let n = restart_counts.entry(st.name.clone()).or_default();
+            *n = st.restart_count.max(*n);
+        }
         let memory = Memory {
             backoff,
             start_failures: BTreeMap::new(),

@@ -19,8 +19,10 @@ fn env(name: &str) -> Option<u64> {
 }
 
 fn assert_clean(summary: &crash::Summary) {
+    let first: Vec<String> =
+        summary.failures.iter().map(|f| format!("{} ({})", f.seed, f.violation.invariant)).collect();
     let reports: Vec<&str> = summary.failures.iter().map(|f| f.report.as_str()).collect();
-    assert_eq!(summary.violations, 0, "seeds broke invariants:\n{}", reports.join("\n"));
+    assert_eq!(summary.violations, 0, "seeds broke invariants, first {}:\n{}", first.join(", "), reports.join("\n"));
 }
 
 /// A quick amount: seconds in release (`scripts/test`), fewer in a debug build.
@@ -142,16 +144,4 @@ async fn the_checker_sees_a_phase_leave_failed_and_a_restart_count_go_down() {
     assert_eq!(checker.violation.take().expect("a violation").detail, "the phase went from Failed to Running");
     checker.status(&update("Failed", 1), 2);
     assert_eq!(checker.violation.expect("a violation").detail, "a0's restartCount went from 2 to 1");
-}
-
-#[test]
-#[ignore]
-fn debug_replay() {
-    let seed = env("SIM_SEED").unwrap_or(7);
-    let root = std::env::temp_dir().join("podwright-sim-debug");
-    let sc = Scenario::new(seed);
-    for i in 0..2 {
-        let (_, trace) = crash::traced(&sc, &root);
-        std::fs::write(format!("/tmp/replay-{i}.txt"), trace.join("\n")).unwrap();
-    }
 }

@@ -87,6 +87,11 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
     let mut p =
         Plan { actions: vec![], wake_at: None, backoff: ctx.backoff.clone(), events: vec![], initialized: false };
     let grace = kill_grace(ctx);
+    let sandbox_ok = ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready && s.ip.is_some());
+    // Worked out while stopping too: a pod that completed its initialization just before its
+    // deletion stays initialized while its containers stop.
+    let init = sandbox_ok.then(|| decide::init_actions(ctx));
+    p.initialized = init.as_ref().is_some_and(|i| i.initialized);
 
     // Terminal: deletion, the deadline, a failed init under Never, or every app container
     // done for good. Kill what lives, start nothing.
@@ -108,11 +113,10 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
         p.wake(at);
     }
 
-    let sandbox_ok = ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready && s.ip.is_some());
-    if !sandbox_ok {
+    let Some(init) = init else {
         plan_new_sandbox(ctx, &mut p, grace);
         return p;
-    }
+    };
     // The init-containers proposal: changing an init container's image is equivalent to
     // restarting the pod. Everything stops, and every init container runs again in a new sandbox.
     if pod::init_containers(ctx.pod)
@@ -126,8 +130,6 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
 
     // Init containers first (sidecars are looked after for the pod's whole life), then, once
     // initialized, the app containers.
-    let init = decide::init_actions(ctx);
-    p.initialized = init.initialized;
     let inits: Vec<SpecContainer> = pod::init_containers(ctx.pod).collect();
     for sc in init.to_act.iter().filter_map(|&i| inits.get(i)) {
         apply(ctx, sc, &mut p);

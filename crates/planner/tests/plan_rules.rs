@@ -246,6 +246,14 @@ fn a_pod_initialized_in_its_sandbox_stays_so_while_a_sidecar_restarts() {
     // A record of another sandbox says nothing about this one.
     w.observed.initialized_in = Some("sb0".into());
     assert_eq!(initialized(&w), "False");
+
+    // Initialization completed just before a deletion is said while stopping, to be recorded
+    // before the sidecar is stopped.
+    let mut w = World::new(p.clone()).with_sandbox().with(running(&p, "side", 0, 1)).at(2);
+    w.deleting = true;
+    let plan = w.plan();
+    assert!(matches!(plan.actions[..], [Action::KillPod { .. }]));
+    assert!(plan.initialized);
 }
 
 #[test]
