@@ -64,6 +64,9 @@ pub struct Checker {
     trace: Trace,
     /// The init containers in spec order (name, sidecar); the rest are app containers.
     inits: Vec<(String, bool)>,
+    /// App containers with a liveness or startup probe: a probe's kill restarts them under
+    /// OnFailure even when the instance, killed, happened to exit 0 at that moment.
+    probed: Vec<String>,
     policy: RestartPolicy,
     /// Changes read from the fake so far.
     read: usize,
@@ -115,10 +118,17 @@ impl Checker {
             .flatten()
             .map(|c| (c.name.clone(), c.restart_policy.as_deref() == Some("Always")))
             .collect();
+        let probed = spec
+            .containers
+            .iter()
+            .filter(|c| c.liveness_probe.is_some() || c.startup_probe.is_some())
+            .map(|c| c.name.clone())
+            .collect();
         Checker {
             fake,
             trace,
             inits,
+            probed,
             policy: RestartPolicy::of(pod),
             read: 0,
             sandboxes: vec![],
@@ -296,7 +306,9 @@ impl Checker {
             {
                 self.violate("restart-policy", format!("{name} started again in sb{sb} under restartPolicy Never"));
             }
-            (Kind::App, RestartPolicy::OnFailure) if self.containers.iter().any(|c| earlier(c) && c.succeeded()) => {
+            (Kind::App, RestartPolicy::OnFailure)
+                if !self.probed.contains(&name) && self.containers.iter().any(|c| earlier(c) && c.succeeded()) =>
+            {
                 self.violate(
                     "restart-policy",
                     format!("{name} started again in sb{sb} after exiting 0, under restartPolicy OnFailure"),
