@@ -57,6 +57,11 @@ fn simulate() {
     for f in &summary.failures {
         println!("{}", f.report);
     }
+    let s = summary.stats;
+    println!(
+        "covered: {} agent crashes, {} sandboxes, {} container starts, {} runtime faults",
+        s.agent_crashes, s.sandboxes, s.container_starts, s.faults
+    );
     println!("sim_lifecycles: {}", summary.lifecycles);
     println!("sim_violations: {}", summary.violations);
     println!("sim_lifecycles_per_s: {:.0}", summary.lifecycles as f64 / summary.wall.as_secs_f64());

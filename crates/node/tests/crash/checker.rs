@@ -163,6 +163,11 @@ impl Checker {
         format!("{}#{}", self.containers[i].name, i + 1)
     }
 
+    /// How many sandboxes the runtime made, and container instances it started.
+    pub fn made(&self) -> (u64, u64) {
+        (self.sandboxes.len() as u64, self.containers.iter().filter(|c| c.started).count() as u64)
+    }
+
     /// The pod's ready sandbox, if it has one.
     pub fn ready_sandbox(&self) -> Option<String> {
         self.sandboxes.iter().find(|s| s.ready).map(|s| s.id.clone())
@@ -277,15 +282,13 @@ impl Checker {
             Kind::Init(k) | Kind::Sidecar(k) => k,
             Kind::App => self.inits.len(),
         };
-        for (pre, sidecar) in self.inits[..before].to_vec() {
-            let done = self
-                .containers
-                .iter()
-                .any(|c| c.name == pre && c.sandbox == sandbox && if sidecar { c.started } else { c.succeeded() });
-            if !done {
-                let what = if sidecar { "started" } else { "succeeded" };
-                self.violate("init-order", format!("{name} started in sb{sb} before {pre} had {what} there"));
-            }
+        let missing = self.inits[..before].iter().find(|(pre, sidecar)| {
+            let done = |c: &ContainerSeen| if *sidecar { c.started } else { c.succeeded() };
+            !self.containers.iter().any(|c| &c.name == pre && c.sandbox == sandbox && done(c))
+        });
+        if let Some((pre, sidecar)) = missing.cloned() {
+            let what = if sidecar { "started" } else { "succeeded" };
+            self.violate("init-order", format!("{name} started in sb{sb} before {pre} had {what} there"));
         }
         if let Kind::Init(_) = kind {
             let regular = |c: &ContainerSeen| matches!(self.kind(&c.name), Kind::Init(_));

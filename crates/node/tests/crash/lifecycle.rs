@@ -31,6 +31,26 @@ const RUNAWAY_CALLS: u64 = 100_000;
 pub struct Outcome {
     pub violation: Option<Violation>,
     pub trace: Vec<String>,
+    pub stats: Stats,
+}
+
+/// What lifecycles went through: what a run covered.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stats {
+    pub agent_crashes: u64,
+    pub sandboxes: u64,
+    pub container_starts: u64,
+    /// Runtime calls and events the fake's hooks faulted.
+    pub faults: u64,
+}
+
+impl std::ops::AddAssign for Stats {
+    fn add_assign(&mut self, o: Stats) {
+        self.agent_crashes += o.agent_crashes;
+        self.sandboxes += o.sandboxes;
+        self.container_starts += o.container_starts;
+        self.faults += o.faults;
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -94,6 +114,8 @@ struct Dice {
     faults: Faults,
     trace: Trace,
     calls: u64,
+    /// Calls or events faulted so far.
+    faulted: u64,
     /// The pod is being removed.
     removing: bool,
     /// A removal call failed: what is left in the runtime is not a leak of the agent's.
@@ -102,7 +124,7 @@ struct Dice {
 
 impl Dice {
     fn new(rng: Rng, faults: Faults, trace: &Trace) -> Dice {
-        Dice { rng, faults, trace: trace.clone(), calls: 0, removing: false, removal_faulted: false }
+        Dice { rng, faults, trace: trace.clone(), calls: 0, faulted: 0, removing: false, removal_faulted: false }
     }
 
     fn call(&mut self, call: &Call) -> Option<CallFault> {
@@ -127,6 +149,7 @@ impl Dice {
         if self.removing && fail {
             self.removal_faulted = true;
         }
+        self.faulted += 1;
         self.trace.line(|| format!("fault: {call:?}: {fault:?}"));
         Some(fault)
     }
@@ -140,6 +163,7 @@ impl Dice {
             (_, true) => EventFault::Delay(after),
             _ => return EventFault::Deliver,
         };
+        self.faulted += 1;
         self.trace.line(|| format!("event fault: {:?} of {:.8}: {fault:?}", event.kind, event.container_id));
         fault
     }
@@ -154,6 +178,8 @@ struct Lifecycle<'a> {
     checker: Arc<Mutex<Checker>>,
     api: Arc<Mutex<Api>>,
     dice: Arc<Mutex<Dice>>,
+    event_dice: Arc<Mutex<Dice>>,
+    crashes: u64,
     /// The running agent, if it is up.
     agent: Option<Agent>,
     incarnation: u32,
@@ -203,16 +229,31 @@ impl<'a> Lifecycle<'a> {
         let on_calls = dice.clone();
         fake.set_call_faults(move |call| lock(&on_calls).call(call));
         // Events have dice of their own: how many events a call makes must not move the calls'.
-        let events = Mutex::new(Dice::new(Rng::stream(sc.seed, FAULTS + 1), sc.faults, &trace));
+        let event_dice = Arc::new(Mutex::new(Dice::new(Rng::stream(sc.seed, FAULTS + 1), sc.faults, &trace)));
+        let events = event_dice.clone();
         fake.set_event_faults(move |event| lock(&events).event(event));
         let uid = sc.pod.metadata.uid.clone().expect("a pod uid");
         // What an earlier lifecycle that broke off left under the root.
         let _ = std::fs::remove_dir_all(podwright_node::layout::pod_dir(root, &uid));
-        Lifecycle { sc, root, clock, trace, fake, checker, api: Arc::default(), dice, agent: None, incarnation: 0, uid }
+        Lifecycle {
+            sc,
+            root,
+            clock,
+            trace,
+            fake,
+            checker,
+            api: Arc::default(),
+            dice,
+            event_dice,
+            crashes: 0,
+            agent: None,
+            incarnation: 0,
+            uid,
+        }
     }
 
     async fn run(mut self) -> Outcome {
-        let start = Instant::now();
+        let start = self.instant_now();
         self.start_agent();
         let mut steps: VecDeque<_> = self.sc.steps.iter().cloned().collect();
         let downtime: Duration = self
@@ -259,7 +300,7 @@ impl<'a> Lifecycle<'a> {
                     match step.action {
                         Action::Crash { down } => {
                             if self.crash() {
-                                restart_at = Some(Instant::now() + down);
+                                restart_at = Some(self.instant_now() + down);
                             }
                         }
                         Action::Delete { grace } if self.agent.is_none() => postponed.push(grace),
@@ -298,8 +339,20 @@ impl<'a> Lifecycle<'a> {
         if let Some(agent) = self.agent.take() {
             agent.workers.abort();
         }
-        let violation = lock(&self.checker).violation.clone();
-        Outcome { violation, trace: self.trace.lines() }
+        let checker = lock(&self.checker);
+        let (sandboxes, container_starts) = checker.made();
+        let stats = Stats {
+            agent_crashes: self.crashes,
+            sandboxes,
+            container_starts,
+            faults: lock(&self.dice).faulted + lock(&self.event_dice).faulted,
+        };
+        Outcome { violation: checker.violation.clone(), trace: self.trace.lines(), stats }
+    }
+
+    /// Tokio's (virtual) instant now, through the clock.
+    fn instant_now(&self) -> Instant {
+        self.clock.instant_at(self.clock.now())
     }
 
     fn violate(&self, invariant: &'static str, detail: String) {
@@ -350,6 +403,7 @@ impl<'a> Lifecycle<'a> {
         }
         agent.workers.abort();
         lock(&self.dice).removing = false;
+        self.crashes += 1;
         true
     }
 

@@ -13,7 +13,7 @@ mod scenario;
 mod trace;
 
 pub use checker::{Checker, Violation};
-pub use lifecycle::IMAGE;
+pub use lifecycle::{IMAGE, Stats};
 pub use scenario::Scenario;
 pub use trace::Trace;
 
@@ -36,6 +36,7 @@ pub struct Summary {
     pub violations: u64,
     /// The first few failures, explained.
     pub failures: Vec<Failure>,
+    pub stats: Stats,
     pub wall: Duration,
 }
 
@@ -47,6 +48,12 @@ const HANG: Duration = Duration::from_secs(120);
 /// Runs seed `seed`'s lifecycle; its violation, if one broke.
 pub fn violation(seed: u64, root: &Path) -> Option<Violation> {
     lifecycle::run(&Scenario::new(seed), root, false).violation
+}
+
+/// Runs seed `seed`'s lifecycle: its violation, and what it went through.
+fn lifecycle(seed: u64, root: &Path) -> (Option<Violation>, Stats) {
+    let outcome = lifecycle::run(&Scenario::new(seed), root, false);
+    (outcome.violation, outcome.stats)
 }
 
 /// Runs a scenario with its trace.
@@ -101,6 +108,7 @@ pub fn run_many(first: u64, count: u64, threads: usize) -> Summary {
     let started = std::time::Instant::now();
     let next = AtomicU64::new(first);
     let failed: Mutex<Vec<u64>> = Mutex::default();
+    let stats: Mutex<Stats> = Mutex::default();
     let done = AtomicBool::new(false);
     // Per thread: the seed it runs and since when.
     let running: Vec<Mutex<Option<(u64, std::time::Instant)>>> = (0..threads).map(|_| Mutex::new(None)).collect();
@@ -120,7 +128,7 @@ pub fn run_many(first: u64, count: u64, threads: usize) -> Summary {
         });
         let workers: Vec<_> = (0..threads)
             .map(|t| {
-                let (next, failed, slot) = (&next, &failed, &running[t]);
+                let (next, failed, stats, slot) = (&next, &failed, &stats, &running[t]);
                 s.spawn(move || {
                     let root = root_dir(t);
                     loop {
@@ -129,9 +137,11 @@ pub fn run_many(first: u64, count: u64, threads: usize) -> Summary {
                             break;
                         }
                         *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some((seed, std::time::Instant::now()));
-                        if violation(seed, &root).is_some() {
+                        let (violation, went_through) = lifecycle(seed, &root);
+                        if violation.is_some() {
                             failed.lock().unwrap_or_else(|e| e.into_inner()).push(seed);
                         }
+                        *stats.lock().unwrap_or_else(|e| e.into_inner()) += went_through;
                     }
                     *slot.lock().unwrap_or_else(|e| e.into_inner()) = None;
                     let _ = std::fs::remove_dir_all(&root);
@@ -149,5 +159,6 @@ pub fn run_many(first: u64, count: u64, threads: usize) -> Summary {
     let root = root_dir(threads);
     let failures = failed.iter().take(EXPLAINED).filter_map(|&seed| explain(seed, &root)).collect();
     let _ = std::fs::remove_dir_all(&root);
-    Summary { lifecycles: count, violations: failed.len() as u64, failures, wall }
+    let stats = stats.into_inner().unwrap_or_else(|e| e.into_inner());
+    Summary { lifecycles: count, violations: failed.len() as u64, failures, stats, wall }
 }
