@@ -68,6 +68,20 @@ fn simulate() {
     assert_clean(&summary);
 }
 
+/// `scripts/simulate --replay SEED`: SIM_SEED's lifecycle as it was drawn (not shrunk), with its
+/// trace; SIM_TRACE_LIVE prints the trace as it goes (for a lifecycle that hangs).
+#[test]
+#[ignore = "run by scripts/simulate --replay"]
+fn replay() {
+    let seed = env("SIM_SEED").unwrap_or(1);
+    let root = std::env::temp_dir().join(format!("podwright-sim-replay-{}", std::process::id()));
+    let sc = Scenario::new(seed);
+    println!("seed {seed}\n{sc}");
+    let (violation, trace) = crash::traced(&sc, &root);
+    println!("trace:\n{}\n{violation:?}", trace.join("\n"));
+    let _ = std::fs::remove_dir_all(root);
+}
+
 // The checker itself: it must see what a broken agent would do.
 
 fn checked_pod() -> Pod {

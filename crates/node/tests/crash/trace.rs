@@ -8,12 +8,16 @@ use std::sync::{Arc, Mutex};
 #[derive(Clone)]
 pub struct Trace {
     lines: Option<Arc<Mutex<Vec<String>>>>,
+    /// Every line also goes to stderr as it comes (SIM_TRACE_LIVE set): for a lifecycle that
+    /// hangs, whose trace would never be printed.
+    live: bool,
     clock: Clock,
 }
 
 impl Trace {
     pub fn new(enabled: bool, clock: Clock) -> Trace {
-        Trace { lines: enabled.then(Arc::default), clock }
+        let live = enabled && std::env::var_os("SIM_TRACE_LIVE").is_some();
+        Trace { lines: enabled.then(Arc::default), live, clock }
     }
 
     /// Virtual seconds since the lifecycle began.
@@ -25,6 +29,9 @@ impl Trace {
     pub fn line(&self, what: impl FnOnce() -> String) {
         if let Some(lines) = &self.lines {
             let line = format!("{:>9.3}s  {}", self.now(), what());
+            if self.live {
+                eprintln!("{line}");
+            }
             lines.lock().unwrap_or_else(|e| e.into_inner()).push(line);
         }
     }
