@@ -7,6 +7,7 @@ use podwright_api::quantity::Quantity;
 use podwright_node::cri::dns::{ClusterDns, DEFAULT_CLUSTER_DOMAIN, ResolvConf};
 use podwright_node::log_rotation::{self, LogPolicy};
 use podwright_node::removal;
+use podwright_node::static_pods::{DEFAULT_CHECK_FREQUENCY, StaticPodSource};
 use podwright_node::{Metrics, Node};
 use podwright_runtime::Clock;
 use podwright_runtime::Runtime;
@@ -18,6 +19,7 @@ use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
 
 #[derive(clap::Args)]
@@ -25,7 +27,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub runtime: RuntimeArgs,
     /// A KubeletConfiguration-style YAML file (address, port, containerLogMaxSize,
-    /// containerLogMaxFiles, clusterDNS, clusterDomain); flags override it.
+    /// containerLogMaxFiles, clusterDNS, clusterDomain, staticPodPath, fileCheckFrequency);
+    /// flags override it.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// The address to serve the API on (default 127.0.0.1).
@@ -37,6 +40,10 @@ pub struct ServeArgs {
     /// The node's name instead of the host name.
     #[arg(long)]
     pub hostname_override: Option<String>,
+    /// A directory of static pod manifests (or one manifest file), run as the kubelet runs
+    /// them; the config's staticPodPath otherwise.
+    #[arg(long, value_name = "DIR")]
+    pub pod_manifest_path: Option<PathBuf>,
     /// Serve HTTPS and require a bearer token (both written into the kubeconfig); needed on
     /// any address but loopback. The certificate is generated under the root directory unless
     /// given.
@@ -64,6 +71,10 @@ pub struct ServeConfig {
     #[serde(rename = "clusterDNS")]
     cluster_dns: Option<Vec<IpAddr>>,
     cluster_domain: Option<String>,
+    /// The static pods' directory (or file).
+    static_pod_path: Option<PathBuf>,
+    /// How often the static-pod path is read again without a change notice (a Go duration).
+    file_check_frequency: Option<String>,
 }
 
 fn read_config(path: &Path) -> Result<ServeConfig, String> {
@@ -89,6 +100,19 @@ impl ServeConfig {
     /// Without a trailing dot; `cluster.local` unless given.
     fn cluster_domain(&self) -> &str {
         self.cluster_domain.as_deref().unwrap_or(DEFAULT_CLUSTER_DOMAIN).trim_end_matches('.')
+    }
+
+    /// `fileCheckFrequency` (`20s`, `1m30s`), 20 s unless given.
+    fn file_check_frequency(&self) -> Result<Duration, String> {
+        let Some(given) = &self.file_check_frequency else { return Ok(DEFAULT_CHECK_FREQUENCY) };
+        given
+            .parse::<jiff::SignedDuration>()
+            .ok()
+            .and_then(|d| Duration::try_from(d).ok())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                format!("fileCheckFrequency: Invalid value: {given:?}: must be a positive duration such as \"20s\"")
+            })
     }
 }
 
@@ -212,6 +236,15 @@ pub async fn serve(args: ServeArgs) -> u8 {
             return exit::INVALID;
         }
     };
+    let file_check_frequency = match config.file_check_frequency() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("podwright: {e}");
+            return exit::INVALID;
+        }
+    };
+    let static_pod_path =
+        args.pod_manifest_path.clone().or_else(|| config.static_pod_path.clone()).filter(|p| !p.as_os_str().is_empty());
     let root = args.runtime.root_dir.clone();
     if let Err(e) = std::fs::create_dir_all(&root) {
         eprintln!("podwright: {}: {e}", root.display());
@@ -261,7 +294,7 @@ pub async fn serve(args: ServeArgs) -> u8 {
     // log rotation's through `counted`, the node's own through the node.
     let metrics = Arc::new(Metrics::default());
     let counted = metrics.instrument(runtime.clone(), clock);
-    let server_config = ServerConfig { node_name, root: root.clone(), host_ip: host };
+    let server_config = ServerConfig { node_name: node_name.clone(), root: root.clone(), host_ip: host };
     let (api, feed) = match ApiServer::open(server_config, clock, counted.clone()) {
         Ok(a) => a,
         Err(e) => {
@@ -269,9 +302,23 @@ pub async fn serve(args: ServeArgs) -> u8 {
             return exit::FAILED;
         }
     };
+    // The static pods are known before anything is removed (the kubelet waits for every source
+    // to report once): a restart finds the same UIDs in the same files and adopts their pods.
+    let mut static_pods = static_pod_path.map(|p| StaticPodSource::new(p, &node_name, file_check_frequency));
+    api.set_static_pods(static_pods.as_mut().map(StaticPodSource::list).unwrap_or_default());
     // What the runtime holds of pods the API does not know (deleted while podwright was down,
     // or from another run on this root) goes before anything new starts.
     remove_orphans(runtime.as_ref(), &root, &api.pod_uids()).await;
+    tokio::spawn(api.clone().expire_events());
+    if let Some(mut source) = static_pods {
+        let api = api.clone();
+        tokio::spawn(async move {
+            loop {
+                let pods = source.next().await;
+                api.set_static_pods(pods);
+            }
+        });
+    }
     tokio::spawn(log_rotation::rotate_logs(counted, clock, log_policy));
     let mut node =
         Node::new(runtime, &root).clock(clock).metrics(metrics.clone()).events(api.sink()).status(api.sink());
@@ -373,6 +420,19 @@ mod tests {
         assert_eq!(
             (c.cluster_dns.as_deref(), c.cluster_domain()),
             (Some(&["10.96.0.10".parse().unwrap()][..]), "k8s.test")
+        );
+        std::fs::write(&f, "staticPodPath: /etc/kubernetes/manifests\nfileCheckFrequency: 1m30s\n").unwrap();
+        let c = read_config(&f).unwrap();
+        assert_eq!(c.static_pod_path.as_deref(), Some(Path::new("/etc/kubernetes/manifests")));
+        assert_eq!(c.file_check_frequency(), Ok(Duration::from_secs(90)));
+        assert_eq!(ServeConfig::default().file_check_frequency(), Ok(Duration::from_secs(20)));
+        std::fs::write(&f, "fileCheckFrequency: 0s\n").unwrap();
+        assert!(
+            read_config(&f)
+                .unwrap()
+                .file_check_frequency()
+                .unwrap_err()
+                .starts_with("fileCheckFrequency: Invalid value: \"0s\"")
         );
         std::fs::write(&f, "clusterDomain: \"\"\n").unwrap();
         assert!(read_config(&f).unwrap_err().contains("clusterDomain: Required value"));

@@ -19,7 +19,7 @@ pub struct Checkpoint {
     /// `Observed::restart_counts`); absent from checkpoints written before it was kept.
     #[serde(default)]
     pub restart_counts: BTreeMap<String, i32>,
-    /// See `Observed::initialized_in`.
+    /// The sandbox in which initialization completed (see `Observed::initialized_in`).
     #[serde(default)]
     pub initialized_in: Option<String>,
 }

@@ -20,6 +20,7 @@ mod relist;
 pub mod removal;
 pub mod sinks;
 pub mod source;
+pub mod static_pods;
 pub mod termination_message;
 pub mod timeline;
 pub mod volumes;

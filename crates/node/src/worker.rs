@@ -96,7 +96,7 @@ struct Memory {
     restart_counts: BTreeMap<String, i32>,
     /// `restart_counts` has grown since the checkpoint was written.
     restart_counts_unsaved: bool,
-    /// See `Observed::initialized_in`.
+    /// The sandbox in which initialization completed (checkpointed).
     initialized_in: Option<String>,
 }
 
@@ -293,12 +293,16 @@ impl PodWorker {
             for c in &containers {
                 self.engine.dispatcher.register(&c.id, &bell);
             }
-            self.memory.count_restarts(&containers);
             let now = self.engine.clock.now();
             let kind = pass_kind.take().unwrap_or(if deletion.is_some() { PassKind::Kill } else { PassKind::Sync });
+            let (interrupted, containers): (Vec<_>, Vec<_>) =
+                containers.into_iter().partition(|c| c.start_interrupted());
+            // An interrupted instance never ran: its replacement takes its restart count.
+            self.memory.count_restarts(&containers);
             let mut observed = Observed {
                 sandbox: sandboxes.last().cloned(),
                 containers,
+                interrupted,
                 start_failures: self.memory.start_failures.clone(),
                 probes: Default::default(),
                 sandbox_failure: self.memory.sandbox_failure,
@@ -343,15 +347,13 @@ impl PodWorker {
                 let kind = if e.warning { EventType::Warning } else { EventType::Normal };
                 self.engine.events.record(&self.pod, e.field_path.clone(), kind, e.reason, e.message.clone(), now);
             }
-            if p.initialized
-                && let Some(sandbox) = observed.sandbox.as_ref()
-                && self.memory.initialized_in.as_deref() != Some(&sandbox.id)
-            {
-                // Written down before the app containers it lets start.
-                self.memory.initialized_in = Some(sandbox.id.clone());
-                self.checkpoint();
+            // Written down before the plan starts an app container on the strength of it.
+            let sandbox = observed.sandbox.as_ref().map(|s| &s.id);
+            let newly_initialized = p.initialized && self.memory.initialized_in.as_ref() != sandbox;
+            if newly_initialized {
+                self.memory.initialized_in = sandbox.cloned();
             }
-            if p.backoff != self.memory.backoff {
+            if p.backoff != self.memory.backoff || newly_initialized {
                 self.memory.backoff = p.backoff;
                 self.checkpoint();
             }

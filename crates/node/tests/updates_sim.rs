@@ -218,3 +218,26 @@ async fn a_dead_sandbox_is_noticed_by_the_node_wide_relist() {
     assert_eq!(ready.len(), 1, "a new sandbox within one relist period: {now:?}");
     assert_ne!(ready[0].id, first[0].id);
 }
+
+/// kubernetes#90271: once initialized in a sandbox, a pod whose init containers' records are
+/// removed (by hand, by garbage collection) does not run them again beside its crash-looping
+/// app: the worker wrote down where it initialized.
+#[tokio::test(start_paused = true)]
+async fn init_containers_whose_records_are_removed_do_not_run_again() {
+    let sim = Sim::new();
+    sim.fake.script("init", vec![Behaviour::Exit { code: 0, after: Duration::ZERO }]);
+    sim.fake.script("app", vec![Behaviour::Exit { code: 1, after: Duration::from_secs(1) }; 20]);
+    sim.workers.update(pod(&["init"], &["app"], "Always")).unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let listed = sim.fake.list_containers(&Default::default()).await.unwrap();
+    let init = listed.iter().find(|c| c.metadata.as_ref().is_some_and(|m| m.name == "init")).expect("init ran");
+    assert_eq!(init.state, ContainerState::ContainerExited as i32);
+    sim.fake.remove_container(&init.id).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let creates = |name: &str| {
+        let calls = sim.fake.calls();
+        calls.iter().filter(|(_, c)| matches!(c, Call::CreateContainer { name: n, .. } if n == name)).count()
+    };
+    assert_eq!(creates("init"), 1, "the init container ran again");
+    assert!(creates("app") >= 3, "the app goes on crash-looping: {}", creates("app"));
+}

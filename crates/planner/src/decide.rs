@@ -145,20 +145,18 @@ pub struct InitActions {
     pub initialized: bool,
 }
 
-/// Whether the worker recorded that the pod completed its initialization in this sandbox.
-pub fn initialized_here(ctx: &PodContext) -> bool {
-    let sandbox = ctx.observed.sandbox.as_ref().map(|s| s.id.as_str());
-    sandbox.is_some() && ctx.observed.initialized_in.as_deref() == sandbox
-}
-
-/// Whether an app container has run in this sandbox: then initialization happened, even if
-/// init records were pruned since.
-fn apps_started(ctx: &PodContext) -> bool {
-    let sandbox = ctx.observed.sandbox.as_ref().map(|s| s.id.as_str());
-    ctx.observed
-        .containers
-        .iter()
-        .any(|c| c.kind == ContainerKind::App && Some(c.sandbox_id.as_str()) == sandbox && c.state.is_live())
+/// Whether initialization is known to have happened in this sandbox although the init
+/// containers' records may say nothing (pruned): an app container has run here, or the worker
+/// wrote down that initialization completed here (the init-containers proposal's "record
+/// whether all init containers have succeeded"; kubernetes#90271).
+pub fn initialized_before(ctx: &PodContext) -> bool {
+    let Some(sandbox) = ctx.observed.sandbox.as_ref().map(|s| s.id.as_str()) else { return false };
+    ctx.observed.initialized_in.as_deref() == Some(sandbox)
+        || ctx
+            .observed
+            .containers
+            .iter()
+            .any(|c| c.kind == ContainerKind::App && c.sandbox_id == sandbox && c.state.is_live())
 }
 
 /// Scans the init containers from the last one back, as the kubelet does: records before the
@@ -169,8 +167,7 @@ fn apps_started(ctx: &PodContext) -> bool {
 /// this sandbox.
 pub fn init_actions(ctx: &PodContext) -> InitActions {
     let inits: Vec<SpecContainer> = pod::init_containers(ctx.pod).collect();
-    let initialized = inits.is_empty() || apps_started(ctx) || initialized_here(ctx);
-    let mut out = InitActions { initialized, ..Default::default() };
+    let mut out = InitActions { initialized: inits.is_empty() || initialized_before(ctx), ..Default::default() };
     // Whether an init container after this one has a record (or the pod has initialized).
     let mut later_ran = out.initialized;
     let last = inits.len().saturating_sub(1);

@@ -80,6 +80,17 @@ pub struct ObservedContainer {
 }
 
 impl ObservedContainer {
+    /// Its `StartContainer` was cancelled by the caller going away (podwright killed during
+    /// the call): containerd then leaves it exited with `StartError`, and "context canceled",
+    /// or "failed to start shim: … signal: killed" when the cancellation killed the shim it was
+    /// starting for it (seen with containerd 1.6.20). Its process never ran; an uninterrupted
+    /// run would simply have started it.
+    pub fn start_interrupted(&self) -> bool {
+        let cancelled = self.message.contains("context canceled")
+            || self.message.contains("failed to start shim") && self.message.contains("signal: killed");
+        self.state == RunState::Exited && self.reason == "StartError" && cancelled
+    }
+
     /// The kubelet's "failed" for an init container: OOM killed, non-zero exit, or unknown.
     pub fn failed(&self) -> bool {
         match self.state {
@@ -166,9 +177,14 @@ pub struct Observed {
     /// instances the runtime no longer holds included (an init container's records go with
     /// their sandbox): what keeps restart counts from going down.
     pub restart_counts: BTreeMap<String, i32>,
-    /// The sandbox in which the pod completed its initialization, as the worker recorded it:
-    /// while that sandbox lives the pod stays initialized, a sidecar restarting or not.
+    /// The sandbox in which every init container was seen done, as the pod worker wrote it
+    /// down: initialization stays done there even once the init containers' records are gone,
+    /// and while a sidecar restarts.
     pub initialized_in: Option<String>,
+    /// Instances whose start was cut short by the death of the podwright that started them
+    /// ([`ObservedContainer::start_interrupted`]): they never ran, so they count for nothing
+    /// and are removed.
+    pub interrupted: Vec<ObservedContainer>,
 }
 
 impl Observed {
@@ -225,10 +241,10 @@ impl Observed {
     }
 
     /// Whether any container instance of the pod is running: what stopping the pod waits for.
-    /// A created instance that never started is not: the runtime cannot stop it (StopContainer
-    /// leaves it created) and nothing will start it, since the agent starts what it creates in
-    /// the same pass (one is left behind only by a start that failed, or an agent that died in
-    /// between); it goes with the pod, as the kubelet, which kills running containers only.
+    /// A created instance that never started (a start that failed before it took effect, an
+    /// agent killed between CreateContainer and StartContainer) is not: the runtime cannot stop
+    /// it (StopContainer leaves it created) and a pod being stopped starts nothing; it goes
+    /// with the pod, as with the kubelet, which kills running containers only.
     pub fn any_running(&self) -> bool {
         self.containers.iter().any(|c| c.state == RunState::Running)
     }

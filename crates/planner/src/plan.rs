@@ -20,12 +20,14 @@ pub enum Action {
     CreateSandbox {
         attempt: u32,
     },
-    /// Pull (per `pull`), create and start a new instance of a spec container.
+    /// Pull (per `pull`), create and start a new instance of a spec container; or, with
+    /// `created`, start that instance, which was created and never started.
     StartContainer {
         kind: ContainerKind,
         index: usize,
         restart_count: i32,
         pull: PullPolicy,
+        created: Option<String>,
     },
     KillContainer {
         id: String,
@@ -58,8 +60,8 @@ pub struct Plan {
     /// Back-off state after this plan's restart decisions; the caller stores it.
     pub backoff: Backoff,
     pub events: Vec<PlanEvent>,
-    /// The pod has completed its initialization in its current sandbox; the caller records it
-    /// (`Observed::initialized_in`) so that it stays so while that sandbox lives.
+    /// Every init container has done its part in the current sandbox: the caller writes this
+    /// down before acting on the plan, which may start the app containers.
     pub initialized: bool,
 }
 
@@ -86,6 +88,10 @@ pub fn plan(ctx: &PodContext) -> Plan {
 pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
     let mut p =
         Plan { actions: vec![], wake_at: None, backoff: ctx.backoff.clone(), events: vec![], initialized: false };
+    // First, so that a new instance may take an interrupted one's name (its attempt).
+    for c in &ctx.observed.interrupted {
+        p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
+    }
     let grace = kill_grace(ctx);
     let sandbox_ok = ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready && s.ip.is_some());
     // Worked out while stopping too: a pod that completed its initialization just before its
@@ -175,7 +181,13 @@ fn definition_changed(sc: &SpecContainer, c: &ObservedContainer) -> bool {
 
 /// The start of a new instance of `sc`.
 fn start(sc: &SpecContainer, restart_count: i32) -> Action {
-    Action::StartContainer { kind: sc.kind, index: sc.index, restart_count, pull: PullPolicy::of(sc.container) }
+    Action::StartContainer {
+        kind: sc.kind,
+        index: sc.index,
+        restart_count,
+        pull: PullPolicy::of(sc.container),
+        created: None,
+    }
 }
 
 /// Acts on one container's decision.
@@ -186,6 +198,19 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
     match decide::decide(ctx, sc) {
         Decision::Keep | Decision::Done => {}
         Decision::Start { restart_count } => {
+            if let Some(c) = never_started(ctx, sc) {
+                // Created by a podwright that died before starting it (kubelets replace it,
+                // counting a restart it never had): started as it is, so that the pod's life
+                // reads as if nothing had happened.
+                p.actions.push(Action::StartContainer {
+                    kind: sc.kind,
+                    index: sc.index,
+                    restart_count: c.restart_count,
+                    pull: PullPolicy::of(sc.container),
+                    created: Some(c.id.clone()),
+                });
+                return;
+            }
             if let Some(c) =
                 ctx.observed.newest(sc.name()).filter(|c| matches!(c.state, RunState::Unknown | RunState::Created))
             {
@@ -234,6 +259,15 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
             }
         }
     }
+}
+
+/// The newest instance of `sc`, if it is one podwright created in the current sandbox from the
+/// current definition and never started, with no failed start since.
+fn never_started<'a>(ctx: &'a PodContext, sc: &SpecContainer) -> Option<&'a ObservedContainer> {
+    let sandbox = ctx.observed.sandbox.as_ref()?;
+    let c = ctx.observed.newest(sc.name())?;
+    let fresh = c.state == RunState::Created && c.sandbox_id == sandbox.id && !definition_changed(sc, c);
+    (fresh && ctx.observed.pending_failure(sc.name()).is_none()).then_some(c)
 }
 
 /// A restart after an exited instance moves the crash back-off on (the kubelet's
@@ -330,10 +364,10 @@ fn restart_pod(ctx: &PodContext, p: &mut Plan, grace: Duration) {
 /// Keeps, for every container (init containers and sidecars included), the newest instance
 /// and the newest exited one before it (`state` and `lastState`, for kubectl's `RESTARTS 1 (5s
 /// ago)` and `logs --previous`); older dead ones are removed, as the kubelet's pruning and
-/// container GC do, and so are dead init containers and sidecars of an older sandbox that a
-/// new sandbox's removal left behind.
+/// container GC do, and so are init containers and sidecars of an older sandbox, not running,
+/// that a new sandbox's removal left behind.
 fn prune_dead(ctx: &PodContext, p: &mut Plan) {
-    let stale = ctx.observed.containers.iter().filter(|c| !ctx.observed.counts(c) && !c.state.is_live());
+    let stale = ctx.observed.containers.iter().filter(|c| !ctx.observed.counts(c) && c.state != RunState::Running);
     for c in stale {
         p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
     }

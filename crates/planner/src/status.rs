@@ -341,7 +341,7 @@ fn conditions(
         .collect();
     out.push(if phase == Phase::Succeeded {
         condition("Initialized", true, Some("PodCompleted"), None)
-    } else if app_started || incomplete.is_empty() || decide::initialized_here(ctx) {
+    } else if app_started || incomplete.is_empty() || decide::initialized_before(ctx) {
         condition("Initialized", true, None, None)
     } else {
         condition(

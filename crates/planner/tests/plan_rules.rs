@@ -4,7 +4,9 @@
 mod common;
 use common::*;
 use k8s_openapi::api::core::v1::Pod;
-use podwright_planner::{Action, ContainerKind::*, ObservedContainer, RunState, StartFailureReason};
+use podwright_planner::{
+    Action, ContainerKind::*, ObservedContainer, PullPolicy, RunState, StartFailure, StartFailureReason,
+};
 
 #[test]
 fn a_new_pod_gets_a_sandbox_first() {
@@ -444,4 +446,104 @@ fn a_failed_post_start_restarts_under_the_crash_back_off_and_names_the_wait() {
     assert_eq!((starts(&plan2), plan2.wake_at), (vec![], Some(t(14))));
     let s = w2.status().container_statuses.unwrap().remove(0);
     assert_eq!(s.state.unwrap().waiting.unwrap().reason.as_deref(), Some("CrashLoopBackOff"));
+}
+
+/// The init-containers proposal: "record whether all init containers have succeeded" and
+/// "only invoke new init containers if a pod restart is needed". Once the worker has written
+/// down that the pod initialized in this sandbox, init containers whose records are gone
+/// (pruned by hand, by GC) do not run again beside a crash-looping app (kubernetes#90271).
+#[test]
+fn initialization_written_down_outlives_the_init_containers_records() {
+    let p = pod(&["init-a", "init-b"], &["app"], "Always");
+    // The app crashed; no init container record is left, no app container lives.
+    let pruned = World::new(p.clone()).with_sandbox().with(exited(&p, "app", 0, 1, 5, 6)).at(7);
+    assert_eq!(starts(&pruned.plan()), [(Init, 0, 0)], "with nothing written down, init runs again");
+
+    let mut recorded = World::new(p.clone()).with_sandbox().with(exited(&p, "app", 0, 1, 5, 6)).at(7);
+    recorded.observed.initialized_in = Some(sandbox().id);
+    let plan = recorded.plan();
+    assert!(plan.initialized);
+    assert!(starts(&plan).iter().all(|(kind, ..)| *kind == App), "{:?}", plan.actions);
+
+    // Written down for another (dead) sandbox: a new sandbox runs every init container again.
+    let mut elsewhere = World::new(p.clone()).with_sandbox().with(exited(&p, "app", 0, 1, 5, 6)).at(7);
+    elsewhere.observed.initialized_in = Some("an-older-sandbox".into());
+    assert_eq!(starts(&elsewhere.plan()), [(Init, 0, 0)]);
+}
+
+#[test]
+fn the_plan_says_when_the_pod_has_initialized_in_its_sandbox() {
+    let p = pod(&["init-a"], &["app"], "Always");
+    let during = World::new(p.clone()).with_sandbox().with(running(&p, "init-a", 0, 1)).at(2);
+    assert!(!during.plan().initialized);
+    let done = World::new(p.clone()).with_sandbox().with(exited(&p, "init-a", 0, 0, 1, 2)).at(3);
+    let plan = done.plan();
+    assert!(plan.initialized);
+    assert_eq!(starts(&plan), [(App, 0, 0)]);
+}
+
+/// A podwright killed between CreateContainer and StartContainer leaves a created instance: the
+/// next one starts that instance as it is (same ID, same restart count) instead of replacing it,
+/// so the pod's life reads as if nothing had happened (the restart-safety notes, rule 4).
+#[test]
+fn an_instance_created_and_never_started_is_started_not_replaced() {
+    let p = pod(&["init"], &["app"], "Never");
+    let created = ObservedContainer { state: RunState::Created, started_at: None, ..running(&p, "app", 0, 3) };
+    let w = World::new(p.clone()).with_sandbox().with(exited(&p, "init", 0, 0, 1, 2)).with(created).at(4);
+    let plan = w.plan();
+    assert_eq!(
+        plan.actions,
+        [Action::StartContainer {
+            kind: App,
+            index: 0,
+            restart_count: 0,
+            pull: PullPolicy::IfNotPresent,
+            created: Some("app-0".into())
+        }]
+    );
+
+    // It failed to start since: replaced, as any instance that cannot run.
+    let mut failed = w;
+    failed.observed.start_failures.insert(
+        "app".into(),
+        StartFailure { reason: StartFailureReason::RunContainerError, message: "no".into(), at: t(4) },
+    );
+    let plan = failed.at(15).plan();
+    assert!(plan.actions.iter().any(|a| matches!(a, Action::KillContainer { id, .. } if id == "app-0")), "{plan:?}");
+    assert!(plan.actions.iter().any(|a| matches!(a, Action::StartContainer { created: None, .. })), "{plan:?}");
+}
+
+/// A podwright killed during StartContainer: containerd leaves the instance exited with
+/// `StartError` "context canceled". It never ran: under `Never` the pod does not fail; the
+/// instance is removed and a new one started under the same restart count.
+#[test]
+fn an_instance_whose_start_was_cut_short_by_podwrights_death_counts_for_nothing() {
+    let p = pod(&["init"], &["app"], "Never");
+    let cut = ObservedContainer {
+        reason: "StartError".into(),
+        message: "failed to create containerd task: failed to create shim task: context canceled: unknown".into(),
+        started_at: None,
+        ..exited(&p, "app", 0, 128, 3, 3)
+    };
+    assert!(cut.start_interrupted());
+    let shim_killed = ObservedContainer {
+        message: "failed to create containerd task: failed to start shim: start failed: : signal: killed: unknown"
+            .into(),
+        ..cut.clone()
+    };
+    assert!(shim_killed.start_interrupted());
+    let mut w = World::new(p.clone()).with_sandbox().with(exited(&p, "init", 0, 0, 1, 2)).at(4);
+    w.observed.interrupted.push(cut);
+    assert_ne!(w.status().phase.as_deref(), Some("Failed"));
+    let plan = w.plan();
+    assert_eq!(plan.actions[0], Action::RemoveContainer { id: "app-0".into(), name: "app".into() });
+    assert_eq!(starts(&plan), [(App, 0, 0)]);
+
+    // Any other start failure is the container's: the pod fails under Never.
+    let failed = ObservedContainer {
+        reason: "StartError".into(),
+        message: "exec: \"nope\": executable file not found in $PATH".into(),
+        ..exited(&p, "app", 0, 128, 3, 3)
+    };
+    assert!(!failed.start_interrupted());
 }

@@ -46,7 +46,13 @@ fn a_changed_app_image_kills_that_container_and_starts_it_again_whatever_the_pol
                     message: "Container a definition changed, will be restarted".into(),
                     grace: Duration::from_secs(30),
                 },
-                Action::StartContainer { kind: App, index: 0, restart_count: 1, pull: PullPolicy::IfNotPresent },
+                Action::StartContainer {
+                    kind: App,
+                    index: 0,
+                    restart_count: 1,
+                    pull: PullPolicy::IfNotPresent,
+                    created: None
+                },
             ],
             "{policy}: only the changed container restarts"
         );

@@ -298,7 +298,10 @@ pub async fn delete_namespace(
         let (items, _) = s.store().list(r, Some(&name));
         for item in items {
             let item_name = meta_str(&item, "name").unwrap_or_default();
-            let _ = if r == Resource::Pods {
+            let _ = if r == Resource::Pods && crate::mirror::mirrored_uid(&item).is_some() {
+                // Not made again: the namespace goes.
+                crate::pods::delete_mirror(&s, &name, item_name, &item).map(drop)
+            } else if r == Resource::Pods {
                 crate::pods::delete(&s, &name, item_name, &options, false).map(drop)
             } else {
                 s.store().delete(r, &name, item_name).map(drop)

@@ -9,6 +9,7 @@ use crate::store::{Store, meta_str};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, Secret, Service};
 use podwright_api::FieldError;
 use podwright_api::validation::validate_pod_update;
+use podwright_node::static_pods::CONFIG_MIRROR;
 use serde_json::{Value, json};
 use std::net::Ipv4Addr;
 
@@ -98,6 +99,12 @@ pub fn prepare_create(
         Resource::Pods => {
             let mut p: Pod = serde_json::from_value(obj).map_err(|e| ApiError::internal(e.to_string()))?;
             let name = p.metadata.name.clone().unwrap_or_default();
+            if annotation(&p, CONFIG_MIRROR).is_some() {
+                // Only the node makes mirror pods, from its static pod files.
+                let field = format!("metadata.annotations[{CONFIG_MIRROR}]");
+                let err = FieldError::forbidden(field, "mirror pods are made by the node from its static pod files");
+                return Err(ApiError::invalid(resource, &name, &[err]));
+            }
             warnings
                 .extend(podwright_api::admit_pod(&mut p).map_err(|e| ApiError::invalid(resource, &name, &e.errors))?);
             let spec = p.spec.get_or_insert_default();
@@ -229,7 +236,8 @@ pub fn prepare_update(
             new.metadata.deletion_grace_period_seconds = old_pod.metadata.deletion_grace_period_seconds;
             new.metadata.generation = old_pod.metadata.generation;
             podwright_api::apply_defaults(&mut new);
-            let errs = validate_pod_update(&new, &old_pod);
+            let mut errs = validate_pod_update(&new, &old_pod);
+            errs.extend(mirror_annotation_update(&new, &old_pod));
             if !errs.is_empty() {
                 return Err(ApiError::invalid(resource, &name, &errs));
             }
@@ -249,4 +257,21 @@ pub fn prepare_update(
         Resource::Events | Resource::ConfigMaps => {}
     }
     Ok(Prepared { object: obj, warnings, pod })
+}
+
+fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+    pod.metadata.annotations.as_ref()?.get(key).map(String::as_str)
+}
+
+/// The mirror pod annotation may not be added, changed or removed
+/// (`ValidatePodSpecificAnnotationUpdates`): a mirror stays the mirror of its static pod, and a
+/// pod of the API never becomes one.
+fn mirror_annotation_update(new: &Pod, old: &Pod) -> Option<FieldError> {
+    let field = format!("metadata.annotations[{CONFIG_MIRROR}]");
+    match (annotation(old, CONFIG_MIRROR), annotation(new, CONFIG_MIRROR)) {
+        (Some(o), Some(n)) if o == n => None,
+        (None, None) => None,
+        (Some(_), _) => Some(FieldError::forbidden(field, "may not remove or update mirror pod annotation")),
+        (None, Some(_)) => Some(FieldError::forbidden(field, "may not add mirror pod annotation")),
+    }
 }

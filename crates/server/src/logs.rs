@@ -6,7 +6,6 @@ use crate::errors::{ApiError, ApiResult};
 use crate::request::is_set;
 use crate::resources::Resource;
 use crate::server::ApiServer;
-use crate::store::meta_str;
 use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -124,7 +123,7 @@ fn instance_logs(dir: &Path) -> Vec<PathBuf> {
 
 /// Which instance's log to show, and whether it may still grow.
 fn choose(pod: &Value, container: &str, pod_name: &str, previous: bool, root: &Path) -> ApiResult<(PathBuf, bool)> {
-    let uid = meta_str(pod, "uid").unwrap_or_default();
+    let uid = crate::mirror::node_uid(pod);
     let logs = instance_logs(&podwright_node::layout::log_directory(root, uid).join(container));
     let status = container_status(pod, container);
     let state = status.and_then(|s| s.get("state"));

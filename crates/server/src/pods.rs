@@ -4,6 +4,7 @@
 //! `pkg/kubelet/status/status_manager.go`).
 
 use crate::errors::{ApiError, ApiResult};
+use crate::mirror::mirrored_uid;
 use crate::request::Params;
 use crate::resources::Resource;
 use crate::server::ApiServer;
@@ -80,6 +81,16 @@ fn phase(obj: &Value) -> &str {
 pub fn delete(s: &ApiServer, ns: &str, name: &str, options: &DeleteOptions, dry_run: bool) -> ApiResult<Value> {
     let obj = s.store().get(Resource::Pods, ns, name)?;
     options.check_preconditions(Resource::Pods, &obj)?;
+    if let Some(mirrored) = mirrored_uid(&obj) {
+        // The kubelet deletes a mirror pod marked for deletion at once and creates it again;
+        // its static pod never stops.
+        if dry_run {
+            return Ok((*obj).clone());
+        }
+        let gone = delete_mirror(s, ns, name, &obj)?;
+        s.statics().mirror_deleted(mirrored, &gone["status"]);
+        return Ok(gone);
+    }
     let uid = meta_str(&obj, "uid").unwrap_or_default().to_string();
     let spec_grace =
         obj.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(DEFAULT_GRACE);
@@ -120,4 +131,11 @@ pub fn delete(s: &ApiServer, ns: &str, name: &str, options: &DeleteOptions, dry_
         return s.store().delete(Resource::Pods, ns, name);
     }
     Ok(marked)
+}
+
+/// Deletes mirror pod `obj` at once, without making it again (as its namespace goes); the
+/// static pod goes on.
+pub fn delete_mirror(s: &ApiServer, ns: &str, name: &str, obj: &Value) -> ApiResult<Value> {
+    let uid = meta_str(obj, "uid");
+    s.store().delete_if(Resource::Pods, ns, name, |stored| meta_str(stored, "uid") == uid)
 }

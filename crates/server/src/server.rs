@@ -1,14 +1,16 @@
 //! [`ApiServer`]: the local API's shared state (store, node link, configuration) and its
 //! routes.
 
+use crate::mirror::{mirrored_uid, node_uid};
 use crate::node_link::{NodeFeed, NodeLink, StoreEvents, StoreStatus};
 use crate::persist::DiskError;
 use crate::resources::Resource;
+use crate::static_pods::StaticPods;
 use crate::store::Store;
 use crate::{api, discovery, openapi};
 use axum::Router;
 use axum::routing::get;
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use podwright_node::timeline::Recording;
 use podwright_runtime::{Clock, Runtime};
@@ -16,6 +18,10 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// How long an event is kept after it was last seen (the API server's `--event-ttl` default).
+pub const EVENT_TTL: SignedDuration = SignedDuration::from_hours(1);
+const EVENT_EXPIRY_CHECK: SignedDuration = SignedDuration::from_mins(1);
 
 /// The local API's database, under the root directory.
 pub const STORE_FILE: &str = "api.redb";
@@ -37,6 +43,11 @@ pub struct ServerConfig {
 struct Shared {
     store: Arc<Store>,
     link: Arc<NodeLink>,
+    /// The static pods and their mirror pods.
+    statics: Arc<StaticPods>,
+    /// The events sink inside `recording`: static pods' Warning events (they have no worker),
+    /// and expiring old events.
+    events: Arc<StoreEvents>,
     config: ServerConfig,
     /// The statuses and events of every pod, into the store and into its timeline.
     recording: Arc<Recording>,
@@ -72,6 +83,10 @@ impl ApiServer {
     fn resume(&self) {
         let now = self.now();
         for obj in self.store().list(Resource::Pods, None).0 {
+            // Mirror pods come back with their static pods' files.
+            if mirrored_uid(&obj).is_some() {
+                continue;
+            }
             let Ok(pod) = serde_json::from_value::<Pod>((*obj).clone()) else {
                 tracing::warn!(pod = ?crate::store::meta_str(&obj, "name"), "a stored pod does not read as a Pod");
                 continue;
@@ -86,10 +101,23 @@ impl ApiServer {
         }
     }
 
-    /// The UIDs of every pod the API holds.
+    /// The UIDs of every pod the node is to run: the API's and the static pods (not their
+    /// mirrors' own UIDs).
     pub fn pod_uids(&self) -> BTreeSet<String> {
         let pods = self.store().list(Resource::Pods, None).0;
-        pods.iter().filter_map(|p| crate::store::meta_str(p, "uid").map(str::to_string)).collect()
+        let api = pods.iter().filter(|p| mirrored_uid(p).is_none());
+        let mut uids: BTreeSet<String> =
+            api.filter_map(|p| crate::store::meta_str(p, "uid").map(str::to_string)).collect();
+        uids.extend(self.0.statics.uids());
+        uids
+    }
+
+    /// One reading of the static-pod path (every pod in it, in file order): new pods start,
+    /// pods gone stop, each running one has its mirror pod, and mirrors of no static pod go.
+    /// Called once before the node starts, even without a path, so that the UIDs of
+    /// [`pod_uids`](Self::pod_uids) are complete.
+    pub fn set_static_pods(&self, pods: Vec<Pod>) {
+        self.0.statics.set(pods, &*self.0.events);
     }
 
     fn with_store(
@@ -108,11 +136,29 @@ impl ApiServer {
         }
         let (link, feed) = NodeLink::new();
         let link = Arc::new(link);
-        let status =
-            Arc::new(StoreStatus { store: store.clone(), link: link.clone(), host_ip: config.host_ip.clone() });
+        let statics = Arc::new(StaticPods::new(store.clone(), link.clone(), &config.node_name));
+        let status = Arc::new(StoreStatus {
+            store: store.clone(),
+            link: link.clone(),
+            host_ip: config.host_ip.clone(),
+            statics: statics.clone(),
+        });
         let events = Arc::new(StoreEvents::new(store.clone(), config.node_name.clone()));
-        let recording = Arc::new(Recording::new(clock, &[], status, events));
-        (ApiServer(Arc::new(Shared { store, link, config, recording, runtime })), feed)
+        let recording = Arc::new(Recording::new(clock, &[], status, events.clone()));
+        (ApiServer(Arc::new(Shared { store, link, statics, events, config, recording, runtime })), feed)
+    }
+
+    /// Runs forever: removes events an hour after they were last seen, every minute, as the
+    /// API server does; the store on disk does not grow without end.
+    pub async fn expire_events(self) {
+        let clock = *self.0.store.clock();
+        loop {
+            clock.sleep_until(clock.now() + EVENT_EXPIRY_CHECK).await;
+            let gone = self.0.events.expire(clock.now(), EVENT_TTL);
+            if gone > 0 {
+                tracing::debug!(gone, "expired events");
+            }
+        }
     }
 
     pub fn store(&self) -> &Store {
@@ -125,6 +171,10 @@ impl ApiServer {
 
     pub(crate) fn link(&self) -> &NodeLink {
         &self.0.link
+    }
+
+    pub(crate) fn statics(&self) -> &StaticPods {
+        &self.0.statics
     }
 
     pub(crate) fn runtime(&self) -> &dyn Runtime {
@@ -152,6 +202,7 @@ impl ApiServer {
     pub fn pod_removed(&self, uid: &str) {
         self.0.link.forget(uid);
         self.0.recording.forget(uid);
+        self.0.statics.removed(uid);
     }
 
     /// A pod's timeline as one HTML page (`podwright timeline POD`).
@@ -161,7 +212,7 @@ impl ApiServer {
     ) -> crate::errors::ApiResult<axum::response::Response> {
         use axum::response::IntoResponse;
         let pod = s.store().get(Resource::Pods, &ns, &name)?;
-        let uid = crate::store::meta_str(&pod, "uid").unwrap_or_default();
+        let uid = node_uid(&pod);
         let html =
             s.0.recording.render_pod(uid).ok_or_else(|| crate::errors::ApiError::not_found(Resource::Pods, &name))?;
         Ok(([(axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response())
@@ -171,8 +222,12 @@ impl ApiServer {
         self.0.link.upsert(pod);
     }
 
-    pub(crate) fn pod_updated(&self, _stored: &Value, pod: Pod) {
-        self.0.link.upsert(pod);
+    /// A pod changed through the API. A mirror pod's changes stay in the API: the node runs
+    /// its static pod's file.
+    pub(crate) fn pod_updated(&self, stored: &Value, pod: Pod) {
+        if mirrored_uid(stored).is_none() {
+            self.0.link.upsert(pod);
+        }
     }
 
     /// Every route of the API.

@@ -28,7 +28,6 @@ use crate::logs::{container_status, pick_container};
 use crate::request::truthy;
 use crate::resources::Resource;
 use crate::server::ApiServer;
-use crate::store::meta_str;
 use axum::body::Body;
 use axum::extract::Query;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
@@ -380,7 +379,7 @@ async fn port_forward_url(
     ports: &[i32],
 ) -> Result<String, KubeletError> {
     let not_found = || KubeletError::internal(format!("pod not found ({:?})", full_name(ns, name)));
-    let uid = meta_str(pod, "uid").unwrap_or_default();
+    let uid = crate::mirror::node_uid(pod);
     let selector = podwright_node::cri::config::pod_selector(uid);
     let sandboxes = s.runtime().list_pod_sandboxes(&selector).await?;
     let sandbox = sandboxes

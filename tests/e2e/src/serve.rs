@@ -66,7 +66,7 @@ impl Daemon {
             let base = if embedded { &root } else { &base };
             let out = Command::new(binary())
                 .args(["runtime", "start", "--root-dir"])
-                .arg(&base)
+                .arg(base)
                 .output()
                 .expect("runtime start");
             String::from_utf8_lossy(&out.stdout).trim().to_string()

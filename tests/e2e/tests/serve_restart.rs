@@ -7,9 +7,9 @@
 // Real waits against a real daemon.
 #![allow(clippy::disallowed_methods)]
 
-use podwright_e2e::Manifest;
 use podwright_e2e::serve::{Daemon, text};
-use std::path::PathBuf;
+use podwright_e2e::{Manifest, containers_with_label_at};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -176,17 +176,12 @@ fn a_sandbox_that_died_while_podwright_was_down_runs_every_init_container_again(
 /// The ID of the pod's sandbox: a containerd container with the pod's uid and no container name.
 fn sandbox_of(d: &Daemon, uid: &str) -> String {
     let socket = d.endpoint().trim_start_matches("unix://");
-    let filter = format!("labels.\"io.kubernetes.pod.uid\"=={uid}");
-    let out = Command::new("ctr")
-        .args(["-a", socket, "-n", "k8s.io", "containers", "ls", "-q", &filter])
-        .output()
-        .expect("ctr runs");
-    let ids = text(&out.stdout);
-    let sandbox = ids.lines().map(str::trim).find(|id| {
+    let ids = containers_with_label_at(Path::new(socket), "io.kubernetes.pod.uid", uid);
+    let sandbox = ids.into_iter().find(|id| {
         let info = Command::new("ctr").args(["-a", socket, "-n", "k8s.io", "containers", "info", id]).output();
         info.is_ok_and(|o| !text(&o.stdout).contains("io.kubernetes.container.name"))
     });
-    sandbox.expect("the pod has a sandbox").to_string()
+    sandbox.expect("the pod has a sandbox")
 }
 
 fn kill_task(d: &Daemon, id: &str) {

@@ -97,14 +97,18 @@ impl Engine {
                     }
                     self.dispatcher.unregister(&id);
                 }
-                Action::StartContainer { kind, index, restart_count, pull } => {
+                Action::StartContainer { kind, index, restart_count, pull, created } => {
                     // The planner starts containers only in a ready sandbox.
                     let (Some(sc), Some(sandbox)) = (pod::find(pod, kind, index), observed.sandbox.as_ref()) else {
                         continue;
                     };
                     let name = sc.name().to_string();
                     self.metrics.container_starting(kind);
-                    match Box::pin(self.start_container(&sync, sc, restart_count, pull, sandbox)).await {
+                    let started = match created {
+                        Some(id) => Box::pin(self.start_existing(&sync, sc, &id, restart_count, sandbox)).await,
+                        None => Box::pin(self.start_container(&sync, sc, restart_count, pull, sandbox)).await,
+                    };
+                    match started {
                         Ok(()) => {
                             result.first_start.get_or_insert_with(|| self.clock.now());
                             result.started.push(name);

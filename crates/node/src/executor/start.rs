@@ -79,19 +79,50 @@ impl Engine {
                 return Err(self.failure(StartFailureReason::CreateContainerError, e.to_string()));
             }
         };
-        self.dispatcher.register(&id, sync.bell);
         self.event(pod, Some(&sc), EventType::Normal, "Created", wording::created(&name));
+        self.start_created(sync, sc, &id, &config.log_path, &ip).await
+    }
+
+    /// Starts an instance that was created and never started (a podwright that created it
+    /// died before starting it), as the tail of [`Self::start_container`].
+    pub(super) async fn start_existing(
+        &self,
+        sync: &PodSync<'_>,
+        sc: SpecContainer<'_>,
+        id: &str,
+        restart_count: i32,
+        sandbox: &ObservedSandbox,
+    ) -> Result<(), StartFailure> {
+        let ip = sandbox.ip.clone().unwrap_or_default();
+        let config = cri_config::container_config(sync.pod, &sc, restart_count, &sandbox.id, &ip, &self.root);
+        self.start_created(sync, sc, id, &config.log_path, &ip).await
+    }
+
+    /// Follows the created instance's events and output, starts it and runs its `postStart`
+    /// hook.
+    async fn start_created(
+        &self,
+        sync: &PodSync<'_>,
+        sc: SpecContainer<'_>,
+        id: &str,
+        log_path: &str,
+        ip: &str,
+    ) -> Result<(), StartFailure> {
+        let pod = sync.pod;
+        let name = sc.name().to_string();
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        self.dispatcher.register(id, sync.bell);
         if let Some(sink) = &self.log_sink {
-            let path = layout::log_directory(&self.root, uid).join(&config.log_path);
+            let path = layout::log_directory(&self.root, uid).join(log_path);
             let _ = sink.send(crate::logs::LogTarget { container: name.clone(), path }.into());
         }
-        if let Err(e) = self.runtime.start_container(&id).await {
+        if let Err(e) = self.runtime.start_container(id).await {
             self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {e}"));
             return Err(self.failure(StartFailureReason::RunContainerError, e.to_string()));
         }
         self.event(pod, Some(&sc), EventType::Normal, "Started", wording::started(&name));
         if let Some(hook) = sc.container.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) {
-            let target = self.hook_target(pod, sc.container, &id, &ip);
+            let target = self.hook_target(pod, sc.container, id, ip);
             let outcome = tokio::select! {
                 // A seeded simulation replays the same choice.
                 biased;
@@ -103,9 +134,9 @@ impl Engine {
                 tracing::warn!(container = %name, "{msg}");
                 // The hook's output stays out of the event: it may hold secrets.
                 self.event(pod, Some(&sc), EventType::Warning, "FailedPostStartHook", "PostStartHook failed".into());
-                let victim = super::kill::Victim { id: &id, spec: Some(sc), name: &name, started: true };
+                let victim = super::kill::Victim { id, spec: Some(sc), name: &name, started: true };
                 let grace = podwright_planner::plan::pod_grace(pod);
-                Box::pin(self.kill_container(pod, &victim, "FailedPostStartHook".into(), grace, &ip, vec![])).await;
+                Box::pin(self.kill_container(pod, &victim, "FailedPostStartHook".into(), grace, ip, vec![])).await;
                 return Err(self.failure(StartFailureReason::PostStartHookError, msg));
             }
         }

@@ -1,0 +1,100 @@
+//! Mirror pods: the API's copy of a static pod (`pkg/kubelet/pod/mirror_client.go`). It carries
+//! the static pod's config hash as `kubernetes.io/config.mirror` and the Node as its controller,
+//! gets a UID of its own, and shows the static pod's status; the node runs the static pod, never
+//! the mirror's spec.
+
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use podwright_node::static_pods::uid::Fnv128a;
+use podwright_node::static_pods::{CONFIG_HASH, CONFIG_MIRROR};
+use serde_json::{Value, json};
+
+/// The config hash (the static pod's UID) a pod object mirrors, if it is a mirror pod.
+pub fn mirrored_uid(obj: &Value) -> Option<&str> {
+    obj.get("metadata")?.get("annotations")?.get(CONFIG_MIRROR)?.as_str()
+}
+
+/// The UID the node runs a pod object's containers under: the static pod's for a mirror pod,
+/// the object's own otherwise (logs, exec and timelines are found by it).
+pub fn node_uid(obj: &Value) -> &str {
+    mirrored_uid(obj).or_else(|| crate::store::meta_str(obj, "uid")).unwrap_or_default()
+}
+
+/// The Node that owns mirror pods. No Node object is served; its UID is derived from the name
+/// so that it is the same in every run.
+#[derive(Debug, Clone)]
+pub struct NodeRef {
+    pub name: String,
+    pub uid: String,
+}
+
+impl NodeRef {
+    pub fn new(name: &str) -> Self {
+        let mut h = Fnv128a::new();
+        h.write(format!("node:{name}").as_bytes());
+        let hex = h.hex();
+        let uid = format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]);
+        NodeRef { name: name.to_string(), uid }
+    }
+}
+
+/// The mirror pod of static pod `pod`, with `status` (Pending when there is none yet), ready to
+/// be created: the store gives it its own UID.
+pub fn mirror_object(pod: &Pod, node: &NodeRef, status: Option<PodStatus>) -> Value {
+    let mut metadata = pod.metadata.clone();
+    let hash = metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(CONFIG_HASH))
+        .cloned()
+        .or_else(|| metadata.uid.clone())
+        .unwrap_or_default();
+    metadata.annotations.get_or_insert_default().insert(CONFIG_MIRROR.into(), hash);
+    metadata.owner_references = Some(vec![OwnerReference {
+        api_version: "v1".into(),
+        kind: "Node".into(),
+        name: node.name.clone(),
+        uid: node.uid.clone(),
+        controller: Some(true),
+        block_owner_deletion: None,
+    }]);
+    metadata.uid = None;
+    metadata.resource_version = None;
+    metadata.creation_timestamp = None;
+    metadata.generation = Some(1);
+    let status = status.unwrap_or_else(|| PodStatus { phase: Some("Pending".into()), ..Default::default() });
+    let mirror = Pod { metadata, spec: pod.spec.clone(), status: Some(status) };
+    let mut obj = serde_json::to_value(&mirror).unwrap_or(Value::Null);
+    obj["kind"] = json!("Pod");
+    obj["apiVersion"] = json!("v1");
+    obj
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mirror_pod_names_its_static_pod_and_its_node() {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "web-n", "namespace": "default", "uid": "abc", "annotations": {CONFIG_HASH: "abc"}},
+            "spec": {"containers": [{"name": "app", "image": "busybox"}]},
+        }))
+        .unwrap();
+        let node = NodeRef::new("n");
+        let m = mirror_object(&pod, &node, None);
+        assert_eq!(mirrored_uid(&m), Some("abc"));
+        assert_eq!(m["metadata"]["uid"], Value::Null, "the store gives the mirror a UID of its own");
+        assert_eq!(
+            m["metadata"]["ownerReferences"],
+            json!([{"apiVersion": "v1", "kind": "Node", "name": "n", "uid": node.uid, "controller": true}])
+        );
+        assert_eq!(m["status"]["phase"], "Pending");
+        assert_eq!(node.uid, NodeRef::new("n").uid);
+        assert_eq!(node.uid.len(), 36);
+        let mut stored = m.clone();
+        stored["metadata"]["uid"] = json!("mirror-uid");
+        assert_eq!(node_uid(&stored), "abc");
+        assert_eq!(node_uid(&json!({"metadata": {"uid": "api-pod"}})), "api-pod");
+    }
+}
