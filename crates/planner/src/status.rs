@@ -285,6 +285,19 @@ fn terminate_pod(inits: &mut [(SpecContainer, ContainerStatus)], apps: &mut [(Sp
     inits.iter_mut().take(started + 1).for_each(|(_, s)| lost(s));
 }
 
+/// In a terminal pod nothing runs again, so how a container ended, once reported, is final:
+/// whatever records of it the runtime still has (some are removed with the pod, and podwright
+/// may die halfway), it keeps the terminated status last reported, as the kubelet keeps an old
+/// terminated status for a container the runtime no longer knows.
+fn keep_ended(now: &mut [(SpecContainer, ContainerStatus)], reported: Option<&[ContainerStatus]>) {
+    for (sc, st) in now.iter_mut() {
+        let ended = reported.into_iter().flatten().find(|r| r.name == sc.name() && term(r).is_some());
+        if let Some(ended) = ended {
+            *st = ended.clone();
+        }
+    }
+}
+
 /// The status manager's `hasPodInitialized`: no init containers, an app container that ever
 /// left `waiting`, or a last init container that completed (a sidecar: started).
 fn has_initialized(inits: &[(SpecContainer, ContainerStatus)], apps: &[(SpecContainer, ContainerStatus)]) -> bool {
@@ -416,6 +429,10 @@ pub fn pod_status_and_phase(ctx: &PodContext, previous: Option<&PodStatus>) -> (
     // Phases never leave Succeeded or Failed.
     if let Some(pp) = prev_phase.filter(|p| p.is_terminal()) {
         phase = pp;
+    }
+    if let Some(previous) = previous.filter(|_| prev_phase.is_some_and(Phase::is_terminal)) {
+        keep_ended(&mut inits, previous.init_container_statuses.as_deref());
+        keep_ended(&mut apps, previous.container_statuses.as_deref());
     }
     if phase.is_terminal() && !ctx.observed.any_running() {
         terminate_pod(&mut inits, &mut apps);

@@ -57,6 +57,15 @@ struct LastStatus {
     ip: Option<String>,
     /// Container name → (container ID, ready).
     ready: HashMap<String, (String, bool)>,
+    /// In a terminal pod, container name → how its terminated state ended (container ID,
+    /// exit code): final.
+    ended: HashMap<String, (Option<String>, i32)>,
+}
+
+/// How a container status's terminated state ended, if it is terminated.
+fn ended(cs: &ContainerStatus) -> Option<(Option<String>, i32)> {
+    let t = cs.state.as_ref()?.terminated.as_ref()?;
+    Some((t.container_id.clone(), t.exit_code))
 }
 
 pub struct Checker {
@@ -345,6 +354,14 @@ impl Checker {
                     self.violate("initialized", detail);
                 }
             }
+            if let Some((name, was)) = last
+                .ended
+                .iter()
+                .find(|(name, was)| statuses(st).find(|cs| &cs.name == *name).and_then(ended).as_ref() != Some(was))
+            {
+                let detail = format!("{name}, terminated with {} in the {phase} pod, is not any more", was.1);
+                self.violate("terminated-final", detail);
+            }
             if last.incarnation != incarnation {
                 let unprobed = |name: &str| self.readiness_probes.get(name) == self.probes_at_start.get(name);
                 let flapped = statuses(st).find(|cs| {
@@ -378,7 +395,9 @@ impl Checker {
         }
         let ready =
             statuses(st).filter_map(|cs| Some((cs.name.clone(), (cs.container_id.clone()?, cs.ready)))).collect();
-        self.last = Some(LastStatus { incarnation, initialized, ip: st.pod_ip.clone(), ready });
+        let terminal = phase == "Succeeded" || phase == "Failed";
+        let ended = statuses(st).filter(|_| terminal).filter_map(|cs| Some((cs.name.clone(), ended(cs)?))).collect();
+        self.last = Some(LastStatus { incarnation, initialized, ip: st.pod_ip.clone(), ready, ended });
     }
 
     fn nothing_runs(&mut self, invariant: &'static str) {

@@ -120,11 +120,25 @@ struct Dice {
     removing: bool,
     /// A removal call failed: what is left in the runtime is not a leak of the agent's.
     removal_faulted: bool,
+    /// The calls during which the agent is to be killed (see `Scenario::call_crashes`), and
+    /// where to say so.
+    crash_at: Vec<(u64, Duration)>,
+    crashes: Option<mpsc::UnboundedSender<Duration>>,
 }
 
 impl Dice {
     fn new(rng: Rng, faults: Faults, trace: &Trace) -> Dice {
-        Dice { rng, faults, trace: trace.clone(), calls: 0, faulted: 0, removing: false, removal_faulted: false }
+        Dice {
+            rng,
+            faults,
+            trace: trace.clone(),
+            calls: 0,
+            faulted: 0,
+            removing: false,
+            removal_faulted: false,
+            crash_at: vec![],
+            crashes: None,
+        }
     }
 
     fn call(&mut self, call: &Call) -> Option<CallFault> {
@@ -137,6 +151,14 @@ impl Dice {
         // Every die is thrown every time: a fault turned off while shrinking leaves the others'.
         let (fail, lose, slow) = (self.rng.chance(f.fail), self.rng.chance(f.lose_reply), self.rng.chance(f.slow));
         let takes = self.rng.millis(1, f.slow_max.as_millis().max(1) as u64);
+        if let Some(&(_, down)) = self.crash_at.iter().find(|(n, _)| *n == self.calls)
+            && let Some(crashes) = &self.crashes
+        {
+            self.trace.line(|| format!("the agent is killed during {call:?}"));
+            let _ = crashes.send(down);
+            // Long enough for the kill to come before the call acts, even without latency.
+            return Some(CallFault::Slow(Duration::from_millis(1)));
+        }
         let fault = if fail {
             CallFault::Fail(RuntimeError::Failed("injected failure".into()))
         } else if lose && !matches!(call, Call::ExecSync { .. }) {
@@ -179,6 +201,8 @@ struct Lifecycle<'a> {
     api: Arc<Mutex<Api>>,
     dice: Arc<Mutex<Dice>>,
     event_dice: Arc<Mutex<Dice>>,
+    /// Crashes the dice call for during a runtime call: how long the agent stays down.
+    call_crashes: mpsc::UnboundedReceiver<Duration>,
     crashes: u64,
     /// The running agent, if it is up.
     agent: Option<Agent>,
@@ -225,7 +249,10 @@ impl<'a> Lifecycle<'a> {
                 if slow { ExecBehaviour::Slow(Duration::from_secs(3), reply) } else { ExecBehaviour::Reply(reply) }
             });
         }
-        let dice = Arc::new(Mutex::new(Dice::new(Rng::stream(sc.seed, FAULTS), sc.faults, &trace)));
+        let (crashes, call_crashes) = mpsc::unbounded_channel();
+        let mut dice = Dice::new(Rng::stream(sc.seed, FAULTS), sc.faults, &trace);
+        (dice.crash_at, dice.crashes) = (sc.call_crashes.clone(), Some(crashes));
+        let dice = Arc::new(Mutex::new(dice));
         let on_calls = dice.clone();
         fake.set_call_faults(move |call| lock(&on_calls).call(call));
         // Events have dice of their own: how many events a call makes must not move the calls'.
@@ -245,6 +272,7 @@ impl<'a> Lifecycle<'a> {
             api: Arc::default(),
             dice,
             event_dice,
+            call_crashes,
             crashes: 0,
             agent: None,
             incarnation: 0,
@@ -287,6 +315,11 @@ impl<'a> Lifecycle<'a> {
                         removed = true;
                     }
                 },
+                Some(down) = self.call_crashes.recv() => {
+                    if self.crash() {
+                        restart_at = Some(self.instant_now() + down);
+                    }
+                }
                 () = sleep_until(restart_at) => {
                     restart_at = None;
                     self.start_agent();

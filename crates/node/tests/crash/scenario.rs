@@ -25,6 +25,11 @@ pub struct Scenario {
     /// The runtime's latency per call at the start.
     pub latency: Duration,
     pub steps: Vec<Step>,
+    /// Agent crashes in the middle of a runtime call: during the n-th call that acts (counted
+    /// from the start), the agent is killed, to be started again `down` later. Where the steps'
+    /// crashes fall at random instants, these fall where the agent is at work: between
+    /// CreateContainer and StartContainer, during a StartContainer, amid a termination.
+    pub call_crashes: Vec<(u64, Duration)>,
 }
 
 /// How a container's execs answer, per mille: failing (exit 1), and slower than any probe's
@@ -99,8 +104,12 @@ impl Scenario {
         let faults = random_faults(&mut rng);
         let latency = random_latency(&mut rng);
         let names: Vec<String> = scripts.iter().map(|(n, _)| n.clone()).collect();
-        let steps = random_steps(&mut Rng::stream(seed, STEPS), &names);
-        Scenario { seed, pod, scripts, execs, faults, latency, steps }
+        let mut rng = Rng::stream(seed, STEPS);
+        let steps = random_steps(&mut rng, &names);
+        let call_crashes = (0..rng.pick(&[0, 0, 1, 1, 2]))
+            .map(|_| (rng.range(1, 60), if rng.chance(300) { Duration::ZERO } else { rng.millis(1, 20_000) }))
+            .collect();
+        Scenario { seed, pod, scripts, execs, faults, latency, steps, call_crashes }
     }
 
     /// The pod's `terminationGracePeriodSeconds`.
@@ -117,6 +126,11 @@ impl Scenario {
         for i in (0..self.steps.len()).filter(|i| Some(*i) != deletion) {
             let mut s = self.clone();
             s.steps.remove(i);
+            out.push(s);
+        }
+        for i in 0..self.call_crashes.len() {
+            let mut s = self.clone();
+            s.call_crashes.remove(i);
             out.push(s);
         }
         let f = self.faults;
@@ -237,6 +251,9 @@ impl fmt::Display for Scenario {
         writeln!(f, "steps:")?;
         for s in &self.steps {
             writeln!(f, "  {:>9.3}s  {}", s.at.as_secs_f64(), s.action)?;
+        }
+        for (call, down) in &self.call_crashes {
+            writeln!(f, "  agent crash during runtime call {call} (down {:.3}s)", down.as_secs_f64())?;
         }
         Ok(())
     }

@@ -82,13 +82,19 @@ impl FakeRuntime {
                 let _ = self.events.send(event);
             }
             EventFault::Drop => {}
-            EventFault::Delay(after) => {
-                let events = self.events.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(after).await;
-                    let _ = events.send(event);
-                });
-            }
+            // Late only where a runtime can keep it (not while one shuts down).
+            EventFault::Delay(after) => match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    let events = self.events.clone();
+                    runtime.spawn(async move {
+                        tokio::time::sleep(after).await;
+                        let _ = events.send(event);
+                    });
+                }
+                Err(_) => {
+                    let _ = self.events.send(event);
+                }
+            },
         }
     }
 }

@@ -221,8 +221,11 @@ impl RuntimeService for FakeRuntime {
     }
 
     async fn start_container(&self, container_id: &str) -> RuntimeResult<()> {
+        let mut caller_gone = CallerGone { fake: self, container_id, waiting: true };
         self.delay().await;
-        let lost = self.fault(|s| Call::StartContainer { name: s.container_name(container_id) }).await?;
+        let fault = self.fault(|s| Call::StartContainer { name: s.container_name(container_id) }).await;
+        caller_gone.waiting = false;
+        let lost = fault?;
         let mut state = self.lock();
         self.container_call(&mut state, container_id, |name| Call::StartContainer { name });
         let now = nanos(self.clock.now());
@@ -463,6 +466,43 @@ impl ImageService for FakeRuntime {
         let image_ref = images::fake_digest(&name);
         self.lock().images.insert(name, image_ref.clone());
         Ok(image_ref)
+    }
+}
+
+/// A `StartContainer` whose caller goes away while it is under way (podwright killed during
+/// the call): containerd 1.6 leaves the container exited with `StartError` and exit code 128,
+/// "context canceled", never run.
+struct CallerGone<'a> {
+    fake: &'a FakeRuntime,
+    container_id: &'a str,
+    /// The call has not acted yet.
+    waiting: bool,
+}
+
+impl Drop for CallerGone<'_> {
+    fn drop(&mut self) {
+        if !self.waiting {
+            return;
+        }
+        let mut state = self.fake.lock();
+        let now = nanos(self.fake.clock.now());
+        let Some(c) = state.containers.get_mut(self.container_id) else { return };
+        if c.status.state != ContainerState::ContainerCreated as i32 {
+            return;
+        }
+        c.status.state = ContainerState::ContainerExited as i32;
+        c.status.exit_code = START_ERROR_CODE;
+        c.status.reason = "StartError".into();
+        c.status.message =
+            "failed to create containerd task: failed to create shim task: context canceled: unknown".into();
+        c.status.finished_at = now;
+        let exited = Change::ContainerExited {
+            id: self.container_id.to_string(),
+            exit_code: START_ERROR_CODE,
+            reason: "StartError".into(),
+        };
+        self.fake.record(&mut state, || exited);
+        self.fake.emit(self.container_id, RuntimeEventKind::Exited);
     }
 }
 

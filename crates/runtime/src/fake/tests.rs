@@ -581,3 +581,20 @@ async fn event_faults_drop_or_delay_events() {
     assert_eq!(exited, RuntimeEvent { container_id: id, kind: RuntimeEventKind::Exited });
     assert_eq!(rt.clock().now(), epoch() + jiff::SignedDuration::from_secs(5));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_start_whose_caller_goes_away_leaves_a_start_error() {
+    let rt = fake();
+    rt.set_latency(secs(1));
+    let sb = sandbox(&rt, "p").await;
+    let id = rt.create_container(&sb, &container("p", "app", 0), &pod("p")).await.unwrap();
+    let cut = tokio::time::timeout(Duration::from_millis(500), rt.start_container(&id)).await;
+    assert!(cut.is_err(), "the caller gave up during the call");
+    let status = rt.container_status(&id).await.unwrap();
+    assert_eq!(
+        (state(&status), status.exit_code, status.reason.as_str()),
+        (ContainerState::ContainerExited, 128, "StartError")
+    );
+    assert!(status.message.contains("context canceled"), "{}", status.message);
+    assert_eq!(status.started_at, 0, "it never ran");
+}
