@@ -225,10 +225,11 @@ impl<'a> Lifecycle<'a> {
         let checker = Arc::new(Mutex::new(Checker::new(fake.clone(), &sc.pod, trace.clone())));
         let execs = Arc::new(Mutex::new(Rng::stream(sc.seed, EXECS)));
         for (name, rates) in sc.execs.clone() {
-            let (execs, checker, trace) = (execs.clone(), checker.clone(), trace.clone());
+            // Weak: the checker holds the fake, which holds this function.
+            let (execs, checker, trace) = (execs.clone(), Arc::downgrade(&checker), trace.clone());
             fake.script_exec_fn(&name.clone(), move |cmd| {
                 let what = cmd.last().map_or("", String::as_str);
-                if what == "ready" {
+                if let Some(checker) = checker.upgrade().filter(|_| what == "ready") {
                     lock(&checker).readiness_probed(&name);
                 }
                 let mut rng = lock(&execs);

@@ -45,11 +45,6 @@ const EXPLAINED: usize = 3;
 /// A lifecycle that takes this long in wall time is looping without advancing virtual time.
 const HANG: Duration = Duration::from_secs(120);
 
-/// Runs seed `seed`'s lifecycle; its violation, if one broke.
-pub fn violation(seed: u64, root: &Path) -> Option<Violation> {
-    lifecycle::run(&Scenario::new(seed), root, false).violation
-}
-
 /// Runs seed `seed`'s lifecycle: its violation, and what it went through.
 fn lifecycle(seed: u64, root: &Path) -> (Option<Violation>, Stats) {
     let outcome = lifecycle::run(&Scenario::new(seed), root, false);
@@ -65,7 +60,7 @@ pub fn traced(sc: &Scenario, root: &Path) -> (Option<Violation>, Vec<String>) {
 /// Shrinks a failing seed to the simplest scenario that still breaks the same invariant, and
 /// explains it.
 pub fn explain(seed: u64, root: &Path) -> Option<Failure> {
-    let first = violation(seed, root)?;
+    let first = lifecycle(seed, root).0?;
     let mut sc = Scenario::new(seed);
     let steps = sc.steps.len();
     'shrink: loop {
