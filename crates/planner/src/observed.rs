@@ -81,14 +81,20 @@ pub struct ObservedContainer {
 
 impl ObservedContainer {
     /// Its `StartContainer` was cancelled by the caller going away (podwright killed during
-    /// the call): containerd then leaves it exited with `StartError`, and "context canceled",
-    /// or "failed to start shim: … signal: killed" when the cancellation killed the shim it was
-    /// starting for it (seen with containerd 1.6.20). Its process never ran; an uninterrupted
-    /// run would simply have started it.
+    /// the call) while containerd was still creating its task: containerd then leaves it exited
+    /// with `StartError` "failed to create containerd task: … context canceled", or "… failed
+    /// to start shim: … signal: killed" when the cancellation killed the shim it was starting
+    /// for it (containerd 1.6.20). Its process never ran; an uninterrupted run would simply have
+    /// started it. A cancellation after the task was created ("failed to start containerd
+    /// task … context canceled") is not one: the process may have run (the crash test saw it).
     pub fn start_interrupted(&self) -> bool {
-        let cancelled = self.message.contains("context canceled")
-            || self.message.contains("failed to start shim") && self.message.contains("signal: killed");
-        self.state == RunState::Exited && self.reason == "StartError" && cancelled
+        let m = &self.message;
+        let cancelled =
+            m.contains("context canceled") || m.contains("failed to start shim") && m.contains("signal: killed");
+        self.state == RunState::Exited
+            && self.reason == "StartError"
+            && m.contains("failed to create containerd task")
+            && cancelled
     }
 
     /// The kubelet's "failed" for an init container: OOM killed, non-zero exit, or unknown.

@@ -532,6 +532,12 @@ fn an_instance_whose_start_was_cut_short_by_podwrights_death_counts_for_nothing(
         ..cut.clone()
     };
     assert!(shim_killed.start_interrupted());
+    // Cancelled once its task existed: its process may have run.
+    let task_started = ObservedContainer {
+        message: "failed to start containerd task \"abc\": context canceled: unknown".into(),
+        ..cut.clone()
+    };
+    assert!(!task_started.start_interrupted());
     let mut w = World::new(p.clone()).with_sandbox().with(exited(&p, "init", 0, 0, 1, 2)).at(4);
     w.observed.interrupted.push(cut);
     assert_ne!(w.status().phase.as_deref(), Some("Failed"));
