@@ -1,10 +1,12 @@
 //! What the runtime cannot tell us about a pod, written down before it is acted on: the pod as
-//! given, when it started, its back-off state, and the sandbox in which it initialized.
+//! given, when it started, its back-off state, the restart counts of instances about to be
+//! removed, and the sandbox in which it completed its initialization.
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use podwright_planner::Backoff;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io;
 use std::path::Path;
 
@@ -13,7 +15,11 @@ pub struct Checkpoint {
     pub pod: Pod,
     pub start_time: Option<Timestamp>,
     pub backoff: Backoff,
-    /// The sandbox in which initialization completed.
+    /// The highest restart count of each container's instances (see
+    /// `Observed::restart_counts`); absent from checkpoints written before it was kept.
+    #[serde(default)]
+    pub restart_counts: BTreeMap<String, i32>,
+    /// The sandbox in which initialization completed (see `Observed::initialized_in`).
     #[serde(default)]
     pub initialized_in: Option<String>,
 }
@@ -24,6 +30,7 @@ pub struct CheckpointRef<'a> {
     pub pod: &'a Pod,
     pub start_time: Option<Timestamp>,
     pub backoff: &'a Backoff,
+    pub restart_counts: &'a BTreeMap<String, i32>,
     pub initialized_in: Option<&'a str>,
 }
 
@@ -58,17 +65,20 @@ mod tests {
         pod.metadata.uid = Some("u1".into());
         let mut backoff = Backoff::default();
         backoff.next("c", Timestamp::UNIX_EPOCH, Timestamp::UNIX_EPOCH);
+        let restart_counts = BTreeMap::from([("i1".to_string(), 3)]);
         let cp = CheckpointRef {
             pod: &pod,
             start_time: Some(Timestamp::UNIX_EPOCH),
             backoff: &backoff,
-            initialized_in: Some("s1"),
+            restart_counts: &restart_counts,
+            initialized_in: Some("sb1"),
         };
         save(&root, &cp).unwrap();
         let back = load(&root, "u1").unwrap().unwrap();
         assert_eq!(back.backoff, backoff);
-        assert_eq!(back.initialized_in.as_deref(), Some("s1"));
         assert_eq!(back.start_time, Some(Timestamp::UNIX_EPOCH));
+        assert_eq!(back.restart_counts, restart_counts);
+        assert_eq!(back.initialized_in.as_deref(), Some("sb1"));
         std::fs::remove_dir_all(root).unwrap();
     }
 }

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
+use tokio::task::AbortHandle;
 
 /// Why an update was not taken.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -27,6 +28,8 @@ struct Handle {
     latest: watch::Receiver<PodUpdate>,
     /// When it was first given, among all pods: the order of [`PodWorkers::latest`].
     seq: u64,
+    /// The worker's task, for [`PodWorkers::abort`].
+    task: AbortHandle,
 }
 
 impl Handle {
@@ -59,7 +62,8 @@ impl Handle {
 /// - Updates and deletions are level-triggered: a worker always acts on the newest version it
 ///   was given; several updates between two passes fold into the last.
 /// - A later deletion can shorten the grace period of an earlier one, never lengthen it.
-/// - Dropping the `PodWorkers` stops no pod: workers go on with what they were last given.
+/// - Dropping the `PodWorkers` stops no pod: workers go on with what they were last given
+///   ([`abort`](Self::abort) stops the workers, as a crash of the agent would).
 ///
 /// # Caveats
 /// - Validation is the caller's: an update is applied as given. The daemon refuses updates that
@@ -118,14 +122,22 @@ impl PodWorkers {
         let worker = PodWorker::new(self.engine.clone(), self.status.clone(), desired_rx, published);
         self.running.send_modify(|n| *n += 1);
         let running = self.running.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             worker.run().await;
             running.send_modify(|n| *n -= 1);
         });
         let seq = pods.next_seq;
         pods.next_seq += 1;
-        pods.by_uid.insert(uid, Handle { desired: desired_tx, latest, seq });
+        pods.by_uid.insert(uid, Handle { desired: desired_tx, latest, seq, task: task.abort_handle() });
         Ok(())
+    }
+
+    /// Stops every worker where it stands, as a SIGKILL of the agent would: mid-pass, without
+    /// publishing or stopping anything (their probes stop with them). The pods' containers stay
+    /// in the runtime and their checkpoints under the root, for the next node to take over. For
+    /// simulations of agent crashes; a mode that stops keeps its workers running instead.
+    pub fn abort(&self) {
+        self.pods().by_uid.values().for_each(|h| h.task.abort());
     }
 
     /// Stops the pod gracefully: `grace` seconds instead of its `terminationGracePeriodSeconds`

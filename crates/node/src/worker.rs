@@ -15,16 +15,16 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podwright_planner::decide::pull_key;
 use podwright_planner::pod;
 use podwright_planner::{
-    Backoff, ContainerKind, Observed, Phase, PodContext, RunState, StartFailure, StartFailureReason, plan_in_phase,
-    pod_status_and_phase,
+    Action, Backoff, ContainerKind, Observed, ObservedContainer, Phase, PodContext, RunState, StartFailure,
+    StartFailureReason, plan_in_phase, pod_status_and_phase,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// How long to wait before trying again when the runtime could not be read.
-const OBSERVE_RETRY: Duration = Duration::from_secs(1);
+/// How long to wait before trying again when the runtime could not be read, or failed a kill.
+const RETRY: Duration = Duration::from_secs(1);
 
 /// What a pod worker is told to do: run this version of the pod, or stop it.
 #[derive(Debug, Clone)]
@@ -92,8 +92,28 @@ struct Memory {
     start_failures: BTreeMap<String, StartFailure>,
     start_time: Timestamp,
     sandbox_failure: Option<Timestamp>,
+    /// See `Observed::restart_counts`.
+    restart_counts: BTreeMap<String, i32>,
+    /// `restart_counts` has grown since the checkpoint was written.
+    restart_counts_unsaved: bool,
     /// The sandbox in which initialization completed (checkpointed).
     initialized_in: Option<String>,
+}
+
+impl Memory {
+    /// Takes in the restart counts of the instances observed.
+    fn count_restarts(&mut self, containers: &[ObservedContainer]) {
+        for c in containers {
+            match self.restart_counts.get_mut(&c.name) {
+                Some(n) if *n >= c.restart_count => continue,
+                Some(n) => *n = c.restart_count,
+                None => {
+                    self.restart_counts.insert(c.name.clone(), c.restart_count);
+                }
+            }
+            self.restart_counts_unsaved = true;
+        }
+    }
 }
 
 /// From an init container seen completed to the pod's next container started, for
@@ -158,28 +178,43 @@ impl PodWorker {
         });
         let reported_start = pod.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0);
         let saved_start = saved.as_ref().and_then(|c| c.start_time);
-        let initialized_in = saved.as_ref().and_then(|c| c.initialized_in.clone());
+        let (backoff, mut restart_counts, initialized_in) =
+            saved.map(|c| (c.backoff, c.restart_counts, c.initialized_in)).unwrap_or_default();
+        // The last status reported says as much, should the checkpoint be older: a count above
+        // 0 is that of an instance the container had (0 may be of one that never ran).
+        let reported = pod.status.iter().flat_map(|s| {
+            let all = [&s.init_container_statuses, &s.container_statuses];
+            all.into_iter().flatten().flatten()
+        });
+        for st in reported.filter(|st| st.restart_count > 0) {
+            let n = restart_counts.entry(st.name.clone()).or_default();
+            *n = st.restart_count.max(*n);
+        }
         let memory = Memory {
-            backoff: saved.map(|c| c.backoff).unwrap_or_default(),
-            initialized_in,
+            backoff,
             start_failures: BTreeMap::new(),
             start_time: reported_start.or(saved_start).unwrap_or_else(|| engine.clock.now()),
             sandbox_failure: None,
+            restart_counts,
+            restart_counts_unsaved: false,
+            initialized_in,
         };
         let gauges = PodGauges::new(engine.metrics.clone());
         PodWorker { engine, status_sink, desired, published, pod, memory, gauges, transition: Transition::default() }
     }
 
-    fn checkpoint(&self) {
+    fn checkpoint(&mut self) {
         let m = &self.memory;
         let cp = CheckpointRef {
             pod: &self.pod,
             start_time: Some(m.start_time),
             backoff: &m.backoff,
+            restart_counts: &m.restart_counts,
             initialized_in: m.initialized_in.as_deref(),
         };
-        if let Err(e) = checkpoint::save(&self.engine.root, &cp) {
-            tracing::warn!(%e, "could not write the pod's checkpoint");
+        match checkpoint::save(&self.engine.root, &cp) {
+            Ok(()) => self.memory.restart_counts_unsaved = false,
+            Err(e) => tracing::warn!(%e, "could not write the pod's checkpoint"),
         }
     }
 
@@ -246,8 +281,10 @@ impl PodWorker {
                 Ok(o) => o,
                 Err(e) => {
                     tracing::warn!(%e, "could not read the pod's state from the runtime");
+                    // Biased, here and below: a seeded simulation replays the same choices.
                     tokio::select! {
-                        _ = tokio::time::sleep(OBSERVE_RETRY) => {}
+                        biased;
+                        _ = tokio::time::sleep(RETRY) => {}
                         r = self.desired.changed(), if desired_open => desired_open = r.is_ok(),
                     }
                     continue;
@@ -258,7 +295,10 @@ impl PodWorker {
             }
             let now = self.engine.clock.now();
             let kind = pass_kind.take().unwrap_or(if deletion.is_some() { PassKind::Kill } else { PassKind::Sync });
-            let (interrupted, containers) = containers.into_iter().partition(|c| c.start_interrupted());
+            let (interrupted, containers): (Vec<_>, Vec<_>) =
+                containers.into_iter().partition(|c| c.start_interrupted());
+            // An interrupted instance never ran: its replacement takes its restart count.
+            self.memory.count_restarts(&containers);
             let mut observed = Observed {
                 sandbox: sandboxes.last().cloned(),
                 containers,
@@ -266,6 +306,7 @@ impl PodWorker {
                 start_failures: self.memory.start_failures.clone(),
                 probes: Default::default(),
                 sandbox_failure: self.memory.sandbox_failure,
+                restart_counts: self.memory.restart_counts.clone(),
                 initialized_in: self.memory.initialized_in.clone(),
             };
             let sandbox_running = observed.sandbox.as_ref().is_some_and(|s| s.ready);
@@ -317,12 +358,28 @@ impl PodWorker {
                 self.checkpoint();
             }
             if !p.actions.is_empty() {
+                // Instances about to be removed take their restart counts with them: written
+                // down first, so that a restart of podwright still counts on from them.
+                let removes = p.actions.iter().any(|a| matches!(a, Action::RemoveContainer { .. }));
+                if removes && self.memory.restart_counts_unsaved {
+                    self.checkpoint();
+                }
                 let result = self.engine.execute(&self.pod, &observed, p.actions, &bell, &self.desired).await;
                 if let Some(took) = result.first_start.and_then(|at| self.transition.started(at)) {
                     self.engine.metrics.transition(took);
                 }
+                let kill_failed = result.kill_failed;
                 self.fold(result);
                 self.pass_done(kind, pass_start);
+                if kill_failed {
+                    // Not at once: a runtime that fails every stop would be asked in a loop.
+                    tokio::select! {
+                        biased;
+                        _ = bell.notified() => {}
+                        _ = tokio::time::sleep(RETRY) => {}
+                        r = self.desired.changed(), if desired_open => desired_open = r.is_ok(),
+                    }
+                }
                 continue;
             }
             self.pass_done(kind, pass_start);
@@ -334,6 +391,7 @@ impl PodWorker {
                 }
             };
             tokio::select! {
+                biased;
                 _ = bell.notified() => {}
                 _ = planned => {}
                 r = self.desired.changed(), if desired_open => desired_open = r.is_ok(),

@@ -203,6 +203,25 @@ async fn a_worker_whose_owner_went_away_does_not_spin() {
     let _ = std::fs::remove_dir_all(root);
 }
 
+/// `abort` is a SIGKILL of the agent: the workers stop where they are, publish nothing more and
+/// stop nothing; the containers run on in the runtime.
+#[tokio::test(start_paused = true)]
+async fn aborted_workers_stop_where_they_are_and_leave_the_pod_running() {
+    let sim = Sim::new();
+    sim.fake.script("app", vec![Behaviour::Exit { code: 1, after: Duration::from_secs(5) }]);
+    sim.workers.update(pod(&[], &["app"], "Always")).unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(sim.workers.latest()[0].phase(), Some("Running"));
+    sim.workers.abort();
+    let calls = sim.fake.calls().len();
+    // The app exits at +5: nobody restarts it, nobody stops the sandbox.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(sim.fake.calls().len(), calls, "no call after the abort: {:?}", &sim.fake.calls()[calls..]);
+    let sandboxes = sim.fake.list_pod_sandboxes(&Default::default()).await.unwrap();
+    assert_eq!(sandboxes[0].state, PodSandboxState::SandboxReady as i32);
+    assert_eq!(sim.workers.latest()[0].phase(), Some("Running"), "nothing more published");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_dead_sandbox_is_noticed_by_the_node_wide_relist() {
     let sim = Sim::new();

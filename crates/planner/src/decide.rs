@@ -62,8 +62,7 @@ pub fn should_restart(pod: &Pod, kind: ContainerKind, newest: Option<&ObservedCo
 
 /// Given that `sc` should run a new instance, whether it may start now.
 pub fn start_or_wait(ctx: &PodContext, sc: &SpecContainer) -> Decision {
-    let newest = ctx.observed.newest(sc.name());
-    let restart_count = newest.map_or(0, |c| c.restart_count + 1);
+    let restart_count = ctx.observed.restart_count(sc.name()).map_or(0, |n| n + 1);
     if let Some(f) = ctx.observed.failure_before_running(sc.name()) {
         if f.reason == StartFailureReason::ErrImagePull {
             if let Some(until) = ctx.backoff.blocked_since_update(&pull_key(sc.image()), ctx.now) {
@@ -150,7 +149,7 @@ pub struct InitActions {
 /// containers' records may say nothing (pruned): an app container has run here, or the worker
 /// wrote down that initialization completed here (the init-containers proposal's "record
 /// whether all init containers have succeeded"; kubernetes#90271).
-fn initialized_before(ctx: &PodContext) -> bool {
+pub fn initialized_before(ctx: &PodContext) -> bool {
     let Some(sandbox) = ctx.observed.sandbox.as_ref().map(|s| s.id.as_str()) else { return false };
     ctx.observed.initialized_in.as_deref() == Some(sandbox)
         || ctx
@@ -164,7 +163,8 @@ fn initialized_before(ctx: &PodContext) -> bool {
 /// newest one that ran may have been pruned, so the last init container with a record says
 /// where the sequence stands. An init container after a sidecar that has run (or is running)
 /// means that sidecar has done its part: its crash then only queues its own restart, and the
-/// sequence goes on without it.
+/// sequence goes on without it. So does the last sidecar's once the pod has initialized in
+/// this sandbox.
 pub fn init_actions(ctx: &PodContext) -> InitActions {
     let inits: Vec<SpecContainer> = pod::init_containers(ctx.pod).collect();
     let mut out = InitActions { initialized: inits.is_empty() || initialized_before(ctx), ..Default::default() };

@@ -179,8 +179,13 @@ pub struct Observed {
     pub probes: ProbeResults,
     /// When creating a sandbox last failed, if it has not succeeded since.
     pub sandbox_failure: Option<Timestamp>,
+    /// By container name, the highest restart count its instances have had in this pod,
+    /// instances the runtime no longer holds included (an init container's records go with
+    /// their sandbox): what keeps restart counts from going down.
+    pub restart_counts: BTreeMap<String, i32>,
     /// The sandbox in which every init container was seen done, as the pod worker wrote it
-    /// down: initialization stays done there even once the init containers' records are gone.
+    /// down: initialization stays done there even once the init containers' records are gone,
+    /// and while a sidecar restarts.
     pub initialized_in: Option<String>,
     /// Instances whose start was cut short by the death of the podwright that started them
     /// ([`ObservedContainer::start_interrupted`]): they never ran, so they count for nothing
@@ -189,15 +194,33 @@ pub struct Observed {
 }
 
 impl Observed {
-    /// Instances of `name`, newest first.
+    /// Whether an instance counts for its container: an init container's or a sidecar's only
+    /// in the current sandbox, since a new sandbox runs every init container again whatever
+    /// records of an older one are left (a removal that failed, an agent killed before it
+    /// removed them: kubernetes #124002 and #137710); an app container's in any sandbox.
+    pub fn counts(&self, c: &ObservedContainer) -> bool {
+        !c.kind.is_init_list() || self.sandbox.as_ref().is_none_or(|s| s.id == c.sandbox_id)
+    }
+
+    /// Instances of `name` that count, newest first.
     pub fn instances<'a>(&'a self, name: &str) -> Vec<&'a ObservedContainer> {
-        let mut v: Vec<&ObservedContainer> = self.containers.iter().filter(|c| c.name == name).collect();
+        let mut v: Vec<&ObservedContainer> =
+            self.containers.iter().filter(|c| c.name == name && self.counts(c)).collect();
         v.sort_by_key(|c| std::cmp::Reverse(age_order(c)));
         v
     }
 
+    /// The newest instance of `name` that counts.
     pub fn newest(&self, name: &str) -> Option<&ObservedContainer> {
-        self.containers.iter().filter(|c| c.name == name).max_by_key(|c| age_order(c))
+        self.containers.iter().filter(|c| c.name == name && self.counts(c)).max_by_key(|c| age_order(c))
+    }
+
+    /// Container `name`'s restart count: the highest of its instances', whichever sandbox
+    /// they are in, or that of the last instance it had when the runtime holds none any more;
+    /// `None` for a container that never had one.
+    pub fn restart_count(&self, name: &str) -> Option<i32> {
+        let seen = self.containers.iter().filter(|c| c.name == name).map(|c| c.restart_count).max();
+        seen.max(self.restart_counts.get(name).copied())
     }
 
     /// A start failure that happened after the newest instance was created.
@@ -223,9 +246,13 @@ impl Observed {
         })
     }
 
-    /// Whether any container instance of the pod is running (or created, about to).
-    pub fn any_live(&self) -> bool {
-        self.containers.iter().any(|c| c.state.is_live())
+    /// Whether any container instance of the pod is running: what stopping the pod waits for.
+    /// A created instance that never started (a start that failed before it took effect, an
+    /// agent killed between CreateContainer and StartContainer) is not: the runtime cannot stop
+    /// it (StopContainer leaves it created) and a pod being stopped starts nothing; it goes
+    /// with the pod, as with the kubelet, which kills running containers only.
+    pub fn any_running(&self) -> bool {
+        self.containers.iter().any(|c| c.state == RunState::Running)
     }
 
     /// The newest exited instance of `name`: the one the crash back-off is measured from (the

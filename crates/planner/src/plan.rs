@@ -71,9 +71,9 @@ impl Plan {
     }
 }
 
-/// Is anything of the pod still alive in the runtime?
+/// Is anything of the pod still alive in the runtime (a ready sandbox, a running container)?
 fn anything_live(ctx: &PodContext) -> bool {
-    ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready) || ctx.observed.any_live()
+    ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready) || ctx.observed.any_running()
 }
 
 /// How long to wait before creating a sandbox again after it failed.
@@ -93,6 +93,11 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
         p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
     }
     let grace = kill_grace(ctx);
+    let sandbox_ok = ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready && s.ip.is_some());
+    // Worked out while stopping too: a pod that completed its initialization just before its
+    // deletion stays initialized while its containers stop.
+    let init = sandbox_ok.then(|| decide::init_actions(ctx));
+    p.initialized = init.as_ref().is_some_and(|i| i.initialized);
 
     // Terminal: deletion, the deadline, a failed init under Never, or every app container
     // done for good. Kill what lives, start nothing.
@@ -114,11 +119,10 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
         p.wake(at);
     }
 
-    let sandbox_ok = ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready && s.ip.is_some());
-    if !sandbox_ok {
+    let Some(init) = init else {
         plan_new_sandbox(ctx, &mut p, grace);
         return p;
-    }
+    };
     // The init-containers proposal: changing an init container's image is equivalent to
     // restarting the pod. Everything stops, and every init container runs again in a new sandbox.
     if pod::init_containers(ctx.pod)
@@ -132,8 +136,6 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
 
     // Init containers first (sidecars are looked after for the pod's whole life), then, once
     // initialized, the app containers.
-    let init = decide::init_actions(ctx);
-    p.initialized = init.initialized;
     let inits: Vec<SpecContainer> = pod::init_containers(ctx.pod).collect();
     for sc in init.to_act.iter().filter_map(|&i| inits.get(i)) {
         apply(ctx, sc, &mut p);
@@ -362,8 +364,13 @@ fn restart_pod(ctx: &PodContext, p: &mut Plan, grace: Duration) {
 /// Keeps, for every container (init containers and sidecars included), the newest instance
 /// and the newest exited one before it (`state` and `lastState`, for kubectl's `RESTARTS 1 (5s
 /// ago)` and `logs --previous`); older dead ones are removed, as the kubelet's pruning and
-/// container GC do.
+/// container GC do, and so are init containers and sidecars of an older sandbox, not running,
+/// that a new sandbox's removal left behind.
 fn prune_dead(ctx: &PodContext, p: &mut Plan) {
+    let stale = ctx.observed.containers.iter().filter(|c| !ctx.observed.counts(c) && c.state != RunState::Running);
+    for c in stale {
+        p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
+    }
     for sc in pod::all_containers(ctx.pod) {
         let older_exited =
             ctx.observed.instances(sc.name()).into_iter().skip(1).filter(|c| c.state == RunState::Exited);

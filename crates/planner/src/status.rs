@@ -75,7 +75,7 @@ pub fn container_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStatus
     let mut st = ContainerStatus {
         name: sc.name().to_string(),
         image: sc.image().to_string(),
-        restart_count: newest.map_or(0, |c| c.restart_count),
+        restart_count: ctx.observed.restart_count(sc.name()).unwrap_or(0),
         started: Some(false),
         ready: false,
         ..Default::default()
@@ -285,6 +285,19 @@ fn terminate_pod(inits: &mut [(SpecContainer, ContainerStatus)], apps: &mut [(Sp
     inits.iter_mut().take(started + 1).for_each(|(_, s)| lost(s));
 }
 
+/// In a terminal pod nothing runs again, so how a container ended, once reported, is final:
+/// whatever records of it the runtime still has (some are removed with the pod, and podwright
+/// may die halfway), it keeps the terminated status last reported, as the kubelet keeps an old
+/// terminated status for a container the runtime no longer knows.
+fn keep_ended(now: &mut [(SpecContainer, ContainerStatus)], reported: Option<&[ContainerStatus]>) {
+    for (sc, st) in now.iter_mut() {
+        let ended = reported.into_iter().flatten().find(|r| r.name == sc.name() && term(r).is_some());
+        if let Some(ended) = ended {
+            *st = ended.clone();
+        }
+    }
+}
+
 /// The status manager's `hasPodInitialized`: no init containers, an app container that ever
 /// left `waiting`, or a last init container that completed (a sidecar: started).
 fn has_initialized(inits: &[(SpecContainer, ContainerStatus)], apps: &[(SpecContainer, ContainerStatus)]) -> bool {
@@ -306,7 +319,7 @@ pub fn phase(ctx: &PodContext) -> Phase {
 /// A deleted pod whose containers have all stopped is terminal: if its containers do not say
 /// `Succeeded`, it `Failed` (the kubelet never leaves a terminated pod `Pending` or `Running`).
 fn deleted_phase(ctx: &PodContext, phase: Phase) -> Phase {
-    if ctx.deleting && !ctx.observed.any_live() && phase != Phase::Succeeded { Phase::Failed } else { phase }
+    if ctx.deleting && !ctx.observed.any_running() && phase != Phase::Succeeded { Phase::Failed } else { phase }
 }
 
 fn condition(kind: &str, ok: bool, reason: Option<&str>, message: Option<String>) -> PodCondition {
@@ -341,7 +354,7 @@ fn conditions(
         .collect();
     out.push(if phase == Phase::Succeeded {
         condition("Initialized", true, Some("PodCompleted"), None)
-    } else if app_started || incomplete.is_empty() {
+    } else if app_started || incomplete.is_empty() || decide::initialized_before(ctx) {
         condition("Initialized", true, None, None)
     } else {
         condition(
@@ -417,7 +430,11 @@ pub fn pod_status_and_phase(ctx: &PodContext, previous: Option<&PodStatus>) -> (
     if let Some(pp) = prev_phase.filter(|p| p.is_terminal()) {
         phase = pp;
     }
-    if phase.is_terminal() && !ctx.observed.any_live() {
+    if let Some(previous) = previous.filter(|_| prev_phase.is_some_and(Phase::is_terminal)) {
+        keep_ended(&mut inits, previous.init_container_statuses.as_deref());
+        keep_ended(&mut apps, previous.container_statuses.as_deref());
+    }
+    if phase.is_terminal() && !ctx.observed.any_running() {
         terminate_pod(&mut inits, &mut apps);
     }
     let mut conds = conditions(ctx, phase, &inits, &apps);

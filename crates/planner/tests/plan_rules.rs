@@ -173,6 +173,91 @@ fn deletion_kills_everything_and_starts_nothing() {
     assert!(matches!(w.plan().actions[..], [Action::KillPod { .. }]));
 }
 
+/// Found by the crash-and-fault simulation: a start that failed before it took effect (or an
+/// agent killed between CreateContainer and StartContainer) leaves a created instance, which
+/// StopContainer cannot stop. Stopping the pod must not wait for it, or a deletion never ends.
+#[test]
+fn a_created_instance_that_never_started_does_not_keep_a_deleted_pod_alive() {
+    let p = pod(&["i1"], &["app"], "Always");
+    let created = ObservedContainer { state: RunState::Created, started_at: None, ..running(&p, "i1", 0, 1) };
+    let mut w = World::new(p.clone()).with_sandbox().with(created);
+    w.observed.sandbox.as_mut().unwrap().ready = false;
+    w.deleting = true;
+    assert_eq!(w.plan().actions, vec![]);
+    let s = w.status();
+    assert_eq!(s.phase.as_deref(), Some("Failed"));
+    // Its status is that of a container lost when the pod was terminated.
+    let i1 = &s.init_container_statuses.as_ref().unwrap()[0];
+    let lost = i1.state.as_ref().unwrap().terminated.as_ref().unwrap();
+    assert_eq!((lost.reason.as_deref(), lost.exit_code), (Some("ContainerStatusUnknown"), 137));
+    // While the sandbox is ready it is stopped, created instance or not.
+    w.observed.sandbox.as_mut().unwrap().ready = true;
+    assert!(matches!(w.plan().actions[..], [Action::KillPod { .. }]));
+}
+
+/// Found by the crash-and-fault simulation: a new sandbox's removal of the old init records
+/// may fail (or the agent die before it), and a record left behind must not count: the new
+/// sandbox runs every init container again (kubernetes #137710). It is removed later.
+#[test]
+fn an_init_record_left_from_an_old_sandbox_does_not_count() {
+    let p = pod(&["i1", "i2"], &["app"], "Always");
+    let mut w = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2)).at(10);
+    let sandbox = w.observed.sandbox.as_mut().unwrap();
+    (sandbox.id, sandbox.attempt) = ("sb2".into(), 1);
+    let plan = w.plan();
+    assert!(plan.actions.contains(&Action::RemoveContainer { id: "i1-0".into(), name: "i1".into() }));
+    // i1 runs again (its count goes on from the old record's), not i2.
+    assert_eq!(starts(&plan), vec![(Init, 0, 1)]);
+    let s = w.status();
+    let i1 = &s.init_container_statuses.as_ref().unwrap()[0];
+    assert_eq!(i1.state.as_ref().unwrap().waiting.as_ref().unwrap().reason.as_deref(), Some("PodInitializing"));
+}
+
+/// Found by the crash-and-fault simulation: the restart counts of init containers whose
+/// records went with their sandbox go on from where they were, never back to 0.
+#[test]
+fn restart_counts_go_on_after_the_records_are_gone() {
+    let p = pod(&["i1"], &["app"], "Always");
+    let mut w = World::new(p.clone()).with_sandbox().at(10);
+    w.observed.restart_counts.insert("i1".into(), 2);
+    assert_eq!(starts(&w.plan()), vec![(Init, 0, 3)]);
+    let s = w.status();
+    assert_eq!(s.init_container_statuses.as_ref().unwrap()[0].restart_count, 2);
+    assert_eq!(s.container_statuses.as_ref().unwrap()[0].restart_count, 0, "a container that never ran");
+}
+
+/// Found by the crash-and-fault simulation: once the pod has initialized in a sandbox (its last
+/// init container, a sidecar, started), a crash of that sidecar only restarts it: the pod stays
+/// initialized while the sandbox lives, and the app containers start.
+#[test]
+fn a_pod_initialized_in_its_sandbox_stays_so_while_a_sidecar_restarts() {
+    let p = pod(&["+side"], &["app"], "Always");
+    let mut w = World::new(p.clone()).with_sandbox().with(exited(&p, "side", 0, 1, 1, 5)).at(20);
+    let initialized = |w: &World| {
+        let s = w.status();
+        s.conditions.unwrap().into_iter().find(|c| c.type_ == "Initialized").unwrap().status
+    };
+    // Without the record: the sidecar restarts first.
+    assert_eq!(starts(&w.plan()), vec![(Sidecar, 0, 1)]);
+    assert_eq!(initialized(&w), "False");
+    w.observed.initialized_in = Some("sb1".into());
+    let plan = w.plan();
+    assert_eq!(starts(&plan), vec![(Sidecar, 0, 1), (App, 0, 0)]);
+    assert!(plan.initialized);
+    assert_eq!(initialized(&w), "True");
+    // A record of another sandbox says nothing about this one.
+    w.observed.initialized_in = Some("sb0".into());
+    assert_eq!(initialized(&w), "False");
+
+    // Initialization completed just before a deletion is said while stopping, to be recorded
+    // before the sidecar is stopped.
+    let mut w = World::new(p.clone()).with_sandbox().with(running(&p, "side", 0, 1)).at(2);
+    w.deleting = true;
+    let plan = w.plan();
+    assert!(matches!(plan.actions[..], [Action::KillPod { .. }]));
+    assert!(plan.initialized);
+}
+
 #[test]
 fn active_deadline_fails_the_pod_during_init() {
     let mut p = pod(&["i1"], &["app"], "Always");

@@ -309,3 +309,24 @@ fn readiness_gates_hold_ready_until_their_conditions_are_true() {
         )
     );
 }
+
+/// Found by the crash-and-fault simulation: podwright killed while it removed a finished pod
+/// finds some of its records gone, others (an older instance whose removal failed) still there.
+/// How each container ended, once reported for the terminal pod, stays as it was.
+#[test]
+fn a_terminal_pods_ended_containers_stay_as_reported_whatever_records_are_left() {
+    let p = pod(&["i1"], &["app"], "Never");
+    let ended = World::new(p.clone())
+        .with_sandbox()
+        .with(exited(&p, "i1", 0, 0, 1, 2))
+        .with(exited(&p, "app", 1, 0, 3, 9))
+        .at(10)
+        .status();
+    assert_eq!(ended.phase.as_deref(), Some("Succeeded"));
+    // Later: i1's record is gone, and of app only an older instance, which failed, is left.
+    let w = World::new(p.clone()).with(exited(&p, "app", 0, 143, 1, 2)).at(30);
+    let s = podwright_planner::pod_status(&w.ctx(), Some(&ended));
+    assert_eq!(s.phase.as_deref(), Some("Succeeded"));
+    assert_eq!(s.init_container_statuses, ended.init_container_statuses);
+    assert_eq!(s.container_statuses, ended.container_statuses);
+}

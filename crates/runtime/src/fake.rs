@@ -10,6 +10,7 @@
 //! `#[tokio::test(start_paused = true)]` a container scripted to exit after an hour does so
 //! instantly in wall time and at +1 h on the clock.
 
+mod faults;
 mod images;
 mod index;
 mod service;
@@ -33,6 +34,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 use tokio::sync::broadcast;
 use tokio::task::AbortHandle;
+
+pub use faults::{CallFault, EventFault};
 
 /// What the i-th container created under a name does once started.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +114,46 @@ pub enum Call {
     },
 }
 
+/// A change of the fake's state, as [`FakeRuntime::changes`] records them once
+/// [`record_changes`](FakeRuntime::record_changes) is on: what the runtime did, whatever made it
+/// (a call, a scripted exit, a test's hand), in the order it happened. Unlike the call log, it
+/// holds effects only: a call that failed changed nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A sandbox was made and is ready; `uid` is the pod UID of its CRI metadata.
+    SandboxReady {
+        id: String,
+        uid: String,
+        attempt: u32,
+        ip: String,
+    },
+    /// A ready sandbox is not any more (stopped, or its pause process died).
+    SandboxNotReady {
+        id: String,
+    },
+    SandboxRemoved {
+        id: String,
+    },
+    ContainerCreated {
+        id: String,
+        sandbox_id: String,
+        name: String,
+        attempt: u32,
+    },
+    ContainerStarted {
+        id: String,
+    },
+    /// A running container ended, or a start failed (`StartError`, never started).
+    ContainerExited {
+        id: String,
+        exit_code: i32,
+        reason: String,
+    },
+    ContainerRemoved {
+        id: String,
+    },
+}
+
 /// What an `exec_sync` in a scripted container does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExecBehaviour {
@@ -164,6 +207,8 @@ pub struct FakeRuntime {
     latency_nanos: AtomicU64,
     events: broadcast::Sender<RuntimeEvent>,
     reads: ReadCounters,
+    /// Kept apart from `state`: the event hook is consulted while `state` is locked.
+    faults: Mutex<faults::Hooks>,
     state: Mutex<State>,
 }
 
@@ -256,6 +301,8 @@ struct State {
     streaming: Option<String>,
     log_calls: bool,
     calls: Vec<LoggedCall>,
+    /// `None` unless changes are recorded.
+    changes: Option<Vec<(Timestamp, Change)>>,
 }
 
 impl State {
@@ -267,6 +314,16 @@ impl State {
         };
         found.sort_unstable_by_key(|s| s.seq);
         found.into_iter()
+    }
+
+    /// A container's name for the call log and the fault hook; its id when unknown.
+    fn container_name(&self, id: &str) -> String {
+        self.containers.get(id).map_or_else(|| id.to_string(), |c| c.name().to_string())
+    }
+
+    /// A sandbox's pod name for the call log and the fault hook; its id when unknown.
+    fn sandbox_name(&self, id: &str) -> String {
+        self.sandboxes.get(id).map_or_else(|| id.to_string(), |s| s.pod.to_string())
     }
 
     /// The containers whose labels include `labels`, in creation order.
@@ -319,6 +376,7 @@ impl FakeRuntime {
             latency_nanos: AtomicU64::new(0),
             events: broadcast::channel(EVENT_BUFFER).0,
             reads: ReadCounters::default(),
+            faults: Mutex::default(),
             state: Mutex::new(State {
                 seq: 0,
                 ips: 0,
@@ -335,6 +393,7 @@ impl FakeRuntime {
                 streaming: None,
                 log_calls: true,
                 calls: Vec::new(),
+                changes: None,
             }),
         })
     }
@@ -445,6 +504,18 @@ impl FakeRuntime {
         self.lock().calls.clear();
     }
 
+    /// Starts (or stops and forgets) recording every [`Change`] of state; off by default.
+    pub fn record_changes(&self, enabled: bool) {
+        self.lock().changes = enabled.then(Vec::new);
+    }
+
+    /// The changes recorded from the `from`-th on (0: all), with the clock's time of each:
+    /// a checker that reads them as they come passes how many it has read.
+    pub fn changes(&self, from: usize) -> Vec<(Timestamp, Change)> {
+        let state = self.lock();
+        state.changes.as_ref().map_or_else(Vec::new, |c| c.get(from..).unwrap_or_default().to_vec())
+    }
+
     pub fn stats(&self) -> FakeStats {
         let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let state = self.lock();
@@ -478,6 +549,7 @@ impl FakeRuntime {
         let was_ready = sandbox.status.state == PodSandboxState::SandboxReady as i32;
         sandbox.status.state = PodSandboxState::SandboxNotready as i32;
         if was_ready {
+            self.record(&mut state, || Change::SandboxNotReady { id: sandbox_id.to_string() });
             self.emit(sandbox_id, RuntimeEventKind::Exited);
         }
         was_ready
@@ -493,7 +565,14 @@ impl FakeRuntime {
     fn emit(&self, id: &str, kind: RuntimeEventKind) {
         // No subscriber is fine; skip building the event then.
         if self.events.receiver_count() > 0 {
-            let _ = self.events.send(RuntimeEvent { container_id: id.to_string(), kind });
+            self.deliver(RuntimeEvent { container_id: id.to_string(), kind });
+        }
+    }
+
+    fn record(&self, state: &mut State, change: impl FnOnce() -> Change) {
+        let now = self.clock.now();
+        if let Some(changes) = &mut state.changes {
+            changes.push((now, change()));
         }
     }
 
@@ -544,6 +623,8 @@ impl FakeRuntime {
         c.status.reason.clear();
         c.status.reason.push_str(reason);
         c.status.finished_at = nanos(self.clock.now());
+        let (exit_code, reason) = (code, reason.to_string());
+        self.record(state, || Change::ContainerExited { id: container_id.to_string(), exit_code, reason });
         self.emit(container_id, RuntimeEventKind::Exited);
         true
     }
@@ -590,10 +671,11 @@ impl FakeRuntime {
         }
     }
 
-    fn remove_container_locked(state: &mut State, container_id: &str) {
+    fn remove_container_locked(&self, state: &mut State, container_id: &str) {
         let Some(c) = state.containers.remove(container_id) else {
             return;
         };
+        self.record(state, || Change::ContainerRemoved { id: container_id.to_string() });
         if let Some(timer) = c.exit_timer {
             timer.abort();
         }

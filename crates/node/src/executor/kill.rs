@@ -33,18 +33,18 @@ impl<'a> Victim<'a> {
 }
 
 impl Engine {
-    /// Kills an instance the planner observed.
-    pub(super) async fn kill_observed(&self, sync: &PodSync<'_>, id: &str, message: String, grace: Duration) {
-        if let Some(c) = sync.observed.containers.iter().find(|c| c.id == id) {
-            let victim = Victim::observed(sync.pod, c);
-            // Boxed, like every hook-running future: the worker's future stays small.
-            Box::pin(self.kill_container(sync.pod, &victim, message, grace, sync.pod_ip(), vec![])).await;
-        }
+    /// Kills an instance the planner observed; returns whether it is stopped.
+    pub(super) async fn kill_observed(&self, sync: &PodSync<'_>, id: &str, message: String, grace: Duration) -> bool {
+        let Some(c) = sync.observed.containers.iter().find(|c| c.id == id) else { return true };
+        let victim = Victim::observed(sync.pod, c);
+        // Boxed, like every hook-running future: the worker's future stays small.
+        Box::pin(self.kill_container(sync.pod, &victim, message, grace, sync.pod_ip(), vec![])).await
     }
 
     /// The kubelet's `killContainer`: the `Killing` event, the `preStop` hook bounded by the
     /// grace period, then (for a sidecar) its turn, bounded by what is left of it, then
     /// StopContainer with the rest, never less than 2 s unless the stop is to be immediate.
+    /// Returns whether the container is stopped (StopContainer succeeded, or it is gone).
     pub(super) async fn kill_container(
         &self,
         pod: &Pod,
@@ -53,7 +53,7 @@ impl Engine {
         grace: Duration,
         ip: &str,
         turn: Vec<watch::Receiver<bool>>,
-    ) {
+    ) -> bool {
         self.event(pod, v.spec.as_ref(), EventType::Normal, "Killing", message);
         let started = self.clock.now();
         let spent = || self.clock.now().duration_since(started).as_secs().max(0) as u64;
@@ -84,15 +84,18 @@ impl Engine {
             stop_after = Duration::from_secs(grace.as_secs().saturating_sub(spent())).max(MINIMUM_GRACE);
         }
         match self.runtime.stop_container(v.id, stop_after).await {
-            Ok(()) | Err(podwright_runtime::RuntimeError::NotFound(_)) => {}
-            Err(e) => tracing::warn!(%e, container = %v.name, "stop failed"),
+            Ok(()) | Err(podwright_runtime::RuntimeError::NotFound(_)) => true,
+            Err(e) => {
+                tracing::warn!(%e, container = %v.name, "stop failed");
+                false
+            }
         }
     }
 
     /// Stops every running container at once, in the planner's termination order (a sidecar,
     /// after its `preStop` hook, waits for the app containers and the sidecars after it); then
-    /// stops the sandboxes.
-    pub(super) async fn kill_pod(&self, sync: &PodSync<'_>, grace: Duration) {
+    /// stops the sandboxes. Returns whether every stop succeeded.
+    pub(super) async fn kill_pod(&self, sync: &PodSync<'_>, grace: Duration) -> bool {
         let pod = sync.pod;
         let running: Vec<&ObservedContainer> = sync.observed.containers.iter().filter(|c| c.state.is_live()).collect();
         let ip = sync.pod_ip();
@@ -102,19 +105,29 @@ impl Engine {
             let turn: Vec<watch::Receiver<bool>> = wait_for.into_iter().map(|i| done_rx[i].clone()).collect();
             async move {
                 let victim = Victim::observed(pod, c);
-                self.kill_container(pod, &victim, format!("Stopping container {}", c.name), grace, ip, turn).await;
+                let stopped =
+                    self.kill_container(pod, &victim, format!("Stopping container {}", c.name), grace, ip, turn).await;
                 let _ = done.send(true);
+                stopped
             }
         });
-        futures_util::future::join_all(kills).await;
+        let mut stopped = futures_util::future::join_all(kills).await.into_iter().all(|s| s);
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        if let Ok(sandboxes) = self.runtime.list_pod_sandboxes(&cri_config::pod_selector(uid)).await {
-            for s in sandboxes {
-                if let Err(e) = self.runtime.stop_pod_sandbox(&s.id).await {
-                    self.event(pod, None, EventType::Warning, "FailedKillPod", format!("error killing pod: {e}"));
+        match self.runtime.list_pod_sandboxes(&cri_config::pod_selector(uid)).await {
+            Ok(sandboxes) => {
+                for s in sandboxes {
+                    if let Err(e) = self.runtime.stop_pod_sandbox(&s.id).await {
+                        self.event(pod, None, EventType::Warning, "FailedKillPod", format!("error killing pod: {e}"));
+                        stopped = false;
+                    }
                 }
             }
+            Err(e) => {
+                tracing::warn!(%e, "could not list the pod's sandboxes to stop them");
+                stopped = false;
+            }
         }
+        stopped
     }
 
     /// Removes every container and sandbox of a finished pod, and its files.

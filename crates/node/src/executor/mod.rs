@@ -31,6 +31,10 @@ pub struct SyncResult {
     /// When the first container this pass started had started (its start, `postStart` hook
     /// included, returned).
     pub first_start: Option<Timestamp>,
+    /// A kill failed, so the rest of the pass was not done, as the kubelet's sync ends there:
+    /// nothing is started beside an instance that may still run, and no new sandbox beside an
+    /// old one.
+    pub kill_failed: bool,
 }
 
 /// The pod a pass acts on, and what it acts with.
@@ -61,7 +65,7 @@ impl Engine {
     /// Runs the actions in order, each to its end: container starts one after another, as
     /// the kubelet's `SyncPod` does (the next is pulled, created and started only once the one
     /// before has started and its `postStart` hook has completed; a proxy's hook may hold its
-    /// app back). A failed start does not stop the ones after it.
+    /// app back). A failed start does not stop the ones after it; a failed kill stops the pass.
     pub(crate) async fn execute(
         &self,
         pod: &Pod,
@@ -74,10 +78,18 @@ impl Engine {
         let mut result = SyncResult::default();
         for action in actions {
             match action {
-                Action::KillPod { grace } => self.kill_pod(&sync, grace).await,
+                Action::KillPod { grace } => {
+                    if !self.kill_pod(&sync, grace).await {
+                        result.kill_failed = true;
+                        break;
+                    }
+                }
                 Action::CreateSandbox { attempt } => self.create_sandbox(&sync, attempt, &mut result).await,
                 Action::KillContainer { id, message, grace, .. } => {
-                    self.kill_observed(&sync, &id, message, grace).await;
+                    if !self.kill_observed(&sync, &id, message, grace).await {
+                        result.kill_failed = true;
+                        break;
+                    }
                 }
                 Action::RemoveContainer { id, .. } => {
                     if let Err(e) = self.runtime.remove_container(&id).await {

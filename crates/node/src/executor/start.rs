@@ -124,6 +124,8 @@ impl Engine {
         if let Some(hook) = sc.container.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) {
             let target = self.hook_target(pod, sc.container, id, ip);
             let outcome = tokio::select! {
+                // A seeded simulation replays the same choice.
+                biased;
                 r = Box::pin(hooks::run(&target, Hook::PostStart, hook)) => r,
                 // Deletion stops everything anyway; the next pass kills the container.
                 _ = deletion_asked(sync.desired.clone()) => Ok(()),

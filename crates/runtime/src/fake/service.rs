@@ -14,6 +14,15 @@ impl RuntimeService for FakeRuntime {
 
     async fn run_pod_sandbox(&self, config: &PodSandboxConfig, runtime_handler: &str) -> RuntimeResult<String> {
         self.delay().await;
+        let lost = self
+            .fault(|_| {
+                let m = config.metadata.as_ref();
+                Call::RunPodSandbox {
+                    name: m.map(|m| m.name.clone()).unwrap_or_default(),
+                    attempt: m.map_or(0, |m| m.attempt),
+                }
+            })
+            .await?;
         // Copied before taking the lock that every pod's calls wait on.
         let metadata = config.metadata.clone().unwrap_or_default();
         let pod: Arc<str> = metadata.name.as_str().into();
@@ -39,21 +48,25 @@ impl RuntimeService for FakeRuntime {
             metadata: Some(metadata),
             state: PodSandboxState::SandboxReady as i32,
             created_at: nanos(self.clock.now()),
-            network: Some(PodSandboxNetworkStatus { ip, additional_ips: Vec::new() }),
+            network: Some(PodSandboxNetworkStatus { ip: ip.clone(), additional_ips: Vec::new() }),
             linux: None,
             labels,
             annotations,
             runtime_handler: runtime_handler.to_string(),
         };
         state.sandbox_labels.insert(&id, &status.labels);
+        let (uid, attempt) = status.metadata.as_ref().map(|m| (m.uid.clone(), m.attempt)).unwrap_or_default();
+        let ready = Change::SandboxReady { id: id.to_string(), uid, attempt, ip: ip.clone() };
         let sandbox = Sandbox { status, seq, pod, log_directory, containers: Vec::new() };
         state.sandboxes.insert(id.clone(), sandbox);
+        self.record(&mut state, || ready);
         self.emit(&id, RuntimeEventKind::Started);
-        Ok(id.to_string())
+        lost.map_or(Ok(id.to_string()), Err)
     }
 
     async fn stop_pod_sandbox(&self, sandbox_id: &str) -> RuntimeResult<()> {
         self.delay().await;
+        let lost = self.fault(|s| Call::StopPodSandbox { name: s.sandbox_name(sandbox_id) }).await?;
         let mut state = self.lock();
         self.sandbox_call(&mut state, sandbox_id, |name| Call::StopPodSandbox { name });
         if !state.sandboxes.contains_key(sandbox_id) {
@@ -64,31 +77,35 @@ impl RuntimeService for FakeRuntime {
             && sandbox.status.state == PodSandboxState::SandboxReady as i32
         {
             sandbox.status.state = PodSandboxState::SandboxNotready as i32;
+            self.record(&mut state, || Change::SandboxNotReady { id: sandbox_id.to_string() });
             self.emit(sandbox_id, RuntimeEventKind::Exited);
         }
-        Ok(())
+        lost.map_or(Ok(()), Err)
     }
 
     async fn remove_pod_sandbox(&self, sandbox_id: &str) -> RuntimeResult<()> {
         self.delay().await;
+        let lost = self.fault(|s| Call::RemovePodSandbox { name: s.sandbox_name(sandbox_id) }).await?;
         let mut state = self.lock();
         self.sandbox_call(&mut state, sandbox_id, |name| Call::RemovePodSandbox { name });
         // Removing what is gone already succeeds (CRI: idempotent).
         if !state.sandboxes.contains_key(sandbox_id) {
-            return Ok(());
+            return lost.map_or(Ok(()), Err);
         }
         self.kill_all(&mut state, sandbox_id);
         let ids = state.sandboxes.get(sandbox_id).map(|s| s.containers.clone()).unwrap_or_default();
         for id in ids {
-            Self::remove_container_locked(&mut state, &id);
+            self.remove_container_locked(&mut state, &id);
         }
         if let Some(sandbox) = state.sandboxes.remove(sandbox_id) {
             state.sandbox_labels.remove(sandbox_id, &sandbox.status.labels);
             if sandbox.status.state == PodSandboxState::SandboxReady as i32 {
+                self.record(&mut state, || Change::SandboxNotReady { id: sandbox_id.to_string() });
                 self.emit(sandbox_id, RuntimeEventKind::Exited);
             }
+            self.record(&mut state, || Change::SandboxRemoved { id: sandbox_id.to_string() });
         }
-        Ok(())
+        lost.map_or(Ok(()), Err)
     }
 
     async fn pod_sandbox_status(&self, sandbox_id: &str) -> RuntimeResult<PodSandboxStatus> {
@@ -121,6 +138,15 @@ impl RuntimeService for FakeRuntime {
         _sandbox_config: &PodSandboxConfig,
     ) -> RuntimeResult<String> {
         self.delay().await;
+        let lost = self
+            .fault(|_| {
+                let m = config.metadata.as_ref();
+                Call::CreateContainer {
+                    name: m.map(|m| m.name.clone()).unwrap_or_default(),
+                    attempt: m.map_or(0, |m| m.attempt),
+                }
+            })
+            .await?;
         // Copied before taking the lock that every pod's calls wait on.
         let metadata = config.metadata.clone().unwrap_or_default();
         let image_spec = config.image.clone().unwrap_or_default();
@@ -186,12 +212,20 @@ impl RuntimeService for FakeRuntime {
         if let Some(sandbox) = state.sandboxes.get_mut(&*sandbox_id) {
             sandbox.containers.push(id.clone());
         }
+        let (name, attempt) = status.metadata.as_ref().map(|m| (m.name.clone(), m.attempt)).unwrap_or_default();
+        let created =
+            Change::ContainerCreated { id: id.to_string(), sandbox_id: sandbox_id.to_string(), name, attempt };
         state.containers.insert(id.clone(), Container { status, seq, sandbox_id, behaviour, exit_timer: None });
-        Ok(id.to_string())
+        self.record(&mut state, || created);
+        lost.map_or(Ok(id.to_string()), Err)
     }
 
     async fn start_container(&self, container_id: &str) -> RuntimeResult<()> {
+        let mut caller_gone = CallerGone { fake: self, container_id, waiting: true };
         self.delay().await;
+        let fault = self.fault(|s| Call::StartContainer { name: s.container_name(container_id) }).await;
+        caller_gone.waiting = false;
+        let lost = fault?;
         let mut state = self.lock();
         self.container_call(&mut state, container_id, |name| Call::StartContainer { name });
         let now = nanos(self.clock.now());
@@ -220,21 +254,26 @@ impl RuntimeService for FakeRuntime {
             c.status.reason = "StartError".into();
             c.status.message.clone_from(&message);
             c.status.finished_at = now;
+            let reason = c.status.reason.clone();
+            let exited = Change::ContainerExited { id: id.to_string(), exit_code: START_ERROR_CODE, reason };
+            self.record(&mut state, || exited);
             return Err(RuntimeError::Failed(message));
         }
         c.status.state = ContainerState::ContainerRunning as i32;
         c.status.started_at = now;
+        self.record(&mut state, || Change::ContainerStarted { id: id.to_string() });
         self.emit(container_id, RuntimeEventKind::Started);
         match behaviour {
             Behaviour::Exit { code, after } => self.schedule_exit(&mut state, &id, code, exit_reason(code), after),
             Behaviour::Oom { after } => self.schedule_exit(&mut state, &id, SIGKILL_CODE, "OOMKilled", after),
             _ => {}
         }
-        Ok(())
+        lost.map_or(Ok(()), Err)
     }
 
     async fn stop_container(&self, container_id: &str, timeout: Duration) -> RuntimeResult<()> {
         self.delay().await;
+        let lost = self.fault(|s| Call::StopContainer { name: s.container_name(container_id), timeout }).await?;
         let ignores_term = {
             let mut state = self.lock();
             self.container_call(&mut state, container_id, |name| Call::StopContainer { name, timeout });
@@ -242,7 +281,7 @@ impl RuntimeService for FakeRuntime {
                 return Err(container_not_found(container_id));
             };
             if !c.is_running() {
-                return Ok(());
+                return lost.map_or(Ok(()), Err);
             }
             let ignores_term = c.behaviour == Behaviour::IgnoreTerm;
             if !ignores_term {
@@ -258,17 +297,18 @@ impl RuntimeService for FakeRuntime {
             let mut state = self.lock();
             self.finish(&mut state, container_id, SIGKILL_CODE, "Error");
         }
-        Ok(())
+        lost.map_or(Ok(()), Err)
     }
 
     async fn remove_container(&self, container_id: &str) -> RuntimeResult<()> {
         self.delay().await;
+        let lost = self.fault(|s| Call::RemoveContainer { name: s.container_name(container_id) }).await?;
         let mut state = self.lock();
         self.container_call(&mut state, container_id, |name| Call::RemoveContainer { name });
         // containerd force-stops a running container before removing it.
         self.finish(&mut state, container_id, SIGKILL_CODE, "Error");
-        Self::remove_container_locked(&mut state, container_id);
-        Ok(())
+        self.remove_container_locked(&mut state, container_id);
+        lost.map_or(Ok(()), Err)
     }
 
     async fn container_status(&self, container_id: &str) -> RuntimeResult<ContainerStatus> {
@@ -296,6 +336,9 @@ impl RuntimeService for FakeRuntime {
 
     async fn exec_sync(&self, container_id: &str, cmd: &[String], timeout: Duration) -> RuntimeResult<ExecResult> {
         self.delay().await;
+        if let Some(e) = self.fault(|s| Call::ExecSync { name: s.container_name(container_id) }).await? {
+            return Err(e);
+        }
         let step = {
             let mut state = self.lock();
             self.container_call(&mut state, container_id, |name| Call::ExecSync { name });
@@ -423,6 +466,43 @@ impl ImageService for FakeRuntime {
         let image_ref = images::fake_digest(&name);
         self.lock().images.insert(name, image_ref.clone());
         Ok(image_ref)
+    }
+}
+
+/// A `StartContainer` whose caller goes away while it is under way (podwright killed during
+/// the call): containerd 1.6 leaves the container exited with `StartError` and exit code 128,
+/// "context canceled", never run.
+struct CallerGone<'a> {
+    fake: &'a FakeRuntime,
+    container_id: &'a str,
+    /// The call has not acted yet.
+    waiting: bool,
+}
+
+impl Drop for CallerGone<'_> {
+    fn drop(&mut self) {
+        if !self.waiting {
+            return;
+        }
+        let mut state = self.fake.lock();
+        let now = nanos(self.fake.clock.now());
+        let Some(c) = state.containers.get_mut(self.container_id) else { return };
+        if c.status.state != ContainerState::ContainerCreated as i32 {
+            return;
+        }
+        c.status.state = ContainerState::ContainerExited as i32;
+        c.status.exit_code = START_ERROR_CODE;
+        c.status.reason = "StartError".into();
+        c.status.message =
+            "failed to create containerd task: failed to create shim task: context canceled: unknown".into();
+        c.status.finished_at = now;
+        let exited = Change::ContainerExited {
+            id: self.container_id.to_string(),
+            exit_code: START_ERROR_CODE,
+            reason: "StartError".into(),
+        };
+        self.fake.record(&mut state, || exited);
+        self.fake.emit(self.container_id, RuntimeEventKind::Exited);
     }
 }
 

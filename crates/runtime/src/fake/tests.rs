@@ -494,3 +494,107 @@ async fn thousand_pods_are_cheap_and_freed() {
     let state = rt.lock();
     assert!(state.container_labels.is_empty() && state.sandbox_labels.is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn changes_record_effects_in_order_whatever_made_them() {
+    let rt = fake();
+    rt.record_changes(true);
+    rt.script("init", vec![Behaviour::Exit { code: 0, after: secs(1) }]);
+    rt.script("bad", vec![Behaviour::FailStart("no such file".into())]);
+    let sb = sandbox(&rt, "p").await;
+    let init = run(&rt, &sb, "p", "init", 0).await;
+    tokio::time::sleep(secs(2)).await;
+    let bad = rt.create_container(&sb, &container("p", "bad", 0), &pod("p")).await.unwrap();
+    rt.start_container(&bad).await.unwrap_err();
+    rt.kill_sandbox(&sb);
+    rt.remove_pod_sandbox(&sb).await.unwrap();
+
+    let s = |id: &str| id.to_string();
+    let created = |id: &str, name: &str| Change::ContainerCreated {
+        id: s(id),
+        sandbox_id: sb.clone(),
+        name: s(name),
+        attempt: 0,
+    };
+    let changes: Vec<Change> = rt.changes(0).into_iter().map(|(_, c)| c).collect();
+    assert_eq!(
+        changes,
+        vec![
+            Change::SandboxReady { id: sb.clone(), uid: s("uid-p"), attempt: 0, ip: s("10.0.0.1") },
+            created(&init, "init"),
+            Change::ContainerStarted { id: init.clone() },
+            Change::ContainerExited { id: init.clone(), exit_code: 0, reason: s("Completed") },
+            created(&bad, "bad"),
+            Change::ContainerExited { id: bad.clone(), exit_code: 128, reason: s("StartError") },
+            Change::SandboxNotReady { id: sb.clone() },
+            Change::ContainerRemoved { id: init.clone() },
+            Change::ContainerRemoved { id: bad.clone() },
+            Change::SandboxRemoved { id: sb.clone() },
+        ]
+    );
+    assert_eq!(rt.changes(9), vec![(epoch() + jiff::SignedDuration::from_secs(2), Change::SandboxRemoved { id: sb })]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn call_faults_fail_lose_replies_or_slow_calls() {
+    let rt = fake();
+    rt.record_changes(true);
+    rt.set_call_faults(|call| match call {
+        Call::CreateContainer { name, .. } if name == "refused" => {
+            Some(CallFault::Fail(RuntimeError::Failed("no".into())))
+        }
+        Call::CreateContainer { name, .. } if name == "lost" => {
+            Some(CallFault::LoseReply(RuntimeError::DeadlineExceeded("timeout".into())))
+        }
+        Call::StartContainer { .. } => Some(CallFault::Slow(secs(3))),
+        _ => None,
+    });
+    let sb = sandbox(&rt, "p").await;
+    let err = rt.create_container(&sb, &container("p", "refused", 0), &pod("p")).await.unwrap_err();
+    assert_eq!(err, RuntimeError::Failed("no".into()));
+    let err = rt.create_container(&sb, &container("p", "lost", 0), &pod("p")).await.unwrap_err();
+    assert_eq!(err, RuntimeError::DeadlineExceeded("timeout".into()));
+    // The lost reply's container exists, created; the refused one does not.
+    let listed = rt.list_containers(&BTreeMap::new()).await.unwrap();
+    let names: Vec<&str> = listed.iter().map(|c| c.metadata.as_ref().unwrap().name.as_str()).collect();
+    assert_eq!(names, ["lost"]);
+    rt.start_container(&listed[0].id).await.unwrap();
+    assert_eq!(rt.clock().now(), epoch() + jiff::SignedDuration::from_secs(3));
+    assert!(!rt.calls().iter().any(|(_, c)| matches!(c, Call::CreateContainer { name, .. } if name == "refused")));
+    rt.clear_faults();
+    run(&rt, &sb, "p", "refused", 0).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn event_faults_drop_or_delay_events() {
+    let rt = fake();
+    let mut events = rt.subscribe();
+    rt.script("dropped", vec![Behaviour::Exit { code: 0, after: Duration::ZERO }]);
+    rt.set_event_faults(|e| match e.kind {
+        RuntimeEventKind::Started => EventFault::Drop,
+        _ => EventFault::Delay(secs(5)),
+    });
+    let sb = sandbox(&rt, "p").await;
+    let id = run(&rt, &sb, "p", "dropped", 0).await;
+    assert_eq!(events.try_recv(), Err(TryRecvError::Empty), "started dropped, exit not yet sent");
+    let exited = events.recv().await.unwrap();
+    assert_eq!(exited, RuntimeEvent { container_id: id, kind: RuntimeEventKind::Exited });
+    assert_eq!(rt.clock().now(), epoch() + jiff::SignedDuration::from_secs(5));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_start_whose_caller_goes_away_leaves_a_start_error() {
+    let rt = fake();
+    rt.set_latency(secs(1));
+    let sb = sandbox(&rt, "p").await;
+    let id = rt.create_container(&sb, &container("p", "app", 0), &pod("p")).await.unwrap();
+    let cut = tokio::time::timeout(Duration::from_millis(500), rt.start_container(&id)).await;
+    assert!(cut.is_err(), "the caller gave up during the call");
+    let status = rt.container_status(&id).await.unwrap();
+    assert_eq!(
+        (state(&status), status.exit_code, status.reason.as_str()),
+        (ContainerState::ContainerExited, 128, "StartError")
+    );
+    assert!(status.message.contains("context canceled"), "{}", status.message);
+    assert_eq!(status.started_at, 0, "it never ran");
+}
