@@ -1,6 +1,6 @@
 //! The crash-and-fault simulation (issue 10, part 6): random pods under random runtime faults
 //! and agent crashes, in virtual time, checked against the spec's invariants. `scripts/test`
-//! runs a quick number of seeds; `scripts/simulate N` runs N (the ignored `simulate` test).
+//! runs a quick number of seeds; `scripts/simulate N` runs the same `simulate` test on N.
 
 mod common;
 mod crash;
@@ -25,13 +25,6 @@ fn assert_clean(summary: &crash::Summary) {
     assert_eq!(summary.violations, 0, "seeds broke invariants, first {}:\n{}", first.join(", "), reports.join("\n"));
 }
 
-/// A quick amount: seconds in release (`scripts/test`), fewer in a debug build.
-#[test]
-fn random_lifecycles_keep_every_invariant() {
-    let count = env("SIM_QUICK").unwrap_or(if cfg!(debug_assertions) { 150 } else { 1500 });
-    assert_clean(&crash::run_many(1, count, 1));
-}
-
 #[test]
 fn a_seed_replays_the_same_lifecycle() {
     let root = std::env::temp_dir().join(format!("podwright-sim-replay-{}", std::process::id()));
@@ -46,11 +39,13 @@ fn a_seed_replays_the_same_lifecycle() {
     let _ = std::fs::remove_dir_all(root);
 }
 
-/// `scripts/simulate N`: SIM_LIFECYCLES seeds from SIM_SEED (1) on SIM_THREADS threads (1).
+/// Random lifecycles keep every invariant. A quick amount by default: seconds in release
+/// (`scripts/test`), fewer in a debug build; `scripts/simulate N` sets SIM_LIFECYCLES seeds from
+/// SIM_SEED (1) on SIM_THREADS threads (1).
 #[test]
-#[ignore = "long: run by scripts/simulate"]
 fn simulate() {
-    let count = env("SIM_LIFECYCLES").unwrap_or(10_000);
+    let quick = if cfg!(debug_assertions) { 150 } else { 1500 };
+    let count = env("SIM_LIFECYCLES").unwrap_or(quick);
     let first = env("SIM_SEED").unwrap_or(1);
     let threads = env("SIM_THREADS").unwrap_or(1).max(1) as usize;
     let summary = crash::run_many(first, count, threads);
@@ -68,18 +63,21 @@ fn simulate() {
     assert_clean(&summary);
 }
 
-/// `scripts/simulate --replay SEED`: SIM_SEED's lifecycle as it was drawn (not shrunk), with its
-/// trace; SIM_TRACE_LIVE prints the trace as it goes (for a lifecycle that hangs).
+/// A seed's lifecycle as it was drawn (not shrunk), with its trace, keeps every invariant:
+/// seed 1 in `scripts/test`, SIM_SEED from `scripts/simulate --replay SEED` (where a failing
+/// seed prints its trace, then fails); SIM_TRACE_LIVE prints the trace as it goes (for a
+/// lifecycle that hangs).
 #[test]
-#[ignore = "run by scripts/simulate --replay"]
 fn replay() {
     let seed = env("SIM_SEED").unwrap_or(1);
-    let root = std::env::temp_dir().join(format!("podwright-sim-replay-{}", std::process::id()));
+    let root = std::env::temp_dir().join(format!("podwright-sim-replay-{}-{seed}", std::process::id()));
     let sc = Scenario::new(seed);
     println!("seed {seed}\n{sc}");
     let (violation, trace) = crash::traced(&sc, &root);
     println!("trace:\n{}\n{violation:?}", trace.join("\n"));
     let _ = std::fs::remove_dir_all(root);
+    assert!(violation.is_none(), "seed {seed} broke an invariant: {violation:?}");
+    assert!(trace.iter().any(|l| l.contains("status #1")), "seed {seed} never reported a status");
 }
 
 // The checker itself: it must see what a broken agent would do.
