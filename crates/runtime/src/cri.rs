@@ -106,6 +106,24 @@ pub async fn connect(endpoint: &str) -> RuntimeResult<CriRuntime> {
 }
 
 impl CriRuntime {
+    /// One `ListPodSandbox` call: the sandboxes with these labels, without their statuses.
+    async fn pod_sandbox_list(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<cri_api::PodSandbox>> {
+        let req = cri_api::ListPodSandboxRequest {
+            filter: Some(PodSandboxFilter { label_selector: label_selector(labels), ..Default::default() }),
+        };
+        let resp = self.rt().list_pod_sandbox(request(req)).await.map_err(|s| self.err("ListPodSandbox", s))?;
+        Ok(resp.into_inner().items)
+    }
+
+    /// One `ListContainers` call: the containers with these labels, without their statuses.
+    async fn container_list(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<cri_api::Container>> {
+        let req = cri_api::ListContainersRequest {
+            filter: Some(ContainerFilter { label_selector: label_selector(labels), ..Default::default() }),
+        };
+        let resp = self.rt().list_containers(request(req)).await.map_err(|s| self.err("ListContainers", s))?;
+        Ok(resp.into_inner().containers)
+    }
+
     /// The endpoint this runtime was reached at, as given to [`connect`].
     pub fn endpoint(&self) -> &str {
         &self.endpoint
@@ -314,16 +332,7 @@ impl RuntimeService for CriRuntime {
     }
 
     async fn list_pod_sandboxes(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<SandboxInfo>> {
-        let req = cri_api::ListPodSandboxRequest {
-            filter: Some(PodSandboxFilter { label_selector: label_selector(labels), ..Default::default() }),
-        };
-        let items = self
-            .rt()
-            .list_pod_sandbox(request(req))
-            .await
-            .map_err(|s| self.err("ListPodSandbox", s))?
-            .into_inner()
-            .items;
+        let items = self.pod_sandbox_list(labels).await?;
         // ListPodSandbox lacks the network status, so every sandbox costs one status call.
         let ids = items.into_iter().map(|s| s.id).collect();
         fetch_each(ids, |id| {
@@ -341,30 +350,12 @@ impl RuntimeService for CriRuntime {
     }
 
     async fn list_pod_sandbox_states(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<Listed>> {
-        let req = cri_api::ListPodSandboxRequest {
-            filter: Some(PodSandboxFilter { label_selector: label_selector(labels), ..Default::default() }),
-        };
-        let items = self
-            .rt()
-            .list_pod_sandbox(request(req))
-            .await
-            .map_err(|s| self.err("ListPodSandbox", s))?
-            .into_inner()
-            .items;
+        let items = self.pod_sandbox_list(labels).await?;
         Ok(items.into_iter().map(|s| Listed { id: s.id, state: s.state, labels: s.labels }).collect())
     }
 
     async fn list_container_states(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<Listed>> {
-        let req = cri_api::ListContainersRequest {
-            filter: Some(ContainerFilter { label_selector: label_selector(labels), ..Default::default() }),
-        };
-        let containers = self
-            .rt()
-            .list_containers(request(req))
-            .await
-            .map_err(|s| self.err("ListContainers", s))?
-            .into_inner()
-            .containers;
+        let containers = self.container_list(labels).await?;
         Ok(containers.into_iter().map(|c| Listed { id: c.id, state: c.state, labels: c.labels }).collect())
     }
 
@@ -408,16 +399,7 @@ impl RuntimeService for CriRuntime {
     }
 
     async fn list_containers(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<ContainerInfo>> {
-        let req = cri_api::ListContainersRequest {
-            filter: Some(ContainerFilter { label_selector: label_selector(labels), ..Default::default() }),
-        };
-        let containers = self
-            .rt()
-            .list_containers(request(req))
-            .await
-            .map_err(|s| self.err("ListContainers", s))?
-            .into_inner()
-            .containers;
+        let containers = self.container_list(labels).await?;
         // ListContainers has no exit code, reason or timestamps beyond creation.
         let ids = containers.into_iter().map(|c| c.id).collect();
         fetch_each(ids, |id| {

@@ -41,6 +41,18 @@ pub struct Listed {
     pub labels: HashMap<String, String>,
 }
 
+impl From<&PodSandboxStatus> for Listed {
+    fn from(s: &PodSandboxStatus) -> Self {
+        Listed { id: s.id.clone(), state: s.state, labels: s.labels.clone() }
+    }
+}
+
+impl From<&ContainerStatus> for Listed {
+    fn from(c: &ContainerStatus) -> Self {
+        Listed { id: c.id.clone(), state: c.state, labels: c.labels.clone() }
+    }
+}
+
 /// Result of running a command in a container (probes and exec hooks).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExecResult {
@@ -75,14 +87,12 @@ pub trait RuntimeService: Send + Sync {
     /// The sandboxes whose labels include every pair of `labels`, from one listing call where
     /// [`RuntimeService::list_pod_sandboxes`] asks for each one's status too.
     async fn list_pod_sandbox_states(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<Listed>> {
-        let full = self.list_pod_sandboxes(labels).await?;
-        Ok(full.into_iter().map(|s| Listed { id: s.id, state: s.state, labels: s.labels }).collect())
+        Ok(self.list_pod_sandboxes(labels).await?.iter().map(Listed::from).collect())
     }
     /// The containers whose labels include every pair of `labels`, from one listing call where
     /// [`RuntimeService::list_containers`] asks for each one's status too.
     async fn list_container_states(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<Listed>> {
-        let full = self.list_containers(labels).await?;
-        Ok(full.into_iter().map(|c| Listed { id: c.id, state: c.state, labels: c.labels }).collect())
+        Ok(self.list_containers(labels).await?.iter().map(Listed::from).collect())
     }
     async fn exec_sync(&self, container_id: &str, cmd: &[String], timeout: Duration) -> RuntimeResult<ExecResult>;
     /// Makes the runtime write a running container's output to a new file at its log path,

@@ -126,9 +126,7 @@ impl RuntimeService for FakeRuntime {
         self.delay().await;
         self.reads.list_states.fetch_add(1, Ordering::Relaxed);
         let state = self.lock();
-        let listed =
-            |s: &Sandbox| Listed { id: s.status.id.clone(), state: s.status.state, labels: s.status.labels.clone() };
-        Ok(state.select_sandboxes(labels).map(listed).collect())
+        Ok(state.select_sandboxes(labels).map(|s| Listed::from(&s.status)).collect())
     }
 
     async fn create_container(
@@ -329,9 +327,7 @@ impl RuntimeService for FakeRuntime {
         self.delay().await;
         self.reads.list_states.fetch_add(1, Ordering::Relaxed);
         let state = self.lock();
-        let listed =
-            |c: &Container| Listed { id: c.status.id.clone(), state: c.status.state, labels: c.status.labels.clone() };
-        Ok(state.select_containers(labels).map(listed).collect())
+        Ok(state.select_containers(labels).map(|c| Listed::from(&c.status)).collect())
     }
 
     async fn exec_sync(&self, container_id: &str, cmd: &[String], timeout: Duration) -> RuntimeResult<ExecResult> {
