@@ -3,7 +3,7 @@
 //! (`spec.initContainers{name}` in events, `spec.initContainers[0]` in
 //! validation errors).
 
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodStatus};
 
 /// The `restartPolicy` value that makes an init container a sidecar.
 pub const CONTAINER_RESTART_POLICY_ALWAYS: &str = "Always";
@@ -107,6 +107,11 @@ pub fn pod_containers(pod: &Pod) -> impl Iterator<Item = PodContainer<'_>> {
 /// The init or regular container named `name`.
 pub fn find_container<'a>(pod: &'a Pod, name: &str) -> Option<PodContainer<'a>> {
     pod_containers(pod).find(|c| c.container.name == name)
+}
+
+/// Every init container's and app container's status of a pod status, init containers first.
+pub fn container_statuses(status: &PodStatus) -> impl Iterator<Item = &ContainerStatus> {
+    status.init_container_statuses.iter().flatten().chain(status.container_statuses.iter().flatten())
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ pub mod yaml_positions;
 
 pub use k8s_openapi;
 
-pub use container_kind::{ContainerKind, PodContainer, field_path, is_sidecar, pod_containers};
+pub use container_kind::{ContainerKind, PodContainer, container_statuses, field_path, is_sidecar, pod_containers};
 pub use defaults::apply_defaults;
 pub use field_error::{ErrorKind, FieldError, InvalidPod};
 pub use hook::Hook;

@@ -7,12 +7,11 @@
 use jiff::Timestamp;
 use podwright_runtime::Runtime;
 use podwright_runtime::cri_api::ContainerState;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cri::labels;
+use crate::cri::config as cri_config;
 
 /// How often running containers' logs are checked (the kubelet's monitor period).
 const MONITOR_PERIOD: Duration = Duration::from_secs(10);
@@ -77,7 +76,7 @@ pub async fn rotate_one(runtime: &dyn Runtime, id: &str, path: &Path, policy: Lo
 
 /// Checks every running podwright container's log, every monitor period, for ever.
 pub async fn rotate_logs(runtime: Arc<dyn Runtime>, clock: podwright_runtime::Clock, policy: LogPolicy) {
-    let managed: BTreeMap<String, String> = [(labels::MANAGED.to_string(), "true".to_string())].into();
+    let managed = cri_config::managed_selector();
     loop {
         tokio::time::sleep(MONITOR_PERIOD).await;
         let Ok(containers) = runtime.list_containers(&managed).await else { continue };

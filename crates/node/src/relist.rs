@@ -5,7 +5,7 @@
 //! died) for every pod at the cost of two runtime calls, where a relist by each worker costs
 //! several calls per pod.
 
-use crate::cri::labels;
+use crate::cri::{config as cri_config, labels};
 use crate::dispatch::Dispatcher;
 use podwright_runtime::{Clock, Listed, Runtime, RuntimeResult};
 use std::collections::{BTreeMap, HashMap};
@@ -17,7 +17,7 @@ use std::time::Duration;
 pub const RELIST: Duration = Duration::from_secs(5);
 
 /// What the relist compares per pod: its sandboxes' and containers' IDs and states.
-type Fingerprint = Vec<(String, i32)>;
+pub(crate) type Fingerprint = Vec<(String, i32)>;
 
 /// Starts relisting; the task ends once the dispatcher is gone (no worker is left).
 pub(crate) fn start(runtime: Arc<dyn Runtime>, clock: Clock, dispatcher: Weak<Dispatcher>) {
@@ -26,7 +26,7 @@ pub(crate) fn start(runtime: Arc<dyn Runtime>, clock: Clock, dispatcher: Weak<Di
         loop {
             clock.sleep_until(clock.now() + RELIST).await;
             let Some(dispatcher) = dispatcher.upgrade() else { return };
-            match snapshot(runtime.as_ref()).await {
+            match snapshot(runtime.as_ref(), &cri_config::managed_selector()).await {
                 Ok(now) => {
                     for uid in changed(&last, &now) {
                         dispatcher.ring_pod(uid);
@@ -39,11 +39,13 @@ pub(crate) fn start(runtime: Arc<dyn Runtime>, clock: Clock, dispatcher: Weak<Di
     });
 }
 
-/// Every pod podwright has objects of, by UID.
-async fn snapshot(runtime: &dyn Runtime) -> RuntimeResult<HashMap<String, Fingerprint>> {
-    let sel = BTreeMap::from([(labels::MANAGED.to_string(), "true".to_string())]);
-    let sandboxes = runtime.list_pod_sandbox_states(&sel).await?;
-    let containers = runtime.list_container_states(&sel).await?;
+/// Every pod with sandboxes or containers selected by `sel`, by UID (one cheap call each).
+pub(crate) async fn snapshot(
+    runtime: &dyn Runtime,
+    sel: &BTreeMap<String, String>,
+) -> RuntimeResult<HashMap<String, Fingerprint>> {
+    let sandboxes = runtime.list_pod_sandbox_states(sel).await?;
+    let containers = runtime.list_container_states(sel).await?;
     Ok(fingerprints(sandboxes.into_iter().chain(containers)))
 }
 

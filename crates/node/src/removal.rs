@@ -3,9 +3,9 @@
 //! no longer has, and `podwright runtime clean` every pod podwright left in its runtime.
 
 use crate::cri::{config as cri_config, labels};
-use crate::volumes;
+use crate::{relist, volumes};
 use podwright_runtime::{Runtime, RuntimeResult};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
@@ -15,14 +15,14 @@ use std::time::Duration;
 pub async fn remove_pod(runtime: &dyn Runtime, root: &Path, uid: &str) -> Vec<String> {
     let sel = cri_config::pod_selector(uid);
     let mut removed = Vec::new();
-    if let Ok(cs) = runtime.list_containers(&sel).await {
+    if let Ok(cs) = runtime.list_container_states(&sel).await {
         for c in cs {
             let _ = runtime.stop_container(&c.id, Duration::ZERO).await;
             let _ = runtime.remove_container(&c.id).await;
             removed.push(c.id);
         }
     }
-    if let Ok(ss) = runtime.list_pod_sandboxes(&sel).await {
+    if let Ok(ss) = runtime.list_pod_sandbox_states(&sel).await {
         for s in ss {
             let _ = runtime.stop_pod_sandbox(&s.id).await;
             let _ = runtime.remove_pod_sandbox(&s.id).await;
@@ -37,13 +37,9 @@ pub async fn remove_pod(runtime: &dyn Runtime, root: &Path, uid: &str) -> Vec<St
 /// The UIDs of every pod podwright has a sandbox or container of in the runtime; only those
 /// made by a podwright with root directory `root` when it is given.
 pub async fn managed_pods(runtime: &dyn Runtime, root: Option<&Path>) -> RuntimeResult<BTreeSet<String>> {
-    let mut sel = BTreeMap::from([(labels::MANAGED.to_string(), "true".to_string())]);
+    let mut sel = cri_config::managed_selector();
     if let Some(root) = root {
         sel.insert(labels::ROOT_DIR.to_string(), root.display().to_string());
     }
-    let sandboxes = runtime.list_pod_sandboxes(&sel).await?;
-    let containers = runtime.list_containers(&sel).await?;
-    let sandbox_uids = sandboxes.into_iter().filter_map(|s| s.labels.get(labels::POD_UID).cloned());
-    let container_uids = containers.into_iter().filter_map(|c| c.labels.get(labels::POD_UID).cloned());
-    Ok(sandbox_uids.chain(container_uids).collect())
+    Ok(relist::snapshot(runtime, &sel).await?.into_keys().collect())
 }

@@ -182,10 +182,7 @@ impl PodWorker {
             saved.map(|c| (c.backoff, c.restart_counts, c.initialized_in)).unwrap_or_default();
         // The last status reported says as much, should the checkpoint be older: a count above
         // 0 is that of an instance the container had (0 may be of one that never ran).
-        let reported = pod.status.iter().flat_map(|s| {
-            let all = [&s.init_container_statuses, &s.container_statuses];
-            all.into_iter().flatten().flatten()
-        });
+        let reported = pod.status.iter().flat_map(podwright_api::container_statuses);
         for st in reported.filter(|st| st.restart_count > 0) {
             let n = restart_counts.entry(st.name.clone()).or_default();
             *n = st.restart_count.max(*n);
@@ -353,17 +350,15 @@ impl PodWorker {
             if newly_initialized {
                 self.memory.initialized_in = sandbox.cloned();
             }
-            if p.backoff != self.memory.backoff || newly_initialized {
+            // Instances about to be removed take their restart counts with them: written down
+            // first, so that a restart of podwright still counts on from them.
+            let removes = p.actions.iter().any(|a| matches!(a, Action::RemoveContainer { .. }));
+            let counts_due = removes && self.memory.restart_counts_unsaved;
+            if p.backoff != self.memory.backoff || newly_initialized || counts_due {
                 self.memory.backoff = p.backoff;
                 self.checkpoint();
             }
             if !p.actions.is_empty() {
-                // Instances about to be removed take their restart counts with them: written
-                // down first, so that a restart of podwright still counts on from them.
-                let removes = p.actions.iter().any(|a| matches!(a, Action::RemoveContainer { .. }));
-                if removes && self.memory.restart_counts_unsaved {
-                    self.checkpoint();
-                }
                 let result = self.engine.execute(&self.pod, &observed, p.actions, &bell, &self.desired).await;
                 if let Some(took) = result.first_start.and_then(|at| self.transition.started(at)) {
                     self.engine.metrics.transition(took);

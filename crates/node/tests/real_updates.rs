@@ -38,7 +38,7 @@ fn pod(uid: &str, inits: Vec<serde_json::Value>, apps: Vec<serde_json::Value>) -
 
 fn status<'a>(u: &'a PodUpdate, name: &str) -> Option<&'a ContainerStatus> {
     let s = u.status.as_ref()?;
-    s.init_container_statuses.iter().flatten().chain(s.container_statuses.iter().flatten()).find(|s| s.name == name)
+    podwright_api::container_statuses(s).find(|s| s.name == name)
 }
 
 fn running(s: Option<&ContainerStatus>) -> bool {

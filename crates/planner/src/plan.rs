@@ -179,14 +179,14 @@ fn definition_changed(sc: &SpecContainer, c: &ObservedContainer) -> bool {
     !c.hash.is_empty() && !sc.has_hash(&c.hash)
 }
 
-/// The start of a new instance of `sc`.
-fn start(sc: &SpecContainer, restart_count: i32) -> Action {
+/// The start of a new instance of `sc`, or of `created`, an instance never started.
+fn start(sc: &SpecContainer, restart_count: i32, created: Option<String>) -> Action {
     Action::StartContainer {
         kind: sc.kind,
         index: sc.index,
         restart_count,
         pull: PullPolicy::of(sc.container),
-        created: None,
+        created,
     }
 }
 
@@ -202,13 +202,7 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
                 // Created by a podwright that died before starting it (kubelets replace it,
                 // counting a restart it never had): started as it is, so that the pod's life
                 // reads as if nothing had happened.
-                p.actions.push(Action::StartContainer {
-                    kind: sc.kind,
-                    index: sc.index,
-                    restart_count: c.restart_count,
-                    pull: PullPolicy::of(sc.container),
-                    created: Some(c.id.clone()),
-                });
+                p.actions.push(start(sc, c.restart_count, Some(c.id.clone())));
                 return;
             }
             if let Some(c) =
@@ -224,7 +218,7 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
             if ctx.observed.failure_before_running(sc.name()).is_none() {
                 record_restart(ctx, sc, p);
             }
-            p.actions.push(start(sc, restart_count));
+            p.actions.push(start(sc, restart_count, None));
         }
         Decision::Wait { until, reason, .. } => {
             p.wake(until);
@@ -294,7 +288,7 @@ fn restart_changed(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) -> bool {
         message: format!("Container {} definition changed, will be restarted", sc.name()),
         grace: pod_grace(ctx.pod),
     });
-    p.actions.push(start(sc, c.restart_count + 1));
+    p.actions.push(start(sc, c.restart_count + 1, None));
     true
 }
 
@@ -319,7 +313,7 @@ fn restart_unhealthy(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) -> bool
     p.actions.push(Action::KillContainer { id: c.id.clone(), name: c.name.clone(), message, grace });
     if restart && decide::crash_backoff(ctx, sc).is_none() {
         record_restart(ctx, sc, p);
-        p.actions.push(start(sc, c.restart_count + 1));
+        p.actions.push(start(sc, c.restart_count + 1, None));
     }
     true
 }

@@ -127,9 +127,7 @@ impl Recorder {
             let at = within(given, last.map(|l| l.at), t.start, seen);
             lane.changes.push(Change { at, value });
         }
-        let statuses =
-            status.init_container_statuses.iter().flatten().chain(status.container_statuses.iter().flatten());
-        for cs in statuses {
+        for cs in podwright_api::container_statuses(status) {
             if let Some(i) = t.lanes.iter().position(|l| l.name == cs.name) {
                 fold_container(&mut t.lanes[i], &mut self.memory[i], cs, t.start, seen);
             }

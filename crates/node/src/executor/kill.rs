@@ -113,7 +113,7 @@ impl Engine {
         });
         let mut stopped = futures_util::future::join_all(kills).await.into_iter().all(|s| s);
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        match self.runtime.list_pod_sandboxes(&cri_config::pod_selector(uid)).await {
+        match self.runtime.list_pod_sandbox_states(&cri_config::pod_selector(uid)).await {
             Ok(sandboxes) => {
                 for s in sandboxes {
                     if let Err(e) = self.runtime.stop_pod_sandbox(&s.id).await {

@@ -94,8 +94,8 @@ impl Engine {
         sandbox: &ObservedSandbox,
     ) -> Result<(), StartFailure> {
         let ip = sandbox.ip.clone().unwrap_or_default();
-        let config = cri_config::container_config(sync.pod, &sc, restart_count, &sandbox.id, &ip, &self.root);
-        self.start_created(sync, sc, id, &config.log_path, &ip).await
+        let log_path = layout::container_log_relative(sc.name(), restart_count);
+        self.start_created(sync, sc, id, &log_path, &ip).await
     }
 
     /// Follows the created instance's events and output, starts it and runs its `postStart`

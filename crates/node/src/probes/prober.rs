@@ -154,11 +154,7 @@ impl Prober {
 /// The readiness and startup results a reported status shows for its containers, by ID.
 fn carried_over(reported: Option<&PodStatus>) -> ProbeResults {
     let mut results = ProbeResults::default();
-    let statuses = reported.into_iter().flat_map(|s| {
-        let all = [&s.init_container_statuses, &s.container_statuses];
-        all.into_iter().flatten().flatten()
-    });
-    for st in statuses {
+    for st in reported.into_iter().flat_map(podwright_api::container_statuses) {
         let Some(id) = st.container_id.as_deref().and_then(|id| id.split_once("://")).map(|(_, id)| id) else {
             continue;
         };

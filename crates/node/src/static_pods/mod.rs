@@ -14,7 +14,7 @@
 pub mod uid;
 mod watch;
 
-pub use watch::DirWatch;
+pub(crate) use watch::DirWatch;
 
 use k8s_openapi::api::core::v1::{Pod, Toleration};
 use podwright_api::parse_manifests;
@@ -35,27 +35,27 @@ pub const CONFIG_MIRROR: &str = "kubernetes.io/config.mirror";
 pub const FILE_SOURCE: &str = "file";
 /// The largest static pod file read (the kubelet's limit); the API's own 3 MiB limit on a pod
 /// applies after it.
-pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
 /// How often the path is read again without a change notice (`fileCheckFrequency`).
 pub const DEFAULT_CHECK_FREQUENCY: Duration = Duration::from_secs(20);
 
 /// Why a file gave no pod, or what to know about the pod it gave: one log line, naming the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileProblem {
+pub(crate) struct FileProblem {
     pub path: PathBuf,
     pub message: String,
 }
 
 /// One reading of the static-pod path.
 #[derive(Debug, Default)]
-pub struct Listing {
+pub(crate) struct Listing {
     /// Every pod admitted, in file-name order.
     pub pods: Vec<Pod>,
     pub problems: Vec<FileProblem>,
 }
 
 /// The static-pod path of a node, read as the kubelet reads it.
-pub struct ManifestDir {
+pub(crate) struct ManifestDir {
     path: PathBuf,
     node: String,
 }

@@ -40,7 +40,7 @@ impl Default for Fnv128a {
 /// the file, before the name suffix and the defaults are applied. The decoded pod is hashed as
 /// its canonical JSON (k8s-openapi writes fields in a fixed order and maps sorted), which plays
 /// the part of the kubelet's hash of the Go object.
-pub fn static_pod_uid(pod: &Pod, node: &str, path: &str) -> String {
+pub(crate) fn static_pod_uid(pod: &Pod, node: &str, path: &str) -> String {
     let mut h = Fnv128a::new();
     // A Pod always encodes; an empty encoding would still hash deterministically.
     h.write(&serde_json::to_vec(pod).unwrap_or_default());

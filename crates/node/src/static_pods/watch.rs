@@ -31,7 +31,7 @@ const SETTLE: Duration = Duration::from_millis(100);
 const SETTLE_MAX: Duration = Duration::from_secs(1);
 
 /// Waits for the next change of a path.
-pub struct DirWatch {
+pub(crate) struct DirWatch {
     path: PathBuf,
     period: Duration,
     inotify: Option<AsyncFd<OwnedFd>>,

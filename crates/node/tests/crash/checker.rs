@@ -97,9 +97,7 @@ fn condition(st: &PodStatus, kind: &str) -> bool {
     st.conditions.iter().flatten().any(|c| c.type_ == kind && c.status == "True")
 }
 
-fn statuses(st: &PodStatus) -> impl Iterator<Item = &ContainerStatus> {
-    st.init_container_statuses.iter().flatten().chain(st.container_statuses.iter().flatten())
-}
+use podwright_api::container_statuses as statuses;
 
 fn is_running(cs: &ContainerStatus) -> bool {
     cs.state.as_ref().is_some_and(|s| s.running.is_some())
