@@ -3,6 +3,7 @@
 use crate::exit;
 use clap::Subcommand;
 use podwright_node::removal;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 #[derive(Subcommand)]
@@ -78,16 +79,13 @@ async fn clean(embedded: &podwright_containerd::EmbeddedRuntime, root: &Path) ->
             return exit::NO_RUNTIME;
         }
     };
-    let uids = match removal::managed_pods(&runtime, None).await {
+    let uids = match removal::remove_managed(&runtime, root, None, &BTreeSet::new()).await {
         Ok(u) => u,
         Err(e) => {
             eprintln!("podwright: cannot list the pods in {}: {e}", embedded.endpoint());
             return exit::FAILED;
         }
     };
-    for uid in &uids {
-        removal::remove_pod(&runtime, root, uid).await;
-    }
     let left = removal::managed_pods(&runtime, None).await.map(|u| u.len()).unwrap_or(usize::MAX);
     if left > 0 {
         eprintln!("podwright: {left} pods could not be removed from {}", embedded.endpoint());

@@ -389,16 +389,8 @@ pub async fn serve(args: ServeArgs) -> u8 {
 /// Stops and removes every pod in the runtime that this podwright (its root directory) made and
 /// `known` does not name; other podwrights' pods on the same runtime are theirs.
 async fn remove_orphans(runtime: &dyn Runtime, root: &Path, known: &BTreeSet<String>) {
-    let managed = match removal::managed_pods(runtime, Some(root)).await {
-        Ok(m) => m,
-        Err(e) => {
-            tracing::warn!(%e, "could not list the runtime's pods to remove those no longer known");
-            return;
-        }
-    };
-    for uid in managed.difference(known) {
-        tracing::info!(uid, "removing a pod the API no longer has");
-        removal::remove_pod(runtime, root, uid).await;
+    if let Err(e) = removal::remove_managed(runtime, root, Some(root), known).await {
+        tracing::warn!(%e, "could not list the runtime's pods to remove those no longer known");
     }
 }
 

@@ -34,6 +34,22 @@ pub async fn remove_pod(runtime: &dyn Runtime, root: &Path, uid: &str) -> Vec<St
     removed
 }
 
+/// Stops and removes every pod podwright made (the podwright with root directory `owner`, when
+/// given) that `keep` does not name, with its files under `root`; returns their UIDs.
+pub async fn remove_managed(
+    runtime: &dyn Runtime,
+    root: &Path,
+    owner: Option<&Path>,
+    keep: &BTreeSet<String>,
+) -> RuntimeResult<Vec<String>> {
+    let gone: Vec<String> = managed_pods(runtime, owner).await?.difference(keep).cloned().collect();
+    for uid in &gone {
+        tracing::info!(uid, "removing a pod");
+        remove_pod(runtime, root, uid).await;
+    }
+    Ok(gone)
+}
+
 /// The UIDs of every pod podwright has a sandbox or container of in the runtime; only those
 /// made by a podwright with root directory `root` when it is given.
 pub async fn managed_pods(runtime: &dyn Runtime, root: Option<&Path>) -> RuntimeResult<BTreeSet<String>> {

@@ -8,6 +8,7 @@ use crate::resources::Resource;
 use crate::store::{Store, meta_str};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, Secret, Service};
 use podwright_api::FieldError;
+use podwright_api::init_container_annotations::annotation_path;
 use podwright_api::validation::validate_pod_update;
 use podwright_node::static_pods::CONFIG_MIRROR;
 use serde_json::{Value, json};
@@ -101,7 +102,7 @@ pub fn prepare_create(
             let name = p.metadata.name.clone().unwrap_or_default();
             if annotation(&p, CONFIG_MIRROR).is_some() {
                 // Only the node makes mirror pods, from its static pod files.
-                let field = format!("metadata.annotations[{CONFIG_MIRROR}]");
+                let field = annotation_path(CONFIG_MIRROR);
                 let err = FieldError::forbidden(field, "mirror pods are made by the node from its static pod files");
                 return Err(ApiError::invalid(resource, &name, &[err]));
             }
@@ -267,7 +268,7 @@ fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
 /// (`ValidatePodSpecificAnnotationUpdates`): a mirror stays the mirror of its static pod, and a
 /// pod of the API never becomes one.
 fn mirror_annotation_update(new: &Pod, old: &Pod) -> Option<FieldError> {
-    let field = format!("metadata.annotations[{CONFIG_MIRROR}]");
+    let field = annotation_path(CONFIG_MIRROR);
     match (annotation(old, CONFIG_MIRROR), annotation(new, CONFIG_MIRROR)) {
         (Some(o), Some(n)) if o == n => None,
         (None, None) => None,

@@ -99,7 +99,20 @@ pub(crate) fn pick_container(pod: &Value, asked: Option<&str>, pod_name: &str) -
 }
 
 pub(crate) fn container_status<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
-    ["/status/containerStatuses", "/status/initContainerStatuses", "/status/ephemeralContainerStatuses"]
+    named(
+        pod,
+        ["/status/containerStatuses", "/status/initContainerStatuses", "/status/ephemeralContainerStatuses"],
+        name,
+    )
+}
+
+/// The container named `name` in the pod's spec, any list.
+pub(crate) fn container_spec<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
+    named(pod, ["/spec/containers", "/spec/initContainers", "/spec/ephemeralContainers"], name)
+}
+
+fn named<'a>(pod: &'a Value, lists: [&str; 3], name: &str) -> Option<&'a Value> {
+    lists
         .into_iter()
         .filter_map(|p| pod.pointer(p)?.as_array())
         .flatten()

@@ -32,8 +32,7 @@ impl NodeRef {
     pub fn new(name: &str) -> Self {
         let mut h = Fnv128a::new();
         h.write(format!("node:{name}").as_bytes());
-        let hex = h.hex();
-        let uid = format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]);
+        let uid = uuid::Uuid::from_u128(h.value()).to_string();
         NodeRef { name: name.to_string(), uid }
     }
 }

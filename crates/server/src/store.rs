@@ -181,10 +181,12 @@ impl Store {
     /// resourceVersion the list is current at.
     pub fn list(&self, resource: Resource, ns: Option<&str>) -> (Vec<Arc<Value>>, u64) {
         let inner = self.lock();
+        // Keys sort by resource first: read only this one's.
         let items = inner
             .objects
-            .iter()
-            .filter(|((r, n, _), _)| *r == resource && ns.is_none_or(|ns| !resource.namespaced() || n == ns))
+            .range((resource, String::new(), String::new())..)
+            .take_while(|((r, _, _), _)| *r == resource)
+            .filter(|((_, n, _), _)| ns.is_none_or(|ns| !resource.namespaced() || n == ns))
             .map(|(_, v)| v.clone())
             .collect();
         (items, inner.rv)

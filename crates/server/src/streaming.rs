@@ -24,7 +24,7 @@ mod v5;
 mod websocket;
 
 use crate::errors::{ApiError, ApiResult};
-use crate::logs::{container_status, pick_container};
+use crate::logs::{container_spec, container_status, pick_container};
 use crate::request::truthy;
 use crate::resources::Resource;
 use crate::server::ApiServer;
@@ -250,13 +250,7 @@ fn running_container_id(pod: &Value, name: &str) -> Option<String> {
 
 /// The container's spec `tty`, which decides attach's TTY (it cannot change after the start).
 fn spec_tty(pod: &Value, name: &str) -> bool {
-    ["/spec/containers", "/spec/initContainers", "/spec/ephemeralContainers"]
-        .into_iter()
-        .filter_map(|p| pod.pointer(p)?.as_array())
-        .flatten()
-        .find(|c| c.get("name").and_then(Value::as_str) == Some(name))
-        .and_then(|c| c.get("tty")?.as_bool())
-        .unwrap_or(false)
+    container_spec(pod, name).and_then(|c| c.get("tty")?.as_bool()).unwrap_or(false)
 }
 
 /// `GET|POST /api/v1/namespaces/{ns}/pods/{name}/{exec|attach|portforward}`.
@@ -536,6 +530,21 @@ async fn splice(client: OnUpgrade, upstream: Upgraded) {
         Ok((sent, received)) => tracing::debug!(sent, received, "stream closed"),
         Err(e) => tracing::debug!(%e, "stream ended"),
     }
+}
+
+/// A malformed frame from the other side.
+fn invalid(message: impl Into<String>) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, message.into())
+}
+
+/// Fills `head` with the next frame's header; false when the connection ended between frames.
+async fn read_head<R: tokio::io::AsyncRead + Unpin>(r: &mut R, head: &mut [u8]) -> std::io::Result<bool> {
+    use tokio::io::AsyncReadExt;
+    if r.read(&mut head[..1]).await? == 0 {
+        return Ok(false);
+    }
+    r.read_exact(&mut head[1..]).await?;
+    Ok(true)
 }
 
 #[cfg(test)]

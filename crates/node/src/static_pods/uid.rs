@@ -25,6 +25,10 @@ impl Fnv128a {
     }
 
     /// The hash as 32 lower-case hex digits, most significant first (Go's `Sum`).
+    pub fn value(&self) -> u128 {
+        self.0
+    }
+
     pub fn hex(&self) -> String {
         format!("{:032x}", self.0)
     }

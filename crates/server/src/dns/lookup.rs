@@ -2,6 +2,7 @@
 //! CoreDNS's kubernetes plugin answers them, every other name from the host's nameservers.
 
 use super::message::{TYPE_A, TYPE_ANY};
+use crate::store::meta_str;
 use std::collections::HashSet;
 use std::net::Ipv4Addr;
 
@@ -17,10 +18,9 @@ pub struct ServiceRecord {
 impl ServiceRecord {
     /// From a stored Service object.
     pub fn from_object(obj: &serde_json::Value) -> Option<ServiceRecord> {
-        let meta = obj.get("metadata")?;
         Some(ServiceRecord {
-            namespace: meta.get("namespace")?.as_str()?.to_string(),
-            name: meta.get("name")?.as_str()?.to_string(),
+            namespace: meta_str(obj, "namespace")?.to_string(),
+            name: meta_str(obj, "name")?.to_string(),
             cluster_ip: obj.pointer("/spec/clusterIP").and_then(|v| v.as_str()).and_then(|s| s.parse().ok()),
         })
     }

@@ -7,6 +7,7 @@
 
 mod dictionary;
 
+use super::{invalid, read_head};
 use dictionary::DICTIONARY;
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 use std::io;
@@ -63,10 +64,6 @@ pub enum Frame {
     Ignored {
         kind: u16,
     },
-}
-
-fn invalid(message: impl Into<String>) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, message.into())
 }
 
 /// Encodes frames; holds the compressing side of the session's header zlib stream.
@@ -189,10 +186,9 @@ impl Decoder {
     /// The next frame from `r`; None when the connection ends between frames.
     pub async fn read<R: AsyncRead + Unpin>(&mut self, r: &mut R) -> io::Result<Option<Frame>> {
         let mut head = [0u8; 8];
-        match r.read(&mut head[..1]).await? {
-            0 => return Ok(None),
-            _ => r.read_exact(&mut head[1..]).await?,
-        };
+        if !read_head(r, &mut head).await? {
+            return Ok(None);
+        }
         let flags = head[4];
         let len = u32::from_be_bytes([0, head[5], head[6], head[7]]) as usize;
         let mut body = vec![0u8; len];

@@ -2,6 +2,7 @@
 //! key, messages read from the client (masked frames, fragments, control frames between
 //! fragments), and frames written back (unmasked) by one writer task fed through an [`Outbox`].
 
+use super::{invalid, read_head};
 use base64::Engine;
 use std::io;
 use std::sync::Arc;
@@ -52,10 +53,6 @@ pub struct Reader<R> {
     partial: Option<(u8, Vec<u8>)>,
 }
 
-fn invalid(message: impl Into<String>) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, message.into())
-}
-
 impl<R: AsyncRead + Unpin> Reader<R> {
     pub fn new(inner: R) -> Self {
         Reader { inner, partial: None }
@@ -99,10 +96,9 @@ impl<R: AsyncRead + Unpin> Reader<R> {
     /// One frame, unmasked: FIN, opcode and payload; None at the end of the connection.
     async fn frame(&mut self) -> io::Result<Option<(bool, u8, Vec<u8>)>> {
         let mut head = [0u8; 2];
-        match self.inner.read(&mut head[..1]).await? {
-            0 => return Ok(None),
-            _ => self.inner.read_exact(&mut head[1..]).await?,
-        };
+        if !read_head(&mut self.inner, &mut head).await? {
+            return Ok(None);
+        }
         let (fin, rsv, opcode) = (head[0] & 0x80 != 0, head[0] & 0x70, head[0] & 0x0F);
         if rsv != 0 {
             return Err(invalid("reserved bits set without a negotiated extension"));
