@@ -45,7 +45,7 @@ pub struct RunArgs {
 }
 
 /// Connects to the given endpoint, or starts/reuses the embedded containerd.
-pub(crate) async fn connect(args: &RuntimeArgs) -> Result<cri::CriRuntime, String> {
+pub(crate) async fn connect(args: &RuntimeArgs, in_flight: cri::InFlight) -> Result<cri::CriRuntime, String> {
     let endpoint = match &args.runtime_endpoint {
         Some(e) => e.clone(),
         None => {
@@ -56,7 +56,7 @@ pub(crate) async fn connect(args: &RuntimeArgs) -> Result<cri::CriRuntime, Strin
             embedded.endpoint()
         }
     };
-    let rt = cri::connect(&endpoint).await.map_err(|e| {
+    let rt = cri::connect_with(&endpoint, in_flight).await.map_err(|e| {
         format!("{e}\nStart a CRI runtime listening there (e.g. containerd), or run podwright without --runtime-endpoint to use its embedded containerd.")
     })?;
     rt.version().await.map_err(|e| format!("{e}\nIs a CRI v1 runtime listening at {endpoint}?"))?;
@@ -68,7 +68,7 @@ pub async fn run(args: RunArgs) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let runtime = match connect(&args.runtime).await {
+    let runtime = match connect(&args.runtime, cri::InFlight::Cancelled).await {
         Ok(r) => r,
         Err(msg) => {
             eprintln!("podwright: {msg}");

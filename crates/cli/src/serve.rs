@@ -257,7 +257,8 @@ pub async fn serve(args: ServeArgs) -> u8 {
             return exit::FAILED;
         }
     };
-    let runtime = match run::connect(&args.runtime).await {
+    // Calls in flight when serve is killed finish: the next serve resumes from their results.
+    let runtime = match run::connect(&args.runtime, podwright_runtime::InFlight::Finished).await {
         Ok(r) => r,
         Err(msg) => {
             eprintln!("podwright: {msg}");

@@ -256,12 +256,15 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
 }
 
 /// The newest instance of `sc`, if it is one podwright created in the current sandbox from the
-/// current definition and never started, with no failed start since.
+/// current definition and never started. A failed call since does not disqualify it: a killed
+/// podwright's CreateContainer or StartContainer, finished by its keeper process after the next
+/// podwright made its own, fails that one ("name is reserved", "already in
+/// starting state") and leaves this instance to be started, once the failure's retry delay
+/// has passed.
 fn never_started<'a>(ctx: &'a PodContext, sc: &SpecContainer) -> Option<&'a ObservedContainer> {
     let sandbox = ctx.observed.sandbox.as_ref()?;
     let c = ctx.observed.newest(sc.name())?;
-    let fresh = c.state == RunState::Created && c.sandbox_id == sandbox.id && !definition_changed(sc, c);
-    (fresh && ctx.observed.pending_failure(sc.name()).is_none()).then_some(c)
+    (c.state == RunState::Created && c.sandbox_id == sandbox.id && !definition_changed(sc, c)).then_some(c)
 }
 
 /// A restart after an exited instance moves the crash back-off on (the kubelet's

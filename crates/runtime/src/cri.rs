@@ -7,6 +7,7 @@ use crate::cri_api::{
     runtime_service_client::RuntimeServiceClient,
 };
 use crate::cri_events::{self, EventStreamState};
+use crate::keeper::RuntimeSocket;
 use crate::{
     ContainerInfo, ExecResult, ImageService, Listed, RuntimeError, RuntimeEvent, RuntimeResult, RuntimeService,
     SandboxInfo,
@@ -51,21 +52,43 @@ pub struct CriRuntime {
     event_task: tokio::task::JoinHandle<()>,
 }
 
+/// What becomes of the runtime calls in flight when podwright dies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InFlight {
+    /// containerd cancels them: enough for a command that ends with its calls.
+    Cancelled,
+    /// containerd finishes them ([`crate::keeper`]): what a daemon that resumes its pods after
+    /// a crash needs.
+    Finished,
+}
+
 /// Connects to the CRI runtime at `endpoint` (`unix:///path/to.sock` or a bare path), checks that
 /// it answers `Version`, and starts the background task that feeds [`RuntimeService::subscribe`].
 /// Must be called inside a tokio runtime.
 pub async fn connect(endpoint: &str) -> RuntimeResult<CriRuntime> {
+    connect_with(endpoint, InFlight::Cancelled).await
+}
+
+/// [`connect`], choosing what becomes of the calls in flight if podwright dies.
+pub async fn connect_with(endpoint: &str, in_flight: InFlight) -> RuntimeResult<CriRuntime> {
     let path = socket_path(endpoint)?;
     let unreachable = |message: String| RuntimeError::Unreachable { endpoint: endpoint.to_string(), message };
 
     // The URI is a placeholder required by tonic: the connector below ignores it and dials the
     // socket. The channel redials by itself after the runtime restarts.
+    let endpoint_config = Endpoint::from_static("http://[::]").connect_timeout(CONNECT_TIMEOUT);
     let connector_path = path.clone();
-    let channel = Endpoint::from_static("http://[::]")
-        .connect_timeout(CONNECT_TIMEOUT)
+    let channel = endpoint_config
+        .clone()
         .connect_with_connector(tower::service_fn(move |_: Uri| {
             let path = connector_path.clone();
-            async move { Ok::<_, std::io::Error>(TokioIo::new(UnixStream::connect(path).await?)) }
+            async move {
+                let stream = UnixStream::connect(path).await?;
+                Ok::<_, std::io::Error>(TokioIo::new(match in_flight {
+                    InFlight::Cancelled => RuntimeSocket::plain(stream),
+                    InFlight::Finished => RuntimeSocket::kept(stream)?,
+                }))
+            }
         }))
         .await
         .map_err(|e| unreachable(error_chain(&e)))?;
@@ -100,7 +123,16 @@ pub async fn connect(endpoint: &str) -> RuntimeResult<CriRuntime> {
 
     let (events, _) = broadcast::channel(EVENT_BUFFER);
     let (state_tx, event_state) = watch::channel(EventStreamState::Connecting);
-    let event_task = cri_events::spawn(channel, endpoint.to_string(), events.clone(), state_tx);
+    // The event subscription never ends: on a kept connection, containerd would go on writing
+    // to it, unread, after podwright's death. It has a connection of its own.
+    let event_channel = match in_flight {
+        InFlight::Cancelled => channel,
+        InFlight::Finished => endpoint_config.connect_with_connector_lazy(tower::service_fn(move |_: Uri| {
+            let path = path.clone();
+            async move { Ok::<_, std::io::Error>(TokioIo::new(RuntimeSocket::plain(UnixStream::connect(path).await?))) }
+        })),
+    };
+    let event_task = cri_events::spawn(event_channel, endpoint.to_string(), events.clone(), state_tx);
 
     Ok(CriRuntime { endpoint: endpoint.to_string(), runtime, images, events, event_state, event_task })
 }

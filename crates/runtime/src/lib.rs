@@ -11,9 +11,10 @@ pub mod cri_events;
 pub mod error;
 pub mod events;
 pub mod fake;
+pub mod keeper;
 
 pub use clock::Clock;
-pub use cri::{CriRuntime, connect};
+pub use cri::{CriRuntime, InFlight, connect, connect_with};
 pub use cri_events::EventStreamState;
 pub use error::{RuntimeError, RuntimeResult};
 pub use events::{RuntimeEvent, RuntimeEventKind};

@@ -1,9 +1,11 @@
 //! Builds the CRI sandbox and container configs for a pod, as the kubelet's
 //! `generatePodSandboxConfig` / `generateContainerConfig` do for what podwright supports.
 
+use crate::cri::env::{container_env, expand};
 use crate::cri::labels;
 use crate::layout;
-use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
+use crate::volumes::mounts;
+use k8s_openapi::api::core::v1::{Container, Pod};
 use podwright_api::quantity::Quantity;
 use podwright_planner::pod::SpecContainer;
 use podwright_runtime::cri_api::{
@@ -72,75 +74,6 @@ pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32, dns: Option<DnsConfi
     }
 }
 
-/// Expands `$(VAR)` references from `env`; `$$` escapes; unknown references stay as written.
-pub fn expand(s: &str, env: &BTreeMap<String, String>) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(i) = rest.find('$') {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 1..];
-        if let Some(stripped) = after.strip_prefix('$') {
-            out.push('$');
-            rest = stripped;
-        } else if let Some(inner) = after.strip_prefix('(') {
-            match inner.find(')') {
-                Some(end) => {
-                    let var = &inner[..end];
-                    match env.get(var) {
-                        Some(v) => out.push_str(v),
-                        None => {
-                            out.push_str("$(");
-                            out.push_str(var);
-                            out.push(')');
-                        }
-                    }
-                    rest = &inner[end + 1..];
-                }
-                None => {
-                    out.push_str("$(");
-                    rest = inner;
-                }
-            }
-        } else {
-            out.push('$');
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// The value of an `env` entry: literal (with earlier variables expanded), from the pod's own
-/// fields, or empty when it has neither (the kubelet sets such a variable to "", as an empty
-/// `value` is the same as none).
-fn env_value(pod: &Pod, pod_ip: &str, var: &EnvVar, env: &BTreeMap<String, String>) -> Option<String> {
-    let value = var.value.as_deref().unwrap_or_default();
-    let Some(from) = var.value_from.as_ref().filter(|_| value.is_empty()) else {
-        return Some(expand(value, env));
-    };
-    let field = from.field_ref.as_ref()?;
-    let (name, ns, uid) = meta(pod);
-    Some(match field.field_path.as_str() {
-        "metadata.name" => name.into(),
-        "metadata.namespace" => ns.into(),
-        "metadata.uid" => uid.into(),
-        "status.podIP" => pod_ip.into(),
-        "spec.nodeName" | "status.hostIP" => String::new(),
-        "spec.serviceAccountName" => pod.spec.as_ref()?.service_account_name.clone().unwrap_or_default(),
-        _ => return None,
-    })
-}
-
-pub fn container_env(pod: &Pod, c: &Container, pod_ip: &str) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
-    for var in c.env.iter().flatten() {
-        if let Some(v) = env_value(pod, pod_ip, var, &env) {
-            env.insert(var.name.clone(), v);
-        }
-    }
-    env
-}
-
 /// CFS quota and memory limit from the container's limits (cgroupfs, 100 ms period).
 fn linux_resources(c: &Container) -> Option<LinuxContainerResources> {
     let limits = c.resources.as_ref()?.limits.as_ref()?;
@@ -189,28 +122,7 @@ pub fn container_config(
         ),
     ]);
 
-    let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_ref());
-    let mounts = c
-        .volume_mounts
-        .iter()
-        .flatten()
-        .filter_map(|m| {
-            let v = volumes?.iter().find(|v| v.name == m.name)?;
-            v.empty_dir.as_ref()?;
-            let mut host = layout::empty_dir(root, uid, &v.name);
-            if let Some(sub) = m.sub_path.as_deref().filter(|s| !s.is_empty()) {
-                host = host.join(sub);
-                let _ = std::fs::create_dir_all(&host);
-            }
-            Some(Mount {
-                container_path: m.mount_path.clone(),
-                host_path: host.to_string_lossy().into_owned(),
-                readonly: m.read_only.unwrap_or(false),
-                ..Default::default()
-            })
-        })
-        .collect::<Vec<_>>();
-    let mut mounts = mounts;
+    let mut mounts = mounts::container_mounts(pod, c, root);
     let message_path = c.termination_message_path.clone().unwrap_or_else(|| "/dev/termination-log".into());
     if !message_path.is_empty() {
         let host = layout::termination_message(root, uid, &c.name, restart_count);
@@ -261,31 +173,5 @@ mod tests {
         let named = pod(serde_json::json!({"hostname": "short", "containers": []}));
         assert_eq!(hostname(&named), "short");
         assert_eq!(sandbox_config(&pod(serde_json::json!({})), Path::new("/r"), 0, None).hostname, "p".repeat(63));
-    }
-
-    #[test]
-    fn rule_14_an_env_entry_without_a_value_is_set_to_the_empty_string() {
-        let p = pod(serde_json::json!({}));
-        let c: Container = serde_json::from_value(serde_json::json!({
-            "name": "c",
-            "env": [
-                {"name": "EMPTY"},
-                {"name": "BLANK", "value": ""},
-                {"name": "NAME", "value": "", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
-                {"name": "USES", "value": "[$(EMPTY)]"},
-            ]
-        }))
-        .unwrap();
-        let env = container_env(&p, &c, "10.0.0.1");
-        let get = |k: &str| env.get(k).map(String::as_str);
-        assert_eq!((get("EMPTY"), get("BLANK"), get("NAME"), get("USES")), (Some(""), Some(""), Some("u"), Some("[]")));
-    }
-
-    #[test]
-    fn expands_references_like_the_kubelet() {
-        let env = BTreeMap::from([("A".to_string(), "x".to_string())]);
-        assert_eq!(expand("$(A)-$(B)", &env), "x-$(B)");
-        assert_eq!(expand("$$(A) $", &env), "$(A) $");
-        assert_eq!(expand("a$(A", &env), "a$(A");
     }
 }

@@ -1,7 +1,8 @@
 //! podwright's side of the CRI: the sandbox and container configs it asks for, the labels it
-//! puts on them, the pods' DNS, and reading them back as the planner's `Observed`.
+//! puts on them, the containers' environment, the pods' DNS, and reading them back as the planner's `Observed`.
 
 pub mod config;
 pub mod dns;
+pub mod env;
 pub mod labels;
 pub mod observe;

@@ -1,7 +1,7 @@
 //! One probe attempt of any kind (`exec`, `httpGet`, `tcpSocket`, `grpc`) against one container
 //! instance, with the kubelet's outcome texts.
 
-use crate::cri::config::expand;
+use crate::cri::env::expand;
 use crate::probes::http_get::{self, Request};
 use k8s_openapi::api::core::v1::{Container, Probe};
 use podwright_runtime::{RuntimeError, RuntimeService};

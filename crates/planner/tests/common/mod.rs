@@ -74,6 +74,7 @@ pub fn exited(p: &Pod, name: &str, restart_count: i32, code: i32, started: i64, 
     }
 }
 
+#[derive(Clone)]
 pub struct World {
     pub pod: Pod,
     pub observed: Observed,

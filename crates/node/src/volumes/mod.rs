@@ -1,4 +1,7 @@
-//! Pod volumes on the host: `emptyDir` directories that live as long as the pod.
+//! Pod volumes on the host: `emptyDir` directories that live as long as the pod, and the mounts
+//! that put them into containers.
+
+pub mod mounts;
 
 use crate::layout;
 use k8s_openapi::api::core::v1::Pod;
