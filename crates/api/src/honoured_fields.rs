@@ -164,9 +164,9 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("azureFile", Refused),
             ("cephfs", Refused),
             ("cinder", Refused),
-            ("configMap", Refused),
+            ("configMap", Fields("ConfigMapVolumeSource")),
             ("csi", Refused),
-            ("downwardAPI", Refused),
+            ("downwardAPI", Fields("DownwardAPIVolumeSource")),
             ("emptyDir", Fields("EmptyDirVolumeSource")),
             ("ephemeral", Refused),
             ("fc", Refused),
@@ -183,11 +183,11 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("persistentVolumeClaim", Refused),
             ("photonPersistentDisk", Refused),
             ("portworxVolume", Refused),
-            ("projected", Refused),
+            ("projected", Fields("ProjectedVolumeSource")),
             ("quobyte", Refused),
             ("rbd", Refused),
             ("scaleIO", Refused),
-            ("secret", Refused),
+            ("secret", Fields("SecretVolumeSource")),
             ("storageos", Refused),
             ("vsphereVolume", Refused),
         ],
@@ -195,12 +195,46 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
     // An emptyDir is a directory on the node's disk, without a size limit.
     ("EmptyDirVolumeSource", &[("medium", UNSET), ("sizeLimit", UNSET)]),
     (
+        "ConfigMapVolumeSource",
+        &[("defaultMode", Honoured), ("items", Fields("KeyToPath")), ("name", Honoured), ("optional", Honoured)],
+    ),
+    (
+        "SecretVolumeSource",
+        &[("defaultMode", Honoured), ("items", Fields("KeyToPath")), ("optional", Honoured), ("secretName", Honoured)],
+    ),
+    ("KeyToPath", &[("key", Honoured), ("mode", Honoured), ("path", Honoured)]),
+    ("DownwardAPIVolumeSource", &[("defaultMode", Honoured), ("items", Fields("DownwardAPIVolumeFile"))]),
+    (
+        "DownwardAPIVolumeFile",
+        &[
+            ("fieldRef", Fields("ObjectFieldSelector")),
+            ("mode", Honoured),
+            ("path", Honoured),
+            ("resourceFieldRef", Fields("ResourceFieldSelector")),
+        ],
+    ),
+    ("ProjectedVolumeSource", &[("defaultMode", Honoured), ("sources", Fields("VolumeProjection"))]),
+    (
+        "VolumeProjection",
+        &[
+            ("clusterTrustBundle", Refused),
+            ("configMap", Fields("ConfigMapProjection")),
+            ("downwardAPI", Fields("DownwardAPIProjection")),
+            ("secret", Fields("SecretProjection")),
+            // There is no token issuer for a service account's token to come from.
+            ("serviceAccountToken", Refused),
+        ],
+    ),
+    ("ConfigMapProjection", &[("items", Fields("KeyToPath")), ("name", Honoured), ("optional", Honoured)]),
+    ("SecretProjection", &[("items", Fields("KeyToPath")), ("name", Honoured), ("optional", Honoured)]),
+    ("DownwardAPIProjection", &[("items", Fields("DownwardAPIVolumeFile"))]),
+    (
         "Container",
         &[
             ("args", Honoured),
             ("command", Honoured),
             ("env", Fields("EnvVar")),
-            ("envFrom", UNSET),
+            ("envFrom", Fields("EnvFromSource")),
             ("image", Honoured),
             ("imagePullPolicy", Honoured),
             ("lifecycle", Fields("Lifecycle")),
@@ -227,28 +261,31 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
     (
         "EnvVarSource",
         &[
-            ("configMapKeyRef", Refused),
+            ("configMapKeyRef", Fields("ConfigMapKeySelector")),
             ("fieldRef", Fields("ObjectFieldSelector")),
-            ("resourceFieldRef", Refused),
-            ("secretKeyRef", Refused),
+            ("resourceFieldRef", Fields("ResourceFieldSelector")),
+            ("secretKeyRef", Fields("SecretKeySelector")),
         ],
     ),
+    ("ConfigMapKeySelector", &[("key", Honoured), ("name", Honoured), ("optional", Honoured)]),
+    ("SecretKeySelector", &[("key", Honoured), ("name", Honoured), ("optional", Honoured)]),
+    ("ResourceFieldSelector", &[("containerName", Honoured), ("divisor", Honoured), ("resource", Honoured)]),
+    (
+        "EnvFromSource",
+        &[
+            ("configMapRef", Fields("ConfigMapEnvSource")),
+            ("prefix", Honoured),
+            ("secretRef", Fields("SecretEnvSource")),
+        ],
+    ),
+    ("ConfigMapEnvSource", &[("name", Honoured), ("optional", Honoured)]),
+    ("SecretEnvSource", &[("name", Honoured), ("optional", Honoured)]),
     (
         "ObjectFieldSelector",
         &[
             ("apiVersion", Honoured),
-            // spec.nodeName, status.hostIP(s), status.podIPs and labels/annotations are not
-            // filled in (podwright has no node name or host IP to give).
-            (
-                "fieldPath",
-                Only(&[
-                    Str("metadata.name"),
-                    Str("metadata.namespace"),
-                    Str("metadata.uid"),
-                    Str("spec.serviceAccountName"),
-                    Str("status.podIP"),
-                ]),
-            ),
+            // Every path validation allows (crate::downward in the node).
+            ("fieldPath", Honoured),
         ],
     ),
     (
@@ -299,7 +336,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("readOnly", Honoured),
             ("recursiveReadOnly", Only(&[Unset, Str("Disabled")])),
             ("subPath", Honoured),
-            ("subPathExpr", UNSET),
+            ("subPathExpr", Honoured),
         ],
     ),
     (

@@ -155,7 +155,7 @@ kind: Pod
 metadata: {name: p}
 spec:
   securityContext: {runAsUser: 1000}
-  volumes: [{name: cfg, configMap: {name: cfg}}]
+  volumes: [{name: share, nfs: {server: nas, path: /x}}]
   containers: [{name: a, image: busybox, volumeMounts: [{name: nope, mountPath: /x}]}]
 ";
         let err = load_str("p.yaml", text).expect_err("refused");
@@ -164,7 +164,7 @@ spec:
             "The Pod \"p\" is invalid: \n\
              * spec.containers[0].volumeMounts[0].name: Not found: \"nope\"\n\
              * spec.securityContext.runAsUser: Unsupported value: 1000: not supported by podwright yet\n\
-             * spec.volumes[0].configMap: Unsupported value: not supported by podwright yet"
+             * spec.volumes[0].nfs: Unsupported value: not supported by podwright yet"
         );
     }
 

@@ -9,6 +9,7 @@ use crate::measure::{self, cpu_time};
 use crate::pod;
 use k8s_openapi::api::core::v1::Pod;
 use podwright_node::cri::config as cri_config;
+use podwright_node::cri::env::EnvSources;
 use podwright_node::{EventLog, Node};
 use podwright_planner::pod::all_containers;
 use podwright_runtime::{Behaviour, Clock, FakeRuntime, Runtime, RuntimeService};
@@ -255,7 +256,8 @@ async fn fake_alone(template: &Pod, pods: usize, root: &Path) -> Result<isize, S
         let sandbox_config = cri_config::sandbox_config(pod, root, 0, None);
         let id = fake.run_pod_sandbox(&sandbox_config, "").await.map_err(|e| format!("fake alone: {e}"))?;
         for sc in all_containers(pod) {
-            let config = cri_config::container_config(pod, &sc, 0, &id, "", root);
+            let (config, _) = cri_config::container_config(&EnvSources::bare(pod), &sc, 0, &id, root)
+                .map_err(|e| format!("fake alone: {e}"))?;
             let c =
                 fake.create_container(&id, &config, &sandbox_config).await.map_err(|e| format!("fake alone: {e}"))?;
             fake.start_container(&c).await.map_err(|e| format!("fake alone: {e}"))?;

@@ -12,6 +12,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use podwright_containerd::EmbeddedRuntime;
 use podwright_node::cri::config as cri_config;
+use podwright_node::cri::env::EnvSources;
 use podwright_node::{Node, PodUpdate, PodWorkers, StatusStream, layout, volumes};
 use podwright_planner::pod::all_containers;
 use podwright_runtime::cri_api::ContainerState;
@@ -271,7 +272,7 @@ impl FloorPod {
         self.sandbox = Some(sandbox.clone());
         let containers: Vec<_> = all_containers(&self.pod).collect();
         for (i, sc) in containers.iter().enumerate() {
-            let config = cri_config::container_config(&self.pod, sc, 0, &sandbox, "", &self.root);
+            let (config, _) = cri_config::container_config(&EnvSources::bare(&self.pod), sc, 0, &sandbox, &self.root)?;
             let wait = wait_last || i + 1 < containers.len();
             let ids = &mut self.ids;
             let step = async {

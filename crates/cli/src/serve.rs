@@ -5,6 +5,7 @@
 use crate::{RuntimeArgs, exit, run};
 use podwright_api::quantity::Quantity;
 use podwright_node::cri::dns::{ClusterDns, DEFAULT_CLUSTER_DOMAIN, ResolvConf};
+use podwright_node::downward::NodeFacts;
 use podwright_node::log_rotation::{self, LogPolicy};
 use podwright_node::removal;
 use podwright_node::static_pods::{DEFAULT_CHECK_FREQUENCY, StaticPodSource};
@@ -177,15 +178,6 @@ fn log_policy(c: &ServeConfig) -> Result<LogPolicy, String> {
     Ok(policy)
 }
 
-/// The kubelet's node name: the host name in lower case.
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_lowercase())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_string())
-}
-
 /// The address the host reaches the network from (the kubelet's node InternalIP): the source
 /// address of the default route, found without sending anything.
 fn host_ip() -> Option<String> {
@@ -269,7 +261,8 @@ pub async fn serve(args: ServeArgs) -> u8 {
         // Its own containerd: started again whenever it exits, under the running pods.
         tokio::spawn(podwright_containerd::EmbeddedRuntime::new(&root).keep_running());
     }
-    let node_name = args.hostname_override.clone().map(|h| h.to_lowercase()).unwrap_or_else(host_name);
+    let node_name =
+        args.hostname_override.clone().map(|h| h.to_lowercase()).unwrap_or_else(podwright_node::downward::host_name);
     let host = host_ip();
     let security = if tls {
         let given = args.tls_cert_file.as_deref().zip(args.tls_private_key_file.as_deref());
@@ -295,7 +288,7 @@ pub async fn serve(args: ServeArgs) -> u8 {
     // log rotation's through `counted`, the node's own through the node.
     let metrics = Arc::new(Metrics::default());
     let counted = metrics.instrument(runtime.clone(), clock);
-    let server_config = ServerConfig { node_name: node_name.clone(), root: root.clone(), host_ip: host };
+    let server_config = ServerConfig { node_name: node_name.clone(), root: root.clone(), host_ip: host.clone() };
     let (api, feed) = match ApiServer::open(server_config, clock, counted.clone()) {
         Ok(a) => a,
         Err(e) => {
@@ -321,12 +314,26 @@ pub async fn serve(args: ServeArgs) -> u8 {
         });
     }
     tokio::spawn(log_rotation::rotate_logs(counted, clock, log_policy));
-    let mut node =
-        Node::new(runtime, &root).clock(clock).metrics(metrics.clone()).events(api.sink()).status(api.sink());
+    let mut node = Node::new(runtime, &root)
+        .clock(clock)
+        .metrics(metrics.clone())
+        .events(api.sink())
+        .status(api.sink())
+        .objects(api.objects())
+        .facts(NodeFacts::of_this_machine(node_name.clone(), host.clone()));
     if let Some(dns) = cluster_dns(&config, &api) {
         node = node.cluster_dns(dns);
     }
     let workers = Arc::new(node.build());
+    // Pods follow their ConfigMaps and Secrets as they change.
+    tokio::spawn({
+        let workers = Arc::downgrade(&workers);
+        api.follow_object_changes(move || {
+            if let Some(w) = workers.upgrade() {
+                w.objects_changed();
+            }
+        })
+    });
     let kubeconfig = kubeconfig_path(&root);
     let kubeconfig_body = match &security {
         Some(s) => s.kubeconfig(&server_url("https", addr)),

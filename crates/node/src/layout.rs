@@ -48,7 +48,13 @@ pub fn termination_message(root: &Path, uid: &str, container: &str, restart_coun
 }
 
 pub fn empty_dir(root: &Path, uid: &str, volume: &str) -> PathBuf {
-    pod_dir(root, uid).join("volumes/kubernetes.io~empty-dir").join(volume)
+    volume_dir(root, uid, "empty-dir", volume)
+}
+
+/// Where a volume of the kubelet plugin `kubernetes.io/<plugin>` lives, as the kubelet lays
+/// it out: `pods/<uid>/volumes/kubernetes.io~<plugin>/<volume>`.
+pub fn volume_dir(root: &Path, uid: &str, plugin: &str, volume: &str) -> PathBuf {
+    pod_dir(root, uid).join("volumes").join(format!("kubernetes.io~{plugin}")).join(volume)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 pub mod checkpoint;
 pub mod cri;
 pub mod dispatch;
+pub mod downward;
 pub mod events;
 pub mod executor;
 mod instrumented;
@@ -14,6 +15,7 @@ pub mod log_rotation;
 pub mod logs;
 pub mod metrics;
 pub mod node;
+pub mod objects;
 pub mod pod_workers;
 pub mod probes;
 mod relist;

@@ -3,9 +3,11 @@
 
 use crate::cri::dns::ClusterDns;
 use crate::dispatch::Dispatcher;
+use crate::downward::NodeFacts;
 use crate::events::{EventLog, EventSink};
 use crate::logs::Output;
 use crate::metrics::Metrics;
+use crate::objects::{FixedObjects, Objects};
 use crate::pod_workers::PodWorkers;
 use crate::relist;
 use crate::sinks::{Discard, StatusSink};
@@ -13,6 +15,7 @@ use podwright_runtime::{Clock, Runtime};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::watch;
 
 /// Shared by every pod worker of one node; only [`Node::build`] makes one.
 #[derive(Clone)]
@@ -29,6 +32,12 @@ pub(crate) struct Engine {
     pub cluster_dns: Option<Arc<ClusterDns>>,
     /// What the node has done, for `/metrics`; `runtime` records its calls here too.
     pub metrics: Arc<Metrics>,
+    /// The ConfigMaps and Secrets pods refer to.
+    pub objects: Arc<dyn Objects>,
+    /// What the downward API says of the node.
+    pub facts: Arc<NodeFacts>,
+    /// Bumped whenever a ConfigMap or Secret changes.
+    pub object_changes: Arc<watch::Sender<u64>>,
 }
 
 /// The node layer's builder: a runtime and a root directory, and optionally the clock (virtual
@@ -46,6 +55,8 @@ pub struct Node {
     log_sink: Option<UnboundedSender<Output>>,
     cluster_dns: Option<ClusterDns>,
     metrics: Option<Arc<Metrics>>,
+    objects: Option<Arc<dyn Objects>>,
+    facts: Option<NodeFacts>,
 }
 
 impl Node {
@@ -59,6 +70,8 @@ impl Node {
             log_sink: None,
             cluster_dns: None,
             metrics: None,
+            objects: None,
+            facts: None,
         }
     }
 
@@ -103,6 +116,19 @@ impl Node {
         self
     }
 
+    /// Where pods' ConfigMaps and Secrets are looked up; none exist unless given.
+    pub fn objects(mut self, objects: Arc<dyn Objects>) -> Self {
+        self.objects = Some(objects);
+        self
+    }
+
+    /// The node's name, host IP and allocatable resources, for the downward API; this
+    /// machine's, named after its host name, unless given.
+    pub fn facts(mut self, facts: NodeFacts) -> Self {
+        self.facts = Some(facts);
+        self
+    }
+
     /// The pod workers. Starts routing the runtime's events, so it must run inside a tokio
     /// runtime.
     pub fn build(self) -> PodWorkers {
@@ -120,6 +146,11 @@ impl Node {
             log_sink: self.log_sink,
             cluster_dns: self.cluster_dns.map(Arc::new),
             metrics,
+            objects: self.objects.unwrap_or_else(|| Arc::new(FixedObjects::default())),
+            facts: Arc::new(
+                self.facts.unwrap_or_else(|| NodeFacts::of_this_machine(crate::downward::host_name(), None)),
+            ),
+            object_changes: Arc::new(watch::Sender::new(0)),
         };
         PodWorkers::new(engine, self.status.unwrap_or_else(|| Arc::new(Discard)))
     }

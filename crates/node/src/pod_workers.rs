@@ -177,6 +177,12 @@ impl PodWorkers {
         v.into_iter().map(|(_, u)| u).collect()
     }
 
+    /// A ConfigMap or Secret was created, changed or deleted: every pod that refers to any
+    /// writes its volumes' files again and retries what was missing one.
+    pub fn objects_changed(&self) {
+        self.engine.object_changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
     /// The node's metrics: its pod workers', their containers' and its runtime calls'.
     pub fn metrics(&self) -> Arc<Metrics> {
         self.engine.metrics.clone()

@@ -98,6 +98,8 @@ struct Memory {
     restart_counts_unsaved: bool,
     /// The sandbox in which initialization completed (checkpointed).
     initialized_in: Option<String>,
+    /// The volumes' files are to be written again: an object or the pod changed.
+    volumes_due: bool,
 }
 
 impl Memory {
@@ -195,6 +197,7 @@ impl PodWorker {
             restart_counts,
             restart_counts_unsaved: false,
             initialized_in,
+            volumes_due: true,
         };
         let gauges = PodGauges::new(engine.metrics.clone());
         PodWorker { engine, status_sink, desired, published, pod, memory, gauges, transition: Transition::default() }
@@ -262,6 +265,8 @@ impl PodWorker {
         let mut prober = Prober::new(&self.engine, self.pod.clone(), bell.clone(), previous.as_deref());
         // The owner may drop its sender without deleting: the worker then goes on alone.
         let mut desired_open = true;
+        let mut objects = self.engine.object_changes.subscribe();
+        let watches_objects = refers_to_objects(&self.pod);
         // What the next pass is, when not a plain sync (or a kill once deleting).
         let mut pass_kind = Some(PassKind::Create);
         loop {
@@ -269,6 +274,7 @@ impl PodWorker {
             let desired = self.desired.borrow_and_update().clone();
             if !Arc::ptr_eq(&desired.pod, &self.pod) {
                 self.pod = desired.pod;
+                self.memory.volumes_due = true;
                 self.checkpoint();
                 pass_kind.get_or_insert(PassKind::Update);
             }
@@ -307,6 +313,11 @@ impl PodWorker {
                 initialized_in: self.memory.initialized_in.clone(),
             };
             let sandbox_running = observed.sandbox.as_ref().is_some_and(|s| s.ready);
+            // Files of a running pod's volumes follow their objects (before the sandbox, the
+            // executor writes them when it makes one).
+            if sandbox_running && deletion.is_none() && std::mem::take(&mut self.memory.volumes_due) {
+                self.engine.project_volumes(&self.pod);
+            }
             self.gauges.set(sandbox_running, observed.containers.iter().map(|c| c.state));
             self.transition.observe(&observed, now);
             observed.probes = prober.sync(&observed, deletion.is_some());
@@ -390,7 +401,34 @@ impl PodWorker {
                 _ = bell.notified() => {}
                 _ = planned => {}
                 r = self.desired.changed(), if desired_open => desired_open = r.is_ok(),
+                _ = objects.changed(), if watches_objects => self.objects_changed(),
             }
         }
     }
+
+    /// A ConfigMap or Secret changed: what failed for want of one is tried again at once, and
+    /// the volumes' files are written again.
+    fn objects_changed(&mut self) {
+        let m = &mut self.memory;
+        m.volumes_due = true;
+        m.sandbox_failure = None;
+        m.start_failures.retain(|_, f| f.reason != StartFailureReason::CreateContainerConfigError);
+    }
+}
+
+/// Whether the pod refers to any ConfigMap or Secret, in its volumes or its containers'
+/// environment.
+fn refers_to_objects(pod: &Pod) -> bool {
+    let volumes = pod.spec.iter().flat_map(|s| s.volumes.iter().flatten());
+    let in_volumes = volumes.into_iter().any(|v| v.config_map.is_some() || v.secret.is_some() || v.projected.is_some());
+    let in_env = pod::all_containers(pod).any(|sc| {
+        let c = sc.container;
+        c.env_from.as_ref().is_some_and(|e| !e.is_empty())
+            || c.env
+                .iter()
+                .flatten()
+                .filter_map(|e| e.value_from.as_ref())
+                .any(|f| f.config_map_key_ref.is_some() || f.secret_key_ref.is_some())
+    });
+    in_volumes || in_env
 }

@@ -12,6 +12,7 @@ pub mod logs;
 pub mod metrics;
 pub mod mirror;
 pub mod node_link;
+pub mod objects;
 pub mod openapi;
 pub mod patching;
 pub mod persist;

@@ -165,6 +165,20 @@ impl ApiServer {
         &self.0.store
     }
 
+    /// The ConfigMaps and Secrets the node's pods refer to.
+    pub fn objects(&self) -> Arc<dyn podwright_node::objects::Objects> {
+        Arc::new(crate::objects::StoreObjects(self.0.store.clone()))
+    }
+
+    /// Resolves when the API is dropped; calls `changed` after every change to a ConfigMap
+    /// or Secret.
+    pub fn follow_object_changes<F: Fn() + Send + 'static>(
+        &self,
+        changed: F,
+    ) -> impl Future<Output = ()> + Send + use<F> {
+        crate::objects::follow_changes(self.0.store.clone(), changed)
+    }
+
     pub(crate) fn store_handle(&self) -> Arc<Store> {
         self.0.store.clone()
     }

@@ -50,6 +50,22 @@ fn k8s_types() -> Vec<(&'static str, &'static [&'static str])> {
         fields::<core::PodSecurityContext>(),
         fields::<core::Volume>(),
         fields::<core::EmptyDirVolumeSource>(),
+        fields::<core::ConfigMapVolumeSource>(),
+        fields::<core::SecretVolumeSource>(),
+        fields::<core::KeyToPath>(),
+        fields::<core::DownwardAPIVolumeSource>(),
+        fields::<core::DownwardAPIVolumeFile>(),
+        fields::<core::ProjectedVolumeSource>(),
+        fields::<core::VolumeProjection>(),
+        fields::<core::ConfigMapProjection>(),
+        fields::<core::SecretProjection>(),
+        fields::<core::DownwardAPIProjection>(),
+        fields::<core::ConfigMapKeySelector>(),
+        fields::<core::SecretKeySelector>(),
+        fields::<core::ResourceFieldSelector>(),
+        fields::<core::EnvFromSource>(),
+        fields::<core::ConfigMapEnvSource>(),
+        fields::<core::SecretEnvSource>(),
         fields::<core::Container>(),
         fields::<core::EnvVar>(),
         fields::<core::EnvVarSource>(),
@@ -142,9 +158,6 @@ spec:
     assert_eq!(
         refusals(yaml),
         [
-            "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Unsupported value: \"metadata.labels['app']\": not supported by podwright yet; supported values: \"metadata.name\", \"metadata.namespace\", \"metadata.uid\", \"spec.serviceAccountName\", \"status.podIP\"",
-            "spec.containers[0].env[1].valueFrom.resourceFieldRef: Unsupported value: not supported by podwright yet",
-            "spec.containers[0].envFrom: Unsupported value: not supported by podwright yet",
             "spec.containers[0].ports[0].hostPort: Unsupported value: 8080: not supported by podwright yet",
             "spec.containers[0].resources.limits[ephemeral-storage]: Unsupported value: \"1Gi\": not supported by podwright yet",
             "spec.containers[0].resources.requests[cpu]: Unsupported value: \"100m\": not supported by podwright yet",
@@ -158,9 +171,7 @@ spec:
             "spec.runtimeClassName: Unsupported value: \"kata\": not supported by podwright yet",
             "spec.securityContext.runAsNonRoot: Unsupported value: true: not supported by podwright yet",
             "spec.securityContext.runAsUser: Unsupported value: 1000: not supported by podwright yet",
-            "spec.volumes[0].configMap: Unsupported value: not supported by podwright yet",
             "spec.volumes[1].hostPath: Unsupported value: not supported by podwright yet",
-            "spec.volumes[2].secret: Unsupported value: not supported by podwright yet",
             "spec.volumes[3].emptyDir.medium: Unsupported value: \"Memory\": not supported by podwright yet",
         ]
     );
@@ -220,7 +231,10 @@ fn defaults_and_scheduling_fields_are_accepted() {
         "  - {name: data, emptyDir: {}}",
         "  - {name: data, emptyDir: {}}\n  - {name: kube-api-access-x, projected: {sources: [{serviceAccountToken: {path: token}}]}}",
     );
-    assert_eq!(refusals(&with_token), ["spec.volumes[1].projected: Unsupported value: not supported by podwright yet"]);
+    assert_eq!(
+        refusals(&with_token),
+        ["spec.volumes[1].projected.sources[0].serviceAccountToken: Unsupported value: not supported by podwright yet"]
+    );
 }
 
 #[test]

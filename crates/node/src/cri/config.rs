@@ -1,7 +1,7 @@
 //! Builds the CRI sandbox and container configs for a pod, as the kubelet's
 //! `generatePodSandboxConfig` / `generateContainerConfig` do for what podwright supports.
 
-use crate::cri::env::{container_env, expand};
+use crate::cri::env::{Env, EnvSources, container_env, expand};
 use crate::cri::labels;
 use crate::layout;
 use crate::volumes::mounts;
@@ -89,17 +89,19 @@ fn linux_resources(c: &Container) -> Option<LinuxContainerResources> {
     Some(r)
 }
 
+/// A container's config, and the `InvalidEnvironmentVariableNames` warnings of its `envFrom`.
+/// Err: why it cannot be created (`CreateContainerConfigError`), in the kubelet's words.
 pub fn container_config(
-    pod: &Pod,
+    src: &EnvSources,
     sc: &SpecContainer,
     restart_count: i32,
     sandbox_id: &str,
-    pod_ip: &str,
     root: &Path,
-) -> ContainerConfig {
+) -> Result<(ContainerConfig, Vec<String>), String> {
+    let pod = src.pod;
     let c = sc.container;
     let (_, _, uid) = meta(pod);
-    let env = container_env(pod, c, pod_ip);
+    let Env { vars: env, skipped } = container_env(src, c)?;
     let expand_all = |v: &Option<Vec<String>>| v.iter().flatten().map(|s| expand(s, &env)).collect::<Vec<_>>();
 
     let mut lbl = pod_labels(pod, root);
@@ -122,7 +124,7 @@ pub fn container_config(
         ),
     ]);
 
-    let mut mounts = mounts::container_mounts(pod, c, root);
+    let mut mounts = mounts::container_mounts(pod, c, root, &env)?;
     let message_path = c.termination_message_path.clone().unwrap_or_else(|| "/dev/termination-log".into());
     if !message_path.is_empty() {
         let host = layout::termination_message(root, uid, &c.name, restart_count);
@@ -133,7 +135,7 @@ pub fn container_config(
         });
     }
 
-    ContainerConfig {
+    let config = ContainerConfig {
         metadata: Some(ContainerMetadata { name: c.name.clone(), attempt: restart_count.max(0) as u32 }),
         image: Some(ImageSpec { image: sc.image().to_string(), ..Default::default() }),
         command: expand_all(&c.command),
@@ -146,7 +148,8 @@ pub fn container_config(
         log_path: layout::container_log_relative(&c.name, restart_count),
         linux: Some(LinuxContainerConfig { resources: linux_resources(c), security_context: None }),
         ..Default::default()
-    }
+    };
+    Ok((config, skipped))
 }
 
 #[cfg(test)]

@@ -1,20 +1,23 @@
-//! A container's environment: its `env` entries resolved and `$(VAR)` references expanded, as the
-//! kubelet's `makeEnvironmentVariables` does.
+//! A container's environment: its `envFrom` and `env` entries resolved from the pod, the node,
+//! ConfigMaps and Secrets, and `$(VAR)` references expanded, as the kubelet's
+//! `makeEnvironmentVariables` does.
 
+use crate::downward::{NodeFacts, field_value, resource_value};
+use crate::objects::{FixedObjects, Objects};
+use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
+use podwright_api::field_error::go_quote;
+use podwright_api::formats::is_env_var_name;
 use std::collections::BTreeMap;
-
-fn meta(pod: &Pod) -> (&str, &str, &str) {
-    let m = &pod.metadata;
-    (
-        m.name.as_deref().unwrap_or_default(),
-        m.namespace.as_deref().unwrap_or("default"),
-        m.uid.as_deref().unwrap_or_default(),
-    )
-}
 
 /// Expands `$(VAR)` references from `env`; `$$` escapes; unknown references stay as written.
 pub fn expand(s: &str, env: &BTreeMap<String, String>) -> String {
+    expand_with(s, |name| env.get(name).map(String::as_str))
+}
+
+/// Kubernetes' `expansion.Expand` with `lookup` as its mapping: `None` leaves the reference as
+/// written.
+fn expand_with<'a>(s: &str, mut lookup: impl FnMut(&str) -> Option<&'a str>) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(i) = rest.find('$') {
@@ -27,7 +30,7 @@ pub fn expand(s: &str, env: &BTreeMap<String, String>) -> String {
             match inner.find(')') {
                 Some(end) => {
                     let var = &inner[..end];
-                    match env.get(var) {
+                    match lookup(var) {
                         Some(v) => out.push_str(v),
                         None => {
                             out.push_str("$(");
@@ -51,68 +54,305 @@ pub fn expand(s: &str, env: &BTreeMap<String, String>) -> String {
     out
 }
 
-/// The value of an `env` entry: literal (with earlier variables expanded), from the pod's own
-/// fields, or empty when it has neither (the kubelet sets such a variable to "", as an empty
-/// `value` is the same as none).
-fn env_value(pod: &Pod, pod_ip: &str, var: &EnvVar, env: &BTreeMap<String, String>) -> Option<String> {
-    let value = var.value.as_deref().unwrap_or_default();
-    let Some(from) = var.value_from.as_ref().filter(|_| value.is_empty()) else {
-        return Some(expand(value, env));
-    };
-    let field = from.field_ref.as_ref()?;
-    let (name, ns, uid) = meta(pod);
-    Some(match field.field_path.as_str() {
-        "metadata.name" => name.into(),
-        "metadata.namespace" => ns.into(),
-        "metadata.uid" => uid.into(),
-        "status.podIP" => pod_ip.into(),
-        "spec.nodeName" | "status.hostIP" => String::new(),
-        "spec.serviceAccountName" => pod.spec.as_ref()?.service_account_name.clone().unwrap_or_default(),
-        _ => return None,
-    })
+/// [`expand`] for `subPathExpr`: a reference to a variable that is unset or empty is an error
+/// (`ExpandContainerVolumeMounts`).
+pub fn expand_strict(s: &str, env: &BTreeMap<String, String>) -> Result<String, String> {
+    let mut missing = std::collections::BTreeSet::new();
+    let expanded = expand_with(s, |name| match env.get(name).filter(|v| !v.is_empty()) {
+        Some(v) => Some(v.as_str()),
+        None => {
+            missing.insert(name.to_string());
+            Some("")
+        }
+    });
+    if missing.is_empty() {
+        Ok(expanded)
+    } else {
+        Err(format!("missing value for {}", missing.into_iter().collect::<Vec<_>>().join(", ")))
+    }
 }
 
-pub fn container_env(pod: &Pod, c: &Container, pod_ip: &str) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
-    for var in c.env.iter().flatten() {
-        if let Some(v) = env_value(pod, pod_ip, var, &env) {
-            env.insert(var.name.clone(), v);
+/// What a container's environment is made from besides its own spec.
+pub struct EnvSources<'a> {
+    pub pod: &'a Pod,
+    /// The pod's IPs, as the runtime gave them to its sandbox.
+    pub pod_ips: &'a [String],
+    pub node: &'a NodeFacts,
+    pub objects: &'a dyn Objects,
+}
+
+impl<'a> EnvSources<'a> {
+    /// The pod's own fields only: no objects, and a node that says nothing of itself.
+    pub fn bare(pod: &'a Pod) -> Self {
+        static NONE: FixedObjects = FixedObjects::empty();
+        static UNKNOWN: NodeFacts = NodeFacts::UNKNOWN;
+        EnvSources { pod, pod_ips: &[], node: &UNKNOWN, objects: &NONE }
+    }
+}
+
+/// A container's environment, and the warnings the kubelet gives as events while making it.
+#[derive(Debug, Default, PartialEq)]
+pub struct Env {
+    pub vars: BTreeMap<String, String>,
+    /// `InvalidEnvironmentVariableNames` messages.
+    pub skipped: Vec<String>,
+}
+
+/// The container's environment as the kubelet's `makeEnvironmentVariables` makes it: every
+/// `envFrom` source in order, then every `env` entry, a later one replacing an earlier of the
+/// same name; a value sees only the variables before it. Err: why the container cannot be
+/// created (`CreateContainerConfigError`), in the kubelet's words.
+pub fn container_env(src: &EnvSources, c: &Container) -> Result<Env, String> {
+    let ns = src.pod.metadata.namespace.as_deref().unwrap_or("default");
+    let mut env = Env::default();
+    for from in c.env_from.iter().flatten() {
+        let prefix = from.prefix.as_deref().unwrap_or_default();
+        let (kind, name, data): (&str, &str, Vec<(String, String)>) = if let Some(r) = &from.config_map_ref {
+            match src.objects.config_map(ns, &r.name) {
+                Some(cm) => ("configMap", &r.name, cm.data.unwrap_or_default().into_iter().collect()),
+                None if r.optional == Some(true) => continue,
+                None => return Err(format!("configmap {} not found", go_quote(&r.name))),
+            }
+        } else if let Some(r) = &from.secret_ref {
+            match src.objects.secret(ns, &r.name) {
+                Some(s) => ("secret", &r.name, secret_strings(s.data)),
+                None if r.optional == Some(true) => continue,
+                None => return Err(format!("secret {} not found", go_quote(&r.name))),
+            }
+        } else {
+            continue;
+        };
+        let mut invalid = Vec::new();
+        for (k, v) in data {
+            let k = format!("{prefix}{k}");
+            if is_env_var_name(&k).is_empty() {
+                env.vars.insert(k, v);
+            } else {
+                invalid.push(k);
+            }
+        }
+        if !invalid.is_empty() {
+            invalid.sort();
+            env.skipped.push(format!(
+                "Keys [{}] from the EnvFrom {kind} {ns}/{name} were skipped since they are considered invalid environment variable names.",
+                invalid.join(", ")
+            ));
         }
     }
-    env
+    for var in c.env.iter().flatten() {
+        if let Some(v) = env_value(src, c, var, &env.vars)? {
+            env.vars.insert(var.name.clone(), v);
+        }
+    }
+    Ok(env)
+}
+
+/// Secret values are bytes; the environment takes them as text.
+fn secret_strings(data: Option<BTreeMap<String, ByteString>>) -> Vec<(String, String)> {
+    data.into_iter().flatten().map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned())).collect()
+}
+
+/// The value of an `env` entry: literal (with earlier variables expanded), or from its source;
+/// `None` when an optional source has nothing. An entry with neither is set to "" (the kubelet
+/// takes an empty `value` as none).
+fn env_value(
+    src: &EnvSources,
+    c: &Container,
+    var: &EnvVar,
+    env: &BTreeMap<String, String>,
+) -> Result<Option<String>, String> {
+    let value = var.value.as_deref().unwrap_or_default();
+    let Some(from) = var.value_from.as_ref().filter(|_| value.is_empty()) else {
+        return Ok(Some(expand(value, env)));
+    };
+    let ns = src.pod.metadata.namespace.as_deref().unwrap_or("default");
+    if let Some(f) = &from.field_ref {
+        return field_value(src.pod, &f.field_path, src.pod_ips, src.node).map(Some);
+    }
+    if let Some(r) = &from.resource_field_ref {
+        return resource_value(src.pod, c, r, src.node).map(Some);
+    }
+    if let Some(r) = &from.config_map_key_ref {
+        let optional = r.optional == Some(true);
+        let Some(cm) = src.objects.config_map(ns, &r.name) else {
+            return if optional { Ok(None) } else { Err(format!("configmap {} not found", go_quote(&r.name))) };
+        };
+        return match cm.data.and_then(|mut d| d.remove(&r.key)) {
+            Some(v) => Ok(Some(v)),
+            None if optional => Ok(None),
+            None => Err(format!("couldn't find key {} in ConfigMap {ns}/{}", r.key, r.name)),
+        };
+    }
+    if let Some(r) = &from.secret_key_ref {
+        let optional = r.optional == Some(true);
+        let Some(s) = src.objects.secret(ns, &r.name) else {
+            return if optional { Ok(None) } else { Err(format!("secret {} not found", go_quote(&r.name))) };
+        };
+        return match s.data.and_then(|mut d| d.remove(&r.key)) {
+            Some(v) => Ok(Some(String::from_utf8_lossy(&v.0).into_owned())),
+            None if optional => Ok(None),
+            None => Err(format!("couldn't find key {} in Secret {ns}/{}", r.key, r.name)),
+        };
+    }
+    Ok(Some(String::new()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::objects::FixedObjects;
+    use serde_json::json;
 
-    fn pod(spec: serde_json::Value) -> Pod {
-        serde_json::from_value(serde_json::json!({"metadata": {"name": "p", "uid": "u"}, "spec": spec})).unwrap()
+    fn pod() -> Pod {
+        serde_json::from_value(
+            json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u"}, "spec": {"containers": []}}),
+        )
+        .unwrap()
+    }
+
+    fn objects() -> FixedObjects {
+        let cm = serde_json::from_value(json!({"metadata": {"name": "cfg", "namespace": "ns"},
+            "data": {"color": "blue", "1bad": "x", "size": "$(COLOR)"}}))
+        .unwrap();
+        let secret = serde_json::from_value(json!({"metadata": {"name": "creds", "namespace": "ns"},
+            "data": {"password": "czNjcjN0", "bad key": "eA=="}}))
+        .unwrap();
+        FixedObjects::new([cm], [secret])
+    }
+
+    fn env_of(c: serde_json::Value) -> Result<Env, String> {
+        let c: Container = serde_json::from_value(c).unwrap();
+        let node = NodeFacts { name: "n".into(), ..Default::default() };
+        let src = EnvSources { pod: &pod(), pod_ips: &["10.0.0.1".into()], node: &node, objects: &objects() };
+        container_env(&src, &c)
+    }
+
+    fn get<'a>(env: &'a Env, k: &str) -> Option<&'a str> {
+        env.vars.get(k).map(String::as_str)
     }
 
     #[test]
     fn rule_14_an_env_entry_without_a_value_is_set_to_the_empty_string() {
-        let p = pod(serde_json::json!({}));
-        let c: Container = serde_json::from_value(serde_json::json!({
-            "name": "c",
-            "env": [
-                {"name": "EMPTY"},
-                {"name": "BLANK", "value": ""},
-                {"name": "NAME", "value": "", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
-                {"name": "USES", "value": "[$(EMPTY)]"},
-            ]
-        }))
+        let env = env_of(json!({"name": "c", "env": [
+            {"name": "EMPTY"},
+            {"name": "BLANK", "value": ""},
+            {"name": "NAME", "value": "", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
+            {"name": "USES", "value": "[$(EMPTY)]"},
+        ]}))
         .unwrap();
-        let env = container_env(&p, &c, "10.0.0.1");
-        let get = |k: &str| env.get(k).map(String::as_str);
-        assert_eq!((get("EMPTY"), get("BLANK"), get("NAME"), get("USES")), (Some(""), Some(""), Some("u"), Some("[]")));
+        assert_eq!(
+            (get(&env, "EMPTY"), get(&env, "BLANK"), get(&env, "NAME"), get(&env, "USES")),
+            (Some(""), Some(""), Some("u"), Some("[]"))
+        );
     }
 
     #[test]
-    fn expands_references_like_the_kubelet() {
-        let env = BTreeMap::from([("A".to_string(), "x".to_string())]);
-        assert_eq!(expand("$(A)-$(B)", &env), "x-$(B)");
-        assert_eq!(expand("$$(A) $", &env), "$(A) $");
-        assert_eq!(expand("a$(A", &env), "a$(A");
+    fn env_from_first_then_env_in_order_each_value_seeing_only_what_came_before() {
+        let env = env_of(json!({"name": "c",
+        "envFrom": [{"configMapRef": {"name": "cfg"}, "prefix": "CM_"}, {"secretRef": {"name": "creds"}}],
+        "env": [
+            {"name": "EARLY", "value": "$(LATE)"},
+            {"name": "LATE", "value": "late"},
+            {"name": "CM_color", "value": "red"},
+            {"name": "BOTH", "value": "$(CM_color)/$(password)"},
+            {"name": "KEY", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "size"}}},
+            {"name": "PW", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "password"}}},
+        ]}))
+        .unwrap();
+        assert_eq!(get(&env, "EARLY"), Some("$(LATE)"));
+        assert_eq!(get(&env, "CM_color"), Some("red"));
+        assert_eq!(get(&env, "BOTH"), Some("red/s3cr3t"));
+        // A referenced value is taken as it is, never expanded.
+        assert_eq!(get(&env, "KEY"), Some("$(COLOR)"));
+        assert_eq!(get(&env, "PW"), Some("s3cr3t"));
+        // The prefix makes "1bad" valid; the secret's "bad key" is skipped, with the event.
+        assert_eq!(get(&env, "CM_1bad"), Some("x"));
+        assert_eq!(
+            env.skipped,
+            [
+                "Keys [bad key] from the EnvFrom secret ns/creds were skipped since they are considered invalid environment variable names."
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_objects_and_keys_in_the_kubelets_words_unless_optional() {
+        let err = |from: serde_json::Value| env_of(json!({"name": "c", "env": [{"name": "V", "valueFrom": from}]}));
+        assert_eq!(
+            err(json!({"configMapKeyRef": {"name": "nope", "key": "k"}})).unwrap_err(),
+            "configmap \"nope\" not found"
+        );
+        assert_eq!(
+            err(json!({"configMapKeyRef": {"name": "cfg", "key": "k"}})).unwrap_err(),
+            "couldn't find key k in ConfigMap ns/cfg"
+        );
+        assert_eq!(
+            err(json!({"secretKeyRef": {"name": "nope", "key": "k"}})).unwrap_err(),
+            "secret \"nope\" not found"
+        );
+        assert_eq!(
+            err(json!({"secretKeyRef": {"name": "creds", "key": "k"}})).unwrap_err(),
+            "couldn't find key k in Secret ns/creds"
+        );
+        let optional = err(json!({"configMapKeyRef": {"name": "nope", "key": "k", "optional": true}})).unwrap();
+        assert_eq!(get(&optional, "V"), None);
+        let optional = err(json!({"secretKeyRef": {"name": "creds", "key": "k", "optional": true}})).unwrap();
+        assert_eq!(get(&optional, "V"), None);
+        let from = |r: serde_json::Value| env_of(json!({"name": "c", "envFrom": [r]}));
+        assert_eq!(from(json!({"configMapRef": {"name": "nope"}})).unwrap_err(), "configmap \"nope\" not found");
+        assert_eq!(from(json!({"secretRef": {"name": "nope"}})).unwrap_err(), "secret \"nope\" not found");
+        assert!(from(json!({"secretRef": {"name": "nope", "optional": true}})).unwrap().vars.is_empty());
+    }
+
+    /// Upstream's `expansion` test table (third_party/forked/golang/expansion/expand_test.go).
+    #[test]
+    fn expands_references_as_upstreams_table_says() {
+        let env: BTreeMap<String, String> =
+            [("VAR_A", "A"), ("VAR_B", "B"), ("VAR_C", "C"), ("VAR_REF", "$(VAR_A)"), ("VAR_EMPTY", "")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        let cases = [
+            ("$(VAR_A)", "A"),
+            ("$(VAR_A)-$(VAR_A)", "A-A"),
+            ("$(VAR_A)-1", "A-1"),
+            ("___$(VAR_B)___", "___B___"),
+            ("___$(VAR_C)", "___C"),
+            ("$(VAR_A)_$(VAR_B)_$(VAR_C)", "A_B_C"),
+            ("$$(VAR_B)_$(VAR_A)", "$(VAR_B)_A"),
+            ("$$(VAR_A)_$$(VAR_B)", "$(VAR_A)_$(VAR_B)"),
+            ("f000-$$VAR_A", "f000-$VAR_A"),
+            ("foo\\$(VAR_C)bar", "foo\\Cbar"),
+            ("foo\\\\$(VAR_C)bar", "foo\\\\Cbar"),
+            ("foo\\\\\\\\$(VAR_A)bar", "foo\\\\\\\\Abar"),
+            ("$(VAR_A$(VAR_B))", "$(VAR_A$(VAR_B))"),
+            ("$(VAR_A$(VAR_B)", "$(VAR_A$(VAR_B)"),
+            ("$(VAR_REF)", "$(VAR_A)"),
+            ("%%$(VAR_REF)--$(VAR_REF)%%", "%%$(VAR_A)--$(VAR_A)%%"),
+            ("foo$(VAR_EMPTY)bar", "foobar"),
+            ("foo$(VAR_Awhoops!", "foo$(VAR_Awhoops!"),
+            ("f00__(VAR_A)__", "f00__(VAR_A)__"),
+            ("$?_boo_$!", "$?_boo_$!"),
+            ("$VAR_A", "$VAR_A"),
+            ("$(VAR_DNE)", "$(VAR_DNE)"),
+            ("$$$$$$(BIG_MONEY)", "$$$(BIG_MONEY)"),
+            ("$$$$$$(VAR_A)", "$$$(VAR_A)"),
+            ("$$$$$$$(GOOD_ODDS)", "$$$$(GOOD_ODDS)"),
+            ("$$$$$$$(VAR_A)", "$$$A"),
+            ("$VAR_A)", "$VAR_A)"),
+            ("${VAR_A}", "${VAR_A}"),
+            ("$(VAR_B)_______$(A", "B_______$(A"),
+            ("$(VAR_C)_______$(", "C_______$("),
+            ("$(VAR_A)foobarzab$", "Afoobarzab$"),
+            ("foo-\\$(VAR_A", "foo-\\$(VAR_A"),
+            ("--$($($($($--", "--$($($($($--"),
+            ("$($($($($--foo$(", "$($($($($--foo$("),
+            ("foo0--$($($($(", "foo0--$($($($("),
+            ("$(foo$$var)", "$(foo$$var)"),
+            ("\n", "\n"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(expand(input, &env), want, "{input:?}");
+        }
     }
 }

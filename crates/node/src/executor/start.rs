@@ -4,6 +4,7 @@
 use super::{PodSync, SyncResult};
 use crate::cri::config as cri_config;
 use crate::cri::dns;
+use crate::cri::env::EnvSources;
 use crate::events::{EventType, wording};
 use crate::layout;
 use crate::node::Engine;
@@ -33,6 +34,11 @@ impl Engine {
             result.sandbox_failed = Some(self.clock.now());
             return;
         }
+        // Volumes are ready before the sandbox, and so before the first init container.
+        if !self.project_volumes(pod) {
+            result.sandbox_failed = Some(self.clock.now());
+            return;
+        }
         let handler = pod.spec.as_ref().and_then(|s| s.runtime_class_name.clone()).unwrap_or_default();
         match self.runtime.run_pod_sandbox(&config, &handler).await {
             Ok(_) => result.sandbox_created = true,
@@ -47,6 +53,17 @@ impl Engine {
                 result.sandbox_failed = Some(self.clock.now());
             }
         }
+    }
+
+    /// Writes the pod's ConfigMap, Secret, downward API and projected volumes as their sources
+    /// are now; each that cannot be written is a `FailedMount` event. Returns whether all were.
+    pub(crate) fn project_volumes(&self, pod: &Pod) -> bool {
+        let src = volumes::projection::Sources { pod, node: &self.facts, objects: self.objects.as_ref() };
+        let errors = volumes::project(&self.root, &src, self.clock.now());
+        for e in &errors {
+            self.event(pod, None, EventType::Warning, "FailedMount", e.event_message());
+        }
+        errors.is_empty()
     }
 
     /// Pull per policy, create, start, run the `postStart` hook.
@@ -71,7 +88,18 @@ impl Engine {
             self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {msg}"));
             return Err(self.failure(StartFailureReason::CreateContainerConfigError, msg));
         }
-        let config = cri_config::container_config(pod, &sc, restart_count, &sandbox.id, &ip, &self.root);
+        let pod_ips: Vec<String> = sandbox.ip.iter().cloned().collect();
+        let src = EnvSources { pod, pod_ips: &pod_ips, node: &self.facts, objects: self.objects.as_ref() };
+        let (config, skipped) = match cri_config::container_config(&src, &sc, restart_count, &sandbox.id, &self.root) {
+            Ok(made) => made,
+            Err(msg) => {
+                self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {msg}"));
+                return Err(self.failure(StartFailureReason::CreateContainerConfigError, msg));
+            }
+        };
+        for message in skipped {
+            self.event(pod, None, EventType::Warning, "InvalidEnvironmentVariableNames", message);
+        }
         let id = match self.runtime.create_container(&sandbox.id, &config, &sandbox_config).await {
             Ok(id) => id,
             Err(e) => {

@@ -1,0 +1,46 @@
+//! The ConfigMaps and Secrets pods refer to (environment variables and volumes), wherever the
+//! mode keeps them: the manifest file of `run`, the local API's store in `serve`.
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use std::collections::BTreeMap;
+
+/// Where the node looks up the objects a pod refers to, by namespace and name.
+pub trait Objects: Send + Sync {
+    fn config_map(&self, namespace: &str, name: &str) -> Option<ConfigMap>;
+    fn secret(&self, namespace: &str, name: &str) -> Option<Secret>;
+}
+
+/// A fixed set of objects, such as a manifest file's; none by default.
+#[derive(Debug, Default)]
+pub struct FixedObjects {
+    config_maps: BTreeMap<(String, String), ConfigMap>,
+    secrets: BTreeMap<(String, String), Secret>,
+}
+
+fn key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, String) {
+    (meta.namespace.clone().unwrap_or_else(|| "default".into()), meta.name.clone().unwrap_or_default())
+}
+
+impl FixedObjects {
+    /// No objects at all.
+    pub const fn empty() -> Self {
+        FixedObjects { config_maps: BTreeMap::new(), secrets: BTreeMap::new() }
+    }
+
+    pub fn new(config_maps: impl IntoIterator<Item = ConfigMap>, secrets: impl IntoIterator<Item = Secret>) -> Self {
+        FixedObjects {
+            config_maps: config_maps.into_iter().map(|c| (key(&c.metadata), c)).collect(),
+            secrets: secrets.into_iter().map(|s| (key(&s.metadata), s)).collect(),
+        }
+    }
+}
+
+impl Objects for FixedObjects {
+    fn config_map(&self, namespace: &str, name: &str) -> Option<ConfigMap> {
+        self.config_maps.get(&(namespace.to_string(), name.to_string())).cloned()
+    }
+
+    fn secret(&self, namespace: &str, name: &str) -> Option<Secret> {
+        self.secrets.get(&(namespace.to_string(), name.to_string())).cloned()
+    }
+}

@@ -1,0 +1,45 @@
+//! The ConfigMaps and Secrets of the local API as the node layer looks them up, and the
+//! changes to them that the pods referring to them follow.
+
+use crate::resources::Resource;
+use crate::store::Store;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use podwright_node::objects::Objects;
+use serde::de::DeserializeOwned;
+use std::sync::Arc;
+use tokio::sync::broadcast::error::RecvError;
+
+/// The store's ConfigMaps and Secrets.
+pub struct StoreObjects(pub Arc<Store>);
+
+impl StoreObjects {
+    fn get<T: DeserializeOwned>(&self, resource: Resource, namespace: &str, name: &str) -> Option<T> {
+        let obj = self.0.get(resource, namespace, name).ok()?;
+        serde_json::from_value((*obj).clone()).ok()
+    }
+}
+
+impl Objects for StoreObjects {
+    fn config_map(&self, namespace: &str, name: &str) -> Option<ConfigMap> {
+        self.get(Resource::ConfigMaps, namespace, name)
+    }
+
+    fn secret(&self, namespace: &str, name: &str) -> Option<Secret> {
+        self.get(Resource::Secrets, namespace, name)
+    }
+}
+
+/// Calls `changed` after every change to a ConfigMap or Secret of `store` (and once after
+/// changes were missed), until the store goes.
+pub async fn follow_changes(store: Arc<Store>, changed: impl Fn()) {
+    let Ok((_, mut rx)) = store.watch(None) else { return };
+    drop(store);
+    loop {
+        match rx.recv().await {
+            Ok(c) if matches!(c.resource, Resource::ConfigMaps | Resource::Secrets) => changed(),
+            Ok(_) => {}
+            Err(RecvError::Lagged(_)) => changed(),
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
