@@ -29,16 +29,12 @@ pub struct Prepared {
 fn normalize(resource: Resource, input: &Value, v: FieldValidation, is_patch: bool) -> ApiResult<(Value, Vec<String>)> {
     let kind = resource.kind();
     let (mut out, w) = match resource {
-        Resource::Pods => decode::<Pod>(input, kind, v, is_patch).and_then(|(t, w)| Ok((untyped(&t)?, w)))?,
-        Resource::Events => decode::<Event>(input, kind, v, is_patch).and_then(|(t, w)| Ok((untyped(&t)?, w)))?,
-        Resource::ConfigMaps => {
-            decode::<ConfigMap>(input, kind, v, is_patch).and_then(|(t, w)| Ok((untyped(&t)?, w)))?
-        }
-        Resource::Secrets => decode::<Secret>(input, kind, v, is_patch).and_then(|(t, w)| Ok((untyped(&t)?, w)))?,
-        Resource::Services => decode::<Service>(input, kind, v, is_patch).and_then(|(t, w)| Ok((untyped(&t)?, w)))?,
-        Resource::Namespaces => {
-            decode::<Namespace>(input, kind, v, is_patch).and_then(|(t, w)| Ok((untyped(&t)?, w)))?
-        }
+        Resource::Pods => reencoded::<Pod>(input, kind, v, is_patch)?,
+        Resource::Events => reencoded::<Event>(input, kind, v, is_patch)?,
+        Resource::ConfigMaps => reencoded::<ConfigMap>(input, kind, v, is_patch)?,
+        Resource::Secrets => reencoded::<Secret>(input, kind, v, is_patch)?,
+        Resource::Services => reencoded::<Service>(input, kind, v, is_patch)?,
+        Resource::Namespaces => reencoded::<Namespace>(input, kind, v, is_patch)?,
     };
     out["kind"] = json!(kind);
     out["apiVersion"] = json!("v1");
@@ -135,6 +131,16 @@ pub fn prepare_create(
         Resource::Events => {}
     }
     Ok(Prepared { object: obj, warnings, pod })
+}
+
+fn reencoded<T: serde::de::DeserializeOwned + serde::Serialize>(
+    input: &Value,
+    kind: &str,
+    v: FieldValidation,
+    is_patch: bool,
+) -> ApiResult<(Value, Vec<String>)> {
+    let (t, warnings) = decode::<T>(input, kind, v, is_patch)?;
+    Ok((untyped(&t)?, warnings))
 }
 
 fn typed<T: serde::de::DeserializeOwned>(obj: Value) -> ApiResult<T> {
