@@ -1,10 +1,11 @@
 //! The defaults the API server applies to a v1 Pod before validation
 //! (`pkg/apis/core/v1/defaults.go` and the generated defaulters), plus what
-//! the create path fills in (namespace, uid).
+//! the create path fills in (namespace, uid); and what it does to a Secret.
 
+use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, HTTPGetAction, Lifecycle, LifecycleHandler, ObjectFieldSelector, Pod, PodSecurityContext,
-    PodSpec, Probe, ResourceRequirements, Volume,
+    PodSpec, Probe, ResourceRequirements, Secret, Volume,
 };
 
 use crate::image_ref::default_image_pull_policy;
@@ -75,6 +76,19 @@ pub fn apply_defaults(pod: &mut Pod) {
     }
     let spec = pod.spec.get_or_insert_with(PodSpec::default);
     default_pod_spec(spec);
+}
+
+/// What the API server does to a Secret before validating it: `stringData` merged into
+/// `data` (the v1 conversion; a key in both takes the `stringData` value, and `stringData` is
+/// never stored) and an empty `type` set to `Opaque` (`SetDefaults_Secret`).
+pub fn default_secret(secret: &mut Secret) {
+    if let Some(string_data) = secret.string_data.take().filter(|s| !s.is_empty()) {
+        let data = secret.data.get_or_insert_default();
+        for (key, value) in string_data {
+            data.insert(key, ByteString(value.into_bytes()));
+        }
+    }
+    set_if_empty(&mut secret.type_, "Opaque");
 }
 
 /// `SetDefaults_Pod` + `SetDefaults_PodSpec` + the per-field defaulters.

@@ -1,6 +1,6 @@
 //! Kubernetes' field-level validation error model
 //! (apimachinery `pkg/util/validation/field/errors.go`), rendered byte-for-byte
-//! the way the API server renders it, plus kubectl's "The Pod ... is invalid"
+//! the way the API server renders it, plus kubectl's "The <Kind> ... is invalid"
 //! wrapper.
 
 use std::fmt;
@@ -304,36 +304,44 @@ pub fn dedup_errors(errors: Vec<FieldError>) -> Vec<FieldError> {
     errors.into_iter().filter(|e| seen.insert(e.to_string())).collect()
 }
 
-/// A pod rejected by validation, displayed as kubectl prints it:
+/// An object rejected by validation, displayed as kubectl prints it:
 /// one error on one line, several as a bulleted list.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub struct InvalidPod {
-    /// `metadata.name` of the pod (may be empty).
+pub struct InvalidObject {
+    /// The object's kind (`Pod`, `ConfigMap`, ...).
+    pub kind: &'static str,
+    /// `metadata.name` of the object (may be empty).
     pub name: String,
     /// Every error found, deduplicated, in validation order.
     pub errors: Vec<FieldError>,
 }
 
-impl InvalidPod {
-    pub fn new(name: impl Into<String>, errors: Vec<FieldError>) -> Self {
-        InvalidPod { name: name.into(), errors: dedup_errors(errors) }
+impl InvalidObject {
+    pub fn new(kind: &'static str, name: impl Into<String>, errors: Vec<FieldError>) -> Self {
+        InvalidObject { kind, name: name.into(), errors: dedup_errors(errors) }
+    }
+
+    /// An invalid pod.
+    pub fn pod(name: impl Into<String>, errors: Vec<FieldError>) -> Self {
+        Self::new("Pod", name, errors)
     }
 
     /// The API server's own one-line message (`Pod "x" is invalid: [e1, e2]`),
     /// as seen in events and API responses rather than in kubectl output.
     pub fn api_message(&self) -> String {
         let msgs: Vec<String> = self.errors.iter().map(|e| e.to_string()).collect();
+        let (kind, name) = (self.kind, go_quote(&self.name));
         match msgs.len() {
-            0 => format!("Pod {} is invalid", go_quote(&self.name)),
-            1 => format!("Pod {} is invalid: {}", go_quote(&self.name), msgs[0]),
-            _ => format!("Pod {} is invalid: [{}]", go_quote(&self.name), msgs.join(", ")),
+            0 => format!("{kind} {name} is invalid"),
+            1 => format!("{kind} {name} is invalid: {}", msgs[0]),
+            _ => format!("{kind} {name} is invalid: [{}]", msgs.join(", ")),
         }
     }
 }
 
-impl fmt::Display for InvalidPod {
+impl fmt::Display for InvalidObject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "The Pod {} is invalid", go_quote(&self.name))?;
+        write!(f, "The {} {} is invalid", self.kind, go_quote(&self.name))?;
         match self.errors.as_slice() {
             [] => Ok(()),
             [only] => write!(f, ": {only}"),
@@ -424,12 +432,12 @@ mod tests {
     }
 
     #[test]
-    fn invalid_pod_display_single_and_multi() {
-        let one = InvalidPod::new("myapp-pod", vec![FieldError::required("spec.containers", "")]);
+    fn invalid_object_display_single_and_multi() {
+        let one = InvalidObject::pod("myapp-pod", vec![FieldError::required("spec.containers", "")]);
         assert_eq!(one.to_string(), "The Pod \"myapp-pod\" is invalid: spec.containers: Required value");
         assert_eq!(one.api_message(), "Pod \"myapp-pod\" is invalid: spec.containers: Required value");
 
-        let many = InvalidPod::new(
+        let many = InvalidObject::pod(
             "x",
             vec![
                 FieldError::required("spec.containers[0].image", ""),

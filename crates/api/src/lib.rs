@@ -1,5 +1,6 @@
-//! podwright-api: Kubernetes v1 Pod manifests for the podwright node agent,
-//! handled the way the API server and kubectl handle them.
+//! podwright-api: Kubernetes v1 Pod manifests (and the ConfigMaps, Secrets and
+//! RuntimeClasses beside them) for the podwright node agent, handled the way the API server
+//! and kubectl handle them.
 //!
 //! * [`manifest`] — strict YAML/JSON parsing (unknown fields, wrong types and
 //!   syntax errors name the file, line and field path);
@@ -14,7 +15,7 @@
 //! * [`container_kind`] — init/regular/sidecar classification and container field paths;
 //! * [`image_ref`] — image reference parsing and the default pull policy;
 //! * [`quantity`] — resource quantities, compared and scaled by value;
-//! * [`load()`] — all of the above for a manifest file.
+//! * [`load()`] — all of the above for a manifest file, pods and the objects beside them.
 
 pub mod container_kind;
 pub mod defaults;
@@ -36,10 +37,10 @@ pub use k8s_openapi;
 
 pub use container_kind::{ContainerKind, PodContainer, container_statuses, field_path, is_sidecar, pod_containers};
 pub use defaults::apply_defaults;
-pub use field_error::{ErrorKind, FieldError, InvalidPod};
+pub use field_error::{ErrorKind, FieldError, InvalidObject};
 pub use hook::Hook;
 pub use init_container_annotations::convert_init_container_annotations;
 pub use kubectl_status::{PodSummary, summarize};
-pub use load::{LoadError, admit_pod, load, load_str};
-pub use manifest::{ManifestError, parse_manifests, read_manifests};
-pub use validation::validate_pod;
+pub use load::{LoadError, Loaded, admit_config_map, admit_pod, admit_runtime_class, admit_secret, load, load_str};
+pub use manifest::{ManifestError, ManifestObject, parse_manifests, parse_objects, read_objects};
+pub use validation::{validate_config_map, validate_pod, validate_secret};

@@ -1,15 +1,18 @@
 //! The whole admission path for manifests: parse, convert legacy
 //! init-container annotations, apply defaults, validate, refuse fields podwright does not
-//! honour. Either every pod is admitted or nothing is, with every problem of every pod reported.
+//! honour; and for the ConfigMaps, Secrets and RuntimeClasses beside the pods, what the API
+//! server does to them on create. Either every object is admitted or nothing is, with every
+//! problem of every object reported.
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::api::node::v1::RuntimeClass;
 
-use crate::defaults::apply_defaults;
-use crate::field_error::InvalidPod;
+use crate::defaults::{DEFAULT_NAMESPACE, apply_defaults, default_secret};
+use crate::field_error::InvalidObject;
 use crate::honoured_fields::unsupported_fields;
 use crate::init_container_annotations::convert_init_container_annotations;
-use crate::manifest::{ManifestError, parse_manifests, read_manifests};
-use crate::validation::validate_pod;
+use crate::manifest::{ManifestError, ManifestObject, parse_objects, read_objects};
+use crate::validation::{validate_config_map, validate_pod, validate_runtime_class, validate_secret};
 
 /// Loading manifests failed.
 #[derive(Debug, thiserror::Error)]
@@ -17,15 +20,28 @@ pub enum LoadError {
     /// The file could not be read or decoded.
     #[error(transparent)]
     Manifest(#[from] ManifestError),
-    /// One or more pods are invalid; each is listed in kubectl's format.
+    /// One or more objects are invalid; each is listed in kubectl's format, in file order.
     #[error("{}", .0.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))]
-    Invalid(Vec<InvalidPod>),
+    Invalid(Vec<InvalidObject>),
+}
+
+/// Everything a manifest holds, admitted, each kind in file order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Loaded {
+    /// The pods, each with its warnings (deprecated annotations).
+    pub pods: Vec<(Pod, Vec<String>)>,
+    /// Namespace defaulted.
+    pub config_maps: Vec<ConfigMap>,
+    /// Namespace defaulted, `stringData` folded into `data`, type defaulted.
+    pub secrets: Vec<Secret>,
+    /// Parsed and validated; nothing uses them yet.
+    pub runtime_classes: Vec<RuntimeClass>,
 }
 
 /// Convert, default and validate one pod in place. Returns the warnings
 /// (deprecated annotations) or all the reasons the pod is invalid, the fields podwright does
 /// not honour last.
-pub fn admit_pod(pod: &mut Pod) -> Result<Vec<String>, InvalidPod> {
+pub fn admit_pod(pod: &mut Pod) -> Result<Vec<String>, InvalidObject> {
     // A status in a manifest (one saved from a cluster) is ignored, as the API server ignores
     // it on create: the node reports its own, and takes a given one as what it reported before.
     pod.status = None;
@@ -41,31 +57,65 @@ pub fn admit_pod(pod: &mut Pod) -> Result<Vec<String>, InvalidPod> {
     if errors.is_empty() {
         Ok(warnings)
     } else {
-        Err(InvalidPod::new(pod.metadata.name.clone().unwrap_or_default(), errors))
+        Err(InvalidObject::pod(pod.metadata.name.clone().unwrap_or_default(), errors))
     }
 }
 
-fn admit_all(pods: Vec<Pod>) -> Result<Vec<(Pod, Vec<String>)>, LoadError> {
-    let mut admitted = Vec::with_capacity(pods.len());
+fn default_namespace(namespace: &mut Option<String>) {
+    if namespace.as_deref().is_none_or(str::is_empty) {
+        *namespace = Some(DEFAULT_NAMESPACE.to_string());
+    }
+}
+
+fn verdict(kind: &'static str, name: &Option<String>, errors: Vec<crate::FieldError>) -> Result<(), InvalidObject> {
+    if errors.is_empty() { Ok(()) } else { Err(InvalidObject::new(kind, name.clone().unwrap_or_default(), errors)) }
+}
+
+/// Default (the namespace) and validate a ConfigMap in place, as the API server does on create.
+pub fn admit_config_map(cm: &mut ConfigMap) -> Result<(), InvalidObject> {
+    default_namespace(&mut cm.metadata.namespace);
+    verdict("ConfigMap", &cm.metadata.name, validate_config_map(cm))
+}
+
+/// Default (the namespace, `stringData` into `data`, the type) and validate a Secret in place,
+/// as the API server does on create.
+pub fn admit_secret(secret: &mut Secret) -> Result<(), InvalidObject> {
+    default_namespace(&mut secret.metadata.namespace);
+    default_secret(secret);
+    verdict("Secret", &secret.metadata.name, validate_secret(secret))
+}
+
+/// Validate a RuntimeClass (cluster-scoped: no namespace is defaulted).
+pub fn admit_runtime_class(rc: &RuntimeClass) -> Result<(), InvalidObject> {
+    verdict("RuntimeClass", &rc.metadata.name, validate_runtime_class(rc))
+}
+
+fn admit_all(objects: Vec<ManifestObject>) -> Result<Loaded, LoadError> {
+    let mut loaded = Loaded::default();
     let mut invalid = Vec::new();
-    for mut pod in pods {
-        match admit_pod(&mut pod) {
-            Ok(warnings) => admitted.push((pod, warnings)),
-            Err(e) => invalid.push(e),
+    for object in objects {
+        let admitted = match object {
+            ManifestObject::Pod(mut pod) => admit_pod(&mut pod).map(|warnings| loaded.pods.push((*pod, warnings))),
+            ManifestObject::ConfigMap(mut cm) => admit_config_map(&mut cm).map(|()| loaded.config_maps.push(cm)),
+            ManifestObject::Secret(mut s) => admit_secret(&mut s).map(|()| loaded.secrets.push(s)),
+            ManifestObject::RuntimeClass(rc) => admit_runtime_class(&rc).map(|()| loaded.runtime_classes.push(rc)),
+        };
+        if let Err(e) = admitted {
+            invalid.push(e);
         }
     }
-    if invalid.is_empty() { Ok(admitted) } else { Err(LoadError::Invalid(invalid)) }
+    if invalid.is_empty() { Ok(loaded) } else { Err(LoadError::Invalid(invalid)) }
 }
 
-/// Load every pod of a manifest file (`-` = stdin): parsed, converted,
-/// defaulted and validated. Each pod comes with its warnings.
-pub fn load(path: &str) -> Result<Vec<(Pod, Vec<String>)>, LoadError> {
-    admit_all(read_manifests(path)?)
+/// Load every object of a manifest file (`-` = stdin): parsed, converted, defaulted and
+/// validated.
+pub fn load(path: &str) -> Result<Loaded, LoadError> {
+    admit_all(read_objects(path)?)
 }
 
 /// [`load`] for manifest text already in memory.
-pub fn load_str(source_name: &str, text: &str) -> Result<Vec<(Pod, Vec<String>)>, LoadError> {
-    admit_all(parse_manifests(source_name, text)?)
+pub fn load_str(source_name: &str, text: &str) -> Result<Loaded, LoadError> {
+    admit_all(parse_objects(source_name, text)?)
 }
 
 #[cfg(test)]
@@ -94,7 +144,7 @@ spec:
     image: busybox
     command: ['sh', '-c', 'echo The app is running! && sleep 3600']
 "#;
-        let pods = load_str("myapp.yaml", text).unwrap_or_else(|e| panic!("{e}"));
+        let pods = load_str("myapp.yaml", text).unwrap_or_else(|e| panic!("{e}")).pods;
         assert_eq!(pods.len(), 1);
         let (pod, warnings) = &pods[0];
         assert_eq!(
@@ -134,10 +184,10 @@ metadata: {name: bad-two}
 spec: {containers: []}
 ";
         let err = load_str("pods.yaml", text).expect_err("invalid");
-        let LoadError::Invalid(pods) = &err else {
+        let LoadError::Invalid(objects) = &err else {
             panic!("expected validation errors, got {err}");
         };
-        assert_eq!(pods.len(), 2);
+        assert_eq!(objects.len(), 2);
         assert_eq!(
             err.to_string(),
             "The Pod \"bad-one\" is invalid: \n\
@@ -193,5 +243,91 @@ spec:
             err.to_string(),
             "The Pod \"\" is invalid: \n* metadata.name: Required value: name or generateName is required\n* spec.containers: Required value"
         );
+    }
+
+    #[test]
+    fn config_maps_and_secrets_are_admitted_as_the_api_server_admits_them() {
+        let text = "\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg}
+data: {app.conf: x}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec: {containers: [{name: a, image: busybox}]}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: other}
+data: {username: YWRtaW4=}
+stringData: {password: hunter2, username: root}
+---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: gvisor}
+handler: runsc
+";
+        let loaded = load_str("all.yaml", text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(loaded.pods.len(), 1);
+        let [cm] = loaded.config_maps.as_slice() else { panic!("one config map: {loaded:?}") };
+        assert_eq!(cm.metadata.namespace.as_deref(), Some("default"));
+        let [secret] = loaded.secrets.as_slice() else { panic!("one secret: {loaded:?}") };
+        assert_eq!(secret.metadata.namespace.as_deref(), Some("other"));
+        assert_eq!(secret.type_.as_deref(), Some("Opaque"));
+        assert_eq!(secret.string_data, None);
+        let data = secret.data.as_ref().expect("data");
+        assert_eq!((data["username"].0.as_slice(), data["password"].0.as_slice()), (&b"root"[..], &b"hunter2"[..]));
+        assert_eq!(loaded.runtime_classes.len(), 1);
+    }
+
+    #[test]
+    fn every_invalid_object_is_reported_and_none_admitted() {
+        let text = "\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg}
+data: {\"a b\": x, ..data: z}
+binaryData: {..data: eQ==}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: bad-pod}
+spec: {containers: []}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: Tls}
+type: kubernetes.io/tls
+stringData: {tls.crt: x}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: fine}
+";
+        let err = load_str("all.yaml", text).expect_err("invalid");
+        assert_eq!(
+            err.to_string(),
+            "The ConfigMap \"cfg\" is invalid: \n\
+             * data[..data]: Invalid value: \"..data\": must not start with '..'\n\
+             * data[..data]: Invalid value: \"..data\": duplicate of key present in binaryData\n\
+             * data[a b]: Invalid value: \"a b\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')\n\
+             * binaryData[..data]: Invalid value: \"..data\": must not start with '..'\n\
+             The Pod \"bad-pod\" is invalid: spec.containers: Required value\n\
+             The Secret \"Tls\" is invalid: \n\
+             * metadata.name: Invalid value: \"Tls\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')\n\
+             * data[tls.key]: Required value"
+        );
+    }
+
+    #[test]
+    fn a_config_map_over_a_mebibyte_is_refused() {
+        let text = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: big}}\ndata:\n  a: {}\n  b: x\n",
+            "x".repeat(1024 * 1024)
+        );
+        let err = load_str("big.yaml", &text).expect_err("too large");
+        assert_eq!(err.to_string(), "The ConfigMap \"big\" is invalid: []: Too long: must have at most 1048576 bytes");
     }
 }

@@ -1,12 +1,16 @@
-//! Reading Pod manifests: YAML or JSON, several documents per file, strictly
+//! Reading manifests: YAML or JSON, several documents per file, strictly
 //! decoded (unknown fields and wrong types are errors that name the field and,
-//! where the text allows, the line).
+//! where the text allows, the line). Static pod files hold pods only
+//! ([`parse_manifests`]); `run` takes ConfigMaps, Secrets, RuntimeClasses and `List`s of
+//! them beside the pods ([`parse_objects`]).
 
 use std::fmt;
 use std::io::Read;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::api::node::v1::RuntimeClass;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value as JsonValue;
 
 use crate::yaml_positions::{
@@ -27,12 +31,14 @@ pub enum ProblemKind {
     NotAnObject,
     /// `apiVersion` or `kind` is missing.
     MissingTypeMeta,
-    /// Anything but `apiVersion: v1`, `kind: Pod`.
+    /// A kind (or an apiVersion for it) the reader does not take.
     UnsupportedKind,
-    /// A field the Pod schema does not have.
+    /// A field the kind's schema does not have.
     UnknownField,
     /// A value of the wrong type (string for an int, ...).
     InvalidValue,
+    /// A second object of the same kind, namespace and name.
+    Duplicate,
 }
 
 /// One problem in a manifest, with as much location as is known.
@@ -103,16 +109,57 @@ fn join_lines<T: fmt::Display>(items: &[T]) -> String {
     items.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")
 }
 
-/// Read manifests from a file, or from standard input when `path` is `-`. Reading stops one
-/// byte past [`MAX_MANIFEST_BYTES`].
-pub fn read_manifests(path: &str) -> Result<Vec<Pod>, ManifestError> {
+/// One object of a manifest, as `run` takes them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ManifestObject {
+    Pod(Box<Pod>),
+    ConfigMap(ConfigMap),
+    Secret(Secret),
+    /// A `node.k8s.io/v1` RuntimeClass.
+    RuntimeClass(RuntimeClass),
+}
+
+/// Which documents a reader takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Accept {
+    /// `v1` Pods only, as in a static pod file.
+    Pods,
+    /// Pods, ConfigMaps, Secrets, RuntimeClasses and `v1` Lists of them, as `run` takes.
+    Objects,
+}
+
+impl Accept {
+    /// What the reader takes, in the messages about anything else.
+    fn supported(self) -> &'static str {
+        match self {
+            Accept::Pods => "only apiVersion \"v1\", kind \"Pod\" is supported",
+            Accept::Objects => {
+                "supported: apiVersion \"v1\", kind \"Pod\", \"ConfigMap\", \"Secret\" or \"List\"; apiVersion \"node.k8s.io/v1\", kind \"RuntimeClass\""
+            }
+        }
+    }
+
+    /// The apiVersion a kind must have, `None` for a kind not taken.
+    fn api_version(self, kind: &str) -> Option<&'static str> {
+        match (self, kind) {
+            (_, "Pod") => Some("v1"),
+            (Accept::Objects, "ConfigMap" | "Secret" | "List") => Some("v1"),
+            (Accept::Objects, "RuntimeClass") => Some("node.k8s.io/v1"),
+            _ => None,
+        }
+    }
+}
+
+/// Read the objects of a manifest file, or of standard input when `path` is `-`, as
+/// [`parse_objects`] does. Reading stops one byte past [`MAX_MANIFEST_BYTES`].
+pub fn read_objects(path: &str) -> Result<Vec<ManifestObject>, ManifestError> {
     let source_name = if path == "-" { "<stdin>" } else { path };
     let read = |error| ManifestError::Read { source_name: source_name.to_string(), error };
     let input: Box<dyn Read> =
         if path == "-" { Box::new(std::io::stdin()) } else { Box::new(std::fs::File::open(path).map_err(read)?) };
     let mut text = String::new();
     input.take(MAX_MANIFEST_BYTES as u64 + 1).read_to_string(&mut text).map_err(read)?;
-    parse_manifests(source_name, &text)
+    parse_objects(source_name, &text)
 }
 
 /// Parse every Pod in `text` (YAML or JSON; documents separated by `---`;
@@ -124,6 +171,26 @@ pub fn read_manifests(path: &str) -> Result<Vec<Pod>, ManifestError> {
 /// [`MAX_MANIFEST_BYTES`] or nesting deeper than [`MAX_NESTING_DEPTH`] is refused before it
 /// is decoded, in time linear in its size.
 pub fn parse_manifests(source_name: &str, text: &str) -> Result<Vec<Pod>, ManifestError> {
+    let objects = parse(source_name, text, Accept::Pods)?;
+    Ok(objects
+        .into_iter()
+        .filter_map(|o| match o {
+            ManifestObject::Pod(pod) => Some(*pod),
+            _ => None,
+        })
+        .collect())
+}
+
+/// Parse every object in `text`, in file order, as [`parse_manifests`] parses pods: Pods,
+/// ConfigMaps and Secrets (`v1`), RuntimeClasses (`node.k8s.io/v1`), and the items of `v1`
+/// `List`s (such as `kubectl get -o yaml` writes). Two ConfigMaps, Secrets or RuntimeClasses
+/// of one name (in one namespace, `default` when none is given) are an error, as they are
+/// for the API server.
+pub fn parse_objects(source_name: &str, text: &str) -> Result<Vec<ManifestObject>, ManifestError> {
+    parse(source_name, text, Accept::Objects)
+}
+
+fn parse(source_name: &str, text: &str, accept: Accept) -> Result<Vec<ManifestObject>, ManifestError> {
     if text.len() > MAX_MANIFEST_BYTES {
         return Err(ManifestError::TooLarge { source_name: source_name.to_string() });
     }
@@ -142,8 +209,8 @@ pub fn parse_manifests(source_name: &str, text: &str) -> Result<Vec<Pod>, Manife
             }]));
         }
     };
-    let mut ctx = Ctx { source_name, positions: positions.as_ref(), problems: Vec::new() };
-    let mut pods = Vec::new();
+    let mut ctx = Ctx { source_name, accept, positions: positions.as_ref(), problems: Vec::new() };
+    let mut objects = Vec::new();
     let mut documents = 0;
     for (i, de) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let doc = i + 1;
@@ -155,10 +222,9 @@ pub fn parse_manifests(source_name: &str, text: &str) -> Result<Vec<Pod>, Manife
                 break;
             }
         };
-        if let Some(pod) = ctx.document(doc, value) {
-            pods.push(pod);
-        }
+        ctx.document(doc, value, &mut objects);
     }
+    ctx.duplicates(&objects);
     // If the position index saw a different number of documents, its
     // positions cannot be trusted; drop them.
     if positions.as_ref().is_some_and(|p| p.documents() < documents) {
@@ -169,7 +235,11 @@ pub fn parse_manifests(source_name: &str, text: &str) -> Result<Vec<Pod>, Manife
             }
         }
     }
-    if ctx.problems.is_empty() { Ok(pods) } else { Err(ManifestError::Invalid(ctx.problems)) }
+    if ctx.problems.is_empty() {
+        Ok(objects.into_iter().map(|(object, _, _)| object).collect())
+    } else {
+        Err(ManifestError::Invalid(ctx.problems))
+    }
 }
 
 fn syntax_problem(source_name: &str, e: &serde_yaml::Error) -> ManifestProblem {
@@ -195,10 +265,18 @@ fn syntax_problem(source_name: &str, e: &serde_yaml::Error) -> ManifestProblem {
     }
 }
 
+/// An object read, with its document and its place in it (empty, or the item of a List).
+type Found = (ManifestObject, usize, DocPath);
+
 struct Ctx<'a> {
     source_name: &'a str,
+    accept: Accept,
     positions: Option<&'a PositionIndex>,
     problems: Vec<ManifestProblem>,
+}
+
+fn key(at: &DocPath, k: &str) -> DocPath {
+    at.with(PathSegment::Key(k.to_string()))
 }
 
 impl Ctx<'_> {
@@ -216,8 +294,8 @@ impl Ctx<'_> {
         message: String,
     ) {
         let pos: Option<Position> = self.positions.and_then(|idx| match locate {
-            Some(p) => idx.get_nearest(doc, p),
-            None => idx.doc_root(doc),
+            Some(p) if !p.is_empty() => idx.get_nearest(doc, p),
+            _ => idx.doc_root(doc),
         });
         self.problems.push(ManifestProblem {
             source_name: self.source_name.to_string(),
@@ -230,126 +308,184 @@ impl Ctx<'_> {
         });
     }
 
-    fn document(&mut self, doc: usize, mut value: serde_yaml::Value) -> Option<Pod> {
+    fn document(&mut self, doc: usize, mut value: serde_yaml::Value, out: &mut Vec<Found>) {
         if value.is_null() {
-            return None;
+            return;
         }
         if let Err(e) = value.apply_merge() {
             self.problem(doc, None, ProblemKind::Syntax, e.to_string());
-            return None;
+            return;
         }
         let mut json = match yaml_to_json(&value, &mut Vec::new()) {
             Ok(j) => j,
             Err((path, msg)) => {
                 let path = DocPath(path);
                 self.problem(doc, Some(&path), ProblemKind::InvalidValue, msg);
-                return None;
+                return;
             }
         };
         if let Some(idx) = self.positions {
             apply_yaml11_scalars(&mut json, idx, doc);
         }
-        let JsonValue::Object(obj) = &json else {
-            let found = json_type_name(&json);
-            self.problem(
-                doc,
-                None,
-                ProblemKind::NotAnObject,
-                format!("expected a Pod object (a mapping), found {found}"),
-            );
-            return None;
+        self.object(doc, &DocPath::default(), &json, out);
+    }
+
+    /// The object at `at` of document `doc` (the document itself, or an item of a List).
+    fn object(&mut self, doc: usize, at: &DocPath, json: &JsonValue, out: &mut Vec<Found>) {
+        let JsonValue::Object(obj) = json else {
+            let what = if self.accept == Accept::Pods { "a Pod object" } else { "an object" };
+            let found = json_type_name(json);
+            let message = format!("expected {what} (a mapping), found {found}");
+            self.problem(doc, Some(at), ProblemKind::NotAnObject, message);
+            return;
         };
-        if !self.check_type_meta(doc, obj) {
-            return None;
+        let Some(kind) = self.check_type_meta(doc, at, obj) else { return };
+        let object = match kind.as_str() {
+            "List" => return self.list(doc, at, obj, out),
+            "Pod" => self.typed(doc, at, json).map(|p| ManifestObject::Pod(Box::new(p))),
+            "ConfigMap" => self.typed(doc, at, json).map(ManifestObject::ConfigMap),
+            "Secret" => self.typed(doc, at, json).map(ManifestObject::Secret),
+            _ => self.typed(doc, at, json).map(ManifestObject::RuntimeClass),
+        };
+        if let Some(object) = object {
+            out.push((object, doc, at.clone()));
         }
-        let pod: Pod = match serde_path_to_error::deserialize(&json) {
-            Ok(p) => p,
+    }
+
+    /// The items of a `v1` List; besides them it may only have a `metadata`.
+    fn list(&mut self, doc: usize, at: &DocPath, obj: &serde_json::Map<String, JsonValue>, out: &mut Vec<Found>) {
+        let mut unknown: Vec<DocPath> = obj
+            .iter()
+            .filter(|(k, v)| !v.is_null() && !matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "items"))
+            .map(|(k, _)| key(at, k))
+            .collect();
+        self.sort_by_position(doc, &mut unknown);
+        for path in unknown {
+            self.problem(doc, Some(&path), ProblemKind::UnknownField, "unknown field".into());
+        }
+        match obj.get("items") {
+            None | Some(JsonValue::Null) => {}
+            Some(JsonValue::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.object(doc, &key(at, "items").with(PathSegment::Index(i)), item, out);
+                }
+            }
+            Some(other) => {
+                let message = format!("expected a list, found {}", json_type_name(other));
+                self.problem(doc, Some(&key(at, "items")), ProblemKind::InvalidValue, message);
+            }
+        }
+    }
+
+    /// Decodes `json` strictly as a `T`: wrong types and unknown fields are problems.
+    fn typed<T: DeserializeOwned + serde::Serialize>(
+        &mut self,
+        doc: usize,
+        at: &DocPath,
+        json: &JsonValue,
+    ) -> Option<T> {
+        let within = |path: Vec<PathSegment>| DocPath(at.0.iter().cloned().chain(path).collect());
+        let object: T = match serde_path_to_error::deserialize(json) {
+            Ok(o) => o,
             Err(e) => {
-                let path = DocPath(convert_path(e.path()));
+                let path = within(convert_path(e.path()));
                 self.problem(doc, Some(&path), ProblemKind::InvalidValue, e.inner().to_string());
                 return None;
             }
         };
-        let unknown = match serde_json::to_value(&pod) {
-            Ok(back) => unknown_fields(&json, &back),
+        let mut unknown = match serde_json::to_value(&object) {
+            Ok(back) => unknown_fields(json, &back).into_iter().map(|p| within(p.0)).collect::<Vec<_>>(),
             Err(e) => {
-                self.problem(doc, None, ProblemKind::InvalidValue, e.to_string());
+                self.problem(doc, Some(at), ProblemKind::InvalidValue, e.to_string());
                 return None;
             }
         };
         if unknown.is_empty() {
-            return Some(pod);
+            return Some(object);
         }
-        // Report in source order (JSON objects iterate in key order).
-        let mut unknown = unknown;
-        if let Some(idx) = self.positions {
-            unknown.sort_by_key(|p| idx.get(doc, p).map_or((usize::MAX, usize::MAX), |pos| (pos.line, pos.column)));
-        }
+        self.sort_by_position(doc, &mut unknown);
         for path in unknown {
             self.problem(doc, Some(&path), ProblemKind::UnknownField, "unknown field".into());
         }
         None
     }
 
-    fn check_type_meta(&mut self, doc: usize, obj: &serde_json::Map<String, JsonValue>) -> bool {
-        const WANT: &str = "only apiVersion \"v1\", kind \"Pod\" is supported";
-        let key = |k: &str| DocPath(vec![PathSegment::Key(k.to_string())]);
-        let api_version = obj.get("apiVersion");
-        let kind = obj.get("kind");
-        match kind {
-            None | Some(JsonValue::Null) => {
-                self.problem(doc, None, ProblemKind::MissingTypeMeta, format!("missing \"kind\" ({WANT})"));
-                return false;
-            }
-            Some(JsonValue::String(k)) if k == "Pod" => {}
-            Some(JsonValue::String(k)) => {
-                let av = match api_version {
-                    Some(JsonValue::String(a)) => format!(" (apiVersion {a:?})"),
-                    _ => String::new(),
-                };
-                self.problem_at(
-                    doc,
-                    Some(&key("kind")),
-                    None,
-                    ProblemKind::UnsupportedKind,
-                    format!("kind {k:?}{av} is not supported ({WANT})"),
-                );
-                return false;
-            }
-            Some(other) => {
-                self.problem(
-                    doc,
-                    Some(&key("kind")),
-                    ProblemKind::InvalidValue,
-                    format!("expected a string, found {}", json_type_name(other)),
-                );
-                return false;
-            }
+    /// Source order (JSON objects iterate in key order).
+    fn sort_by_position(&self, doc: usize, paths: &mut [DocPath]) {
+        if let Some(idx) = self.positions {
+            paths.sort_by_key(|p| idx.get(doc, p).map_or((usize::MAX, usize::MAX), |pos| (pos.line, pos.column)));
         }
+    }
+
+    /// The kind of the object at `at`, if the reader takes it with the apiVersion given.
+    fn check_type_meta(
+        &mut self,
+        doc: usize,
+        at: &DocPath,
+        obj: &serde_json::Map<String, JsonValue>,
+    ) -> Option<String> {
+        let want = self.accept.supported();
+        let kind = match obj.get("kind") {
+            None | Some(JsonValue::Null) => {
+                self.problem(doc, Some(at), ProblemKind::MissingTypeMeta, format!("missing \"kind\" ({want})"));
+                return None;
+            }
+            Some(JsonValue::String(k)) => k,
+            Some(other) => {
+                let message = format!("expected a string, found {}", json_type_name(other));
+                self.problem(doc, Some(&key(at, "kind")), ProblemKind::InvalidValue, message);
+                return None;
+            }
+        };
+        let api_version = obj.get("apiVersion");
+        let Some(wanted_version) = self.accept.api_version(kind) else {
+            let av = match api_version {
+                Some(JsonValue::String(a)) => format!(" (apiVersion {a:?})"),
+                _ => String::new(),
+            };
+            let message = format!("kind {kind:?}{av} is not supported ({want})");
+            self.problem_at(doc, Some(&key(at, "kind")), Some(at), ProblemKind::UnsupportedKind, message);
+            return None;
+        };
         match api_version {
             None | Some(JsonValue::Null) => {
-                self.problem(doc, None, ProblemKind::MissingTypeMeta, format!("missing \"apiVersion\" ({WANT})"));
-                false
+                let message = format!("missing \"apiVersion\" ({want})");
+                self.problem(doc, Some(at), ProblemKind::MissingTypeMeta, message);
+                None
             }
-            Some(JsonValue::String(a)) if a == "v1" => true,
+            Some(JsonValue::String(a)) if a == wanted_version => Some(kind.clone()),
             Some(JsonValue::String(a)) => {
-                self.problem_at(
-                    doc,
-                    Some(&key("apiVersion")),
-                    None,
-                    ProblemKind::UnsupportedKind,
-                    format!("apiVersion {a:?} is not supported for kind \"Pod\" ({WANT})"),
-                );
-                false
+                let message = format!("apiVersion {a:?} is not supported for kind {kind:?} ({want})");
+                self.problem_at(doc, Some(&key(at, "apiVersion")), Some(at), ProblemKind::UnsupportedKind, message);
+                None
             }
             Some(other) => {
-                self.problem(
-                    doc,
-                    Some(&key("apiVersion")),
-                    ProblemKind::InvalidValue,
-                    format!("expected a string, found {}", json_type_name(other)),
-                );
-                false
+                let message = format!("expected a string, found {}", json_type_name(other));
+                self.problem(doc, Some(&key(at, "apiVersion")), ProblemKind::InvalidValue, message);
+                None
+            }
+        }
+    }
+
+    /// A ConfigMap, Secret or RuntimeClass named like one before it is refused, as the API
+    /// server refuses to create it.
+    fn duplicates(&mut self, objects: &[Found]) {
+        let mut seen = std::collections::HashSet::new();
+        for (object, doc, at) in objects {
+            let (resource, meta) = match object {
+                ManifestObject::Pod(_) => continue,
+                ManifestObject::ConfigMap(cm) => ("configmaps", &cm.metadata),
+                ManifestObject::Secret(s) => ("secrets", &s.metadata),
+                ManifestObject::RuntimeClass(rc) => ("runtimeclasses.node.k8s.io", &rc.metadata),
+            };
+            let Some(name) = meta.name.as_deref().filter(|n| !n.is_empty()) else { continue };
+            let namespace = match object {
+                ManifestObject::RuntimeClass(_) => "",
+                _ => meta.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or(crate::defaults::DEFAULT_NAMESPACE),
+            };
+            if !seen.insert((resource, namespace.to_string(), name.to_string())) {
+                let message = format!("{resource} {name:?} already exists");
+                self.problem(*doc, Some(at), ProblemKind::Duplicate, message);
             }
         }
     }
@@ -895,14 +1031,208 @@ spec:
 
     #[test]
     fn read_errors_name_the_file() {
-        let err = read_manifests("/nonexistent/podwright/pod.yaml").expect_err("missing file");
+        let err = read_objects("/nonexistent/podwright/pod.yaml").expect_err("missing file");
         assert!(err.to_string().starts_with("/nonexistent/podwright/pod.yaml: "), "{err}");
         let dir = std::env::temp_dir().join(format!("podwright-api-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("tmp dir");
         let file = dir.join("pod.yaml");
         std::fs::write(&file, RICH).expect("write");
-        let pods = read_manifests(file.to_str().expect("utf8 path")).expect("reads");
-        assert_eq!(pods.len(), 1);
+        let objects = read_objects(file.to_str().expect("utf8 path")).expect("reads");
+        assert!(matches!(objects.as_slice(), [ManifestObject::Pod(_)]));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn object_problems(text: &str) -> Vec<String> {
+        match parse_objects("all.yaml", text) {
+            Ok(o) => panic!("expected an error, got {} objects", o.len()),
+            Err(e) => e.problems().iter().map(|p| p.to_string()).collect(),
+        }
+    }
+
+    /// The kind and name of each object, in order.
+    fn names(objects: &[ManifestObject]) -> Vec<String> {
+        objects
+            .iter()
+            .map(|o| match o {
+                ManifestObject::Pod(p) => format!("Pod/{}", p.metadata.name.clone().unwrap_or_default()),
+                ManifestObject::ConfigMap(c) => format!("ConfigMap/{}", c.metadata.name.clone().unwrap_or_default()),
+                ManifestObject::Secret(s) => format!("Secret/{}", s.metadata.name.clone().unwrap_or_default()),
+                ManifestObject::RuntimeClass(r) => {
+                    format!("RuntimeClass/{}", r.metadata.name.clone().unwrap_or_default())
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn config_maps_secrets_and_runtime_classes_beside_pods() {
+        let text = "\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg}
+data: {app.conf: \"port=80\\n\"}
+binaryData: {logo.png: iVBORw==}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec: {containers: [{name: a, image: busybox}]}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: other}
+type: kubernetes.io/basic-auth
+data: {password: cGFzcw==}
+stringData: {username: admin}
+---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: gvisor}
+handler: runsc
+";
+        let objects = parse_objects("all.yaml", text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(names(&objects), ["ConfigMap/cfg", "Pod/web", "Secret/creds", "RuntimeClass/gvisor"]);
+        let ManifestObject::ConfigMap(cm) = &objects[0] else { unreachable!() };
+        assert_eq!(cm.data.as_ref().expect("data")["app.conf"], "port=80\n");
+        assert_eq!(cm.binary_data.as_ref().expect("binary")["logo.png"].0, b"\x89PNG");
+        let ManifestObject::Secret(secret) = &objects[2] else { unreachable!() };
+        assert_eq!(secret.data.as_ref().expect("data")["password"].0, b"pass");
+        assert_eq!(secret.string_data.as_ref().expect("stringData")["username"], "admin");
+        let ManifestObject::RuntimeClass(rc) = &objects[3] else { unreachable!() };
+        assert_eq!(rc.handler, "runsc");
+
+        // A static pod file holds pods only.
+        assert_eq!(
+            problems(text),
+            [
+                "pod.yaml:2:1: document 1: kind \"ConfigMap\" (apiVersion \"v1\") is not supported (only apiVersion \"v1\", kind \"Pod\" is supported)",
+                "pod.yaml:13:1: document 3: kind \"Secret\" (apiVersion \"v1\") is not supported (only apiVersion \"v1\", kind \"Pod\" is supported)",
+                "pod.yaml:20:1: document 4: kind \"RuntimeClass\" (apiVersion \"node.k8s.io/v1\") is not supported (only apiVersion \"v1\", kind \"Pod\" is supported)",
+            ]
+        );
+    }
+
+    #[test]
+    fn lists_as_kubectl_writes_them() {
+        let text = "\
+apiVersion: v1
+kind: List
+metadata: {resourceVersion: \"\"}
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: a}
+- apiVersion: v1
+  kind: List
+  items:
+  - {apiVersion: v1, kind: Secret, metadata: {name: s}}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: p}
+  spec: {containers: [{name: a, image: busybox}]}
+";
+        let objects = parse_objects("list.yaml", text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(names(&objects), ["ConfigMap/a", "Secret/s", "Pod/p"]);
+        let json = r#"{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "j"}}]}"#;
+        assert_eq!(names(&parse_objects("list.json", json).expect("json list")), ["ConfigMap/j"]);
+        assert!(parse_objects("e.yaml", "apiVersion: v1\nkind: List\nitems: []\n").expect("empty list").is_empty());
+    }
+
+    #[test]
+    fn problems_in_list_items_name_the_item() {
+        let text = "\
+apiVersion: v1
+kind: List
+extra: 1
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: a}
+  dta: {k: v}
+- apiVersion: v1
+  kind: Service
+  metadata: {name: s}
+- 7
+- apiVersion: v1
+  kind: Secret
+  metadata: {name: s}
+  data: {k: 1}
+";
+        assert_eq!(
+            object_problems(text),
+            [
+                "all.yaml:3:1: document 1: extra: unknown field",
+                "all.yaml:8:3: document 1: items[0].dta: unknown field",
+                "all.yaml:10:3: document 1: items[1]: kind \"Service\" (apiVersion \"v1\") is not supported (supported: apiVersion \"v1\", kind \"Pod\", \"ConfigMap\", \"Secret\" or \"List\"; apiVersion \"node.k8s.io/v1\", kind \"RuntimeClass\")",
+                "all.yaml:12:3: document 1: items[2]: expected an object (a mapping), found a number",
+                "all.yaml:16:10: document 1: items[3].data.k: invalid type: integer `1`, expected a base64-encoded string",
+            ]
+        );
+        assert_eq!(
+            object_problems("apiVersion: v1\nkind: List\nitems: {a: b}\n"),
+            ["all.yaml:3:1: document 1: items: expected a list, found a mapping"]
+        );
+    }
+
+    #[test]
+    fn kinds_and_api_versions_of_objects() {
+        let cases = [
+            (
+                "apiVersion: node.k8s.io/v1beta1\nkind: RuntimeClass\nmetadata: {name: r}\nhandler: h\n",
+                "all.yaml:1:1: document 1: apiVersion \"node.k8s.io/v1beta1\" is not supported for kind \"RuntimeClass\" (supported: apiVersion \"v1\", kind \"Pod\", \"ConfigMap\", \"Secret\" or \"List\"; apiVersion \"node.k8s.io/v1\", kind \"RuntimeClass\")",
+            ),
+            (
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {port: 8080}\n",
+                "all.yaml:4:8: document 1: data.port: invalid type: integer `8080`, expected a string",
+            ),
+            (
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {enabled: yes}\n",
+                "all.yaml:4:8: document 1: data.enabled: invalid type: boolean `true`, expected a string",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(object_problems(text), [want], "{text}");
+        }
+    }
+
+    #[test]
+    fn a_name_given_twice_in_one_namespace_is_refused() {
+        let text = "\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg, namespace: other}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: cfg}
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: cfg, namespace: default}
+---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: r}
+handler: h
+---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: r}
+handler: h
+";
+        assert_eq!(
+            object_problems(text),
+            [
+                "all.yaml:16:3: document 4: items[0]: configmaps \"cfg\" already exists",
+                "all.yaml:25:1: document 6: runtimeclasses.node.k8s.io \"r\" already exists",
+            ]
+        );
     }
 }

@@ -54,7 +54,8 @@ pub fn running_template() -> Result<Pod, String> {
 
 fn load(manifest: &str) -> Result<Pod, String> {
     let mut pods = podwright_api::load_str("bench-pod.yaml", manifest)
-        .map_err(|e| format!("the benchmark pod does not load: {e}"))?;
+        .map_err(|e| format!("the benchmark pod does not load: {e}"))?
+        .pods;
     match pods.pop() {
         Some((pod, _warnings)) if pods.is_empty() => Ok(pod),
         _ => Err("the benchmark manifest must hold exactly one pod".into()),

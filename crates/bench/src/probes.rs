@@ -478,7 +478,7 @@ mod tests {
 
     #[test]
     fn manifest_loads() {
-        let pods = podwright_api::load_str("probes.yaml", &manifest_text(3)).unwrap();
+        let pods = podwright_api::load_str("probes.yaml", &manifest_text(3)).unwrap().pods;
         assert_eq!(pods.len(), 3);
     }
 }

@@ -564,7 +564,7 @@ mod tests {
 
     #[test]
     fn the_applied_manifest_loads_as_two_init_and_one_app_container() {
-        let pods = podwright_api::load_str("apply.yaml", &pod::running_manifest("apply-3")).unwrap();
+        let pods = podwright_api::load_str("apply.yaml", &pod::running_manifest("apply-3")).unwrap().pods;
         let (pod, _) = &pods[0];
         assert_eq!(pod.metadata.name.as_deref(), Some("apply-3"));
         let spec = pod.spec.as_ref().unwrap();

@@ -10,11 +10,11 @@ pub struct CheckArgs {
 }
 
 pub fn check(file: &str) -> u8 {
-    let pods = match load(file) {
-        Ok(p) => p,
+    let loaded = match load(file) {
+        Ok(l) => l,
         Err(code) => return code,
     };
-    for pod in &pods {
+    for (pod, _warnings) in &loaded.pods {
         println!("{}", output::describe_plan(pod));
     }
     exit::SUCCEEDED

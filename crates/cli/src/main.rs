@@ -115,18 +115,15 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-/// Loads, converts, defaults and validates every pod of a manifest, printing problems.
-pub fn load(file: &str) -> Result<Vec<k8s_openapi::api::core::v1::Pod>, u8> {
+/// Loads, converts, defaults and validates every object of a manifest (pods, and the
+/// ConfigMaps, Secrets and RuntimeClasses beside them), printing problems and the pods' warnings.
+pub fn load(file: &str) -> Result<podwright_api::Loaded, u8> {
     match podwright_api::load(file) {
-        Ok(pods) => {
-            let mut out = vec![];
-            for (pod, warnings) in pods {
-                for w in warnings {
-                    eprintln!("Warning: {w}");
-                }
-                out.push(pod);
+        Ok(loaded) => {
+            for w in loaded.pods.iter().flat_map(|(_, warnings)| warnings) {
+                eprintln!("Warning: {w}");
             }
-            Ok(out)
+            Ok(loaded)
         }
         Err(e) => {
             eprintln!("{e}");

@@ -64,8 +64,8 @@ pub(crate) async fn connect(args: &RuntimeArgs, in_flight: cri::InFlight) -> Res
 }
 
 pub async fn run(args: RunArgs) -> u8 {
-    let mut pods = match crate::load(&args.file) {
-        Ok(p) => p,
+    let mut pods: Vec<_> = match crate::load(&args.file) {
+        Ok(loaded) => loaded.pods.into_iter().map(|(pod, _warnings)| pod).collect(),
         Err(code) => return code,
     };
     let runtime = match connect(&args.runtime, cri::InFlight::Cancelled).await {

@@ -1,6 +1,6 @@
 //! What each kind needs on create and update besides storing: typed decoding with the
-//! request's field validation, the API server's defaults, and validation (pods through
-//! podwright-api's admission, the same as `podwright run`).
+//! request's field validation, the API server's defaults, and validation (pods, ConfigMaps and
+//! Secrets through podwright-api's admission, the same as `podwright run`).
 
 use crate::errors::{ApiError, ApiResult};
 use crate::request::{FieldValidation, decode};
@@ -8,8 +8,11 @@ use crate::resources::Resource;
 use crate::store::{Store, meta_str};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, Secret, Service};
 use podwright_api::FieldError;
+use podwright_api::defaults::default_secret;
 use podwright_api::init_container_annotations::annotation_path;
-use podwright_api::validation::validate_pod_update;
+use podwright_api::validation::{
+    validate_config_map, validate_config_map_update, validate_pod_update, validate_secret, validate_secret_update,
+};
 use podwright_node::static_pods::CONFIG_MIRROR;
 use serde_json::{Value, json};
 use std::net::Ipv4Addr;
@@ -25,16 +28,13 @@ pub struct Prepared {
 /// (or refused), and the object has its kind and apiVersion.
 fn normalize(resource: Resource, input: &Value, v: FieldValidation, is_patch: bool) -> ApiResult<(Value, Vec<String>)> {
     let kind = resource.kind();
-    fn enc<T: serde::Serialize>(t: T) -> ApiResult<Value> {
-        serde_json::to_value(t).map_err(|e| ApiError::internal(e.to_string()))
-    }
     let (mut out, w) = match resource {
-        Resource::Pods => decode::<Pod>(input, kind, v, is_patch).and_then(|(t, w)| Ok((enc(t)?, w)))?,
-        Resource::Events => decode::<Event>(input, kind, v, is_patch).and_then(|(t, w)| Ok((enc(t)?, w)))?,
-        Resource::ConfigMaps => decode::<ConfigMap>(input, kind, v, is_patch).and_then(|(t, w)| Ok((enc(t)?, w)))?,
-        Resource::Secrets => decode::<Secret>(input, kind, v, is_patch).and_then(|(t, w)| Ok((enc(t)?, w)))?,
-        Resource::Services => decode::<Service>(input, kind, v, is_patch).and_then(|(t, w)| Ok((enc(t)?, w)))?,
-        Resource::Namespaces => decode::<Namespace>(input, kind, v, is_patch).and_then(|(t, w)| Ok((enc(t)?, w)))?,
+        Resource::Pods => reencoded::<Pod>(input, kind, v, is_patch)?,
+        Resource::Events => reencoded::<Event>(input, kind, v, is_patch)?,
+        Resource::ConfigMaps => reencoded::<ConfigMap>(input, kind, v, is_patch)?,
+        Resource::Secrets => reencoded::<Secret>(input, kind, v, is_patch)?,
+        Resource::Services => reencoded::<Service>(input, kind, v, is_patch)?,
+        Resource::Namespaces => reencoded::<Namespace>(input, kind, v, is_patch)?,
     };
     out["kind"] = json!(kind);
     out["apiVersion"] = json!("v1");
@@ -94,11 +94,14 @@ pub fn prepare_create(
         store.get(Resource::Namespaces, "", ns).map_err(|_| ApiError::not_found(Resource::Namespaces, ns))?;
     }
     generate_name(&mut obj);
-    check_name(resource, &obj)?;
+    if !matches!(resource, Resource::ConfigMaps | Resource::Secrets) {
+        // Validated whole below, the name with the rest.
+        check_name(resource, &obj)?;
+    }
     let mut pod = None;
     match resource {
         Resource::Pods => {
-            let mut p: Pod = serde_json::from_value(obj).map_err(|e| ApiError::internal(e.to_string()))?;
+            let mut p: Pod = typed(obj)?;
             let name = p.metadata.name.clone().unwrap_or_default();
             if annotation(&p, CONFIG_MIRROR).is_some() {
                 // Only the node makes mirror pods, from its static pod files.
@@ -115,7 +118,7 @@ pub fn prepare_create(
             p.status =
                 Some(k8s_openapi::api::core::v1::PodStatus { phase: Some("Pending".into()), ..Default::default() });
             p.metadata.generation = Some(1);
-            obj = serde_json::to_value(&p).map_err(|e| ApiError::internal(e.to_string()))?;
+            obj = untyped(&p)?;
             pod = Some(p);
         }
         Resource::Namespaces => {
@@ -123,32 +126,53 @@ pub fn prepare_create(
             obj["status"] = json!({"phase": "Active"});
             obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = obj["metadata"]["name"].clone();
         }
-        Resource::Secrets => {
-            if obj.get("type").and_then(Value::as_str).is_none_or(str::is_empty) {
-                obj["type"] = json!("Opaque");
-            }
-            fold_string_data(&mut obj);
-        }
+        Resource::ConfigMaps | Resource::Secrets => obj = config_object(resource, obj, None)?,
         Resource::Services => default_service(store, &mut obj)?,
-        Resource::Events | Resource::ConfigMaps => {}
+        Resource::Events => {}
     }
     Ok(Prepared { object: obj, warnings, pod })
 }
 
-/// `stringData` is write-only: merged into `data`, base64-encoded (k8s-openapi's ByteString
-/// does the encoding when decoded as a Secret).
-fn fold_string_data(obj: &mut Value) {
-    let Some(Value::Object(sd)) = obj.as_object_mut().and_then(|o| o.remove("stringData")) else { return };
-    let mut secret: Secret = serde_json::from_value(obj.clone()).unwrap_or_default();
-    let data = secret.data.get_or_insert_default();
-    for (k, v) in sd {
-        data.insert(k, k8s_openapi::ByteString(v.as_str().unwrap_or_default().as_bytes().to_vec()));
-    }
-    if let Ok(v) = serde_json::to_value(secret) {
-        *obj = v;
-        obj["kind"] = json!("Secret");
-        obj["apiVersion"] = json!("v1");
-    }
+fn reencoded<T: serde::de::DeserializeOwned + serde::Serialize>(
+    input: &Value,
+    kind: &str,
+    v: FieldValidation,
+    is_patch: bool,
+) -> ApiResult<(Value, Vec<String>)> {
+    let (t, warnings) = decode::<T>(input, kind, v, is_patch)?;
+    Ok((untyped(&t)?, warnings))
+}
+
+fn typed<T: serde::de::DeserializeOwned>(obj: Value) -> ApiResult<T> {
+    serde_json::from_value(obj).map_err(|e| ApiError::internal(e.to_string()))
+}
+
+fn untyped<T: serde::Serialize>(t: &T) -> ApiResult<Value> {
+    serde_json::to_value(t).map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// A ConfigMap or Secret as the API server takes it: a Secret's `stringData` folded into
+/// `data` (it is write-only) and its type defaulted; then validated, against `old`, the
+/// stored version, on update (an immutable one may not change).
+fn config_object(resource: Resource, obj: Value, old: Option<&Value>) -> ApiResult<Value> {
+    let name = meta_str(&obj, "name").unwrap_or_default().to_string();
+    let (errs, obj) = if resource == Resource::Secrets {
+        let mut secret: Secret = typed(obj)?;
+        default_secret(&mut secret);
+        let errs = match old {
+            Some(old) => validate_secret_update(&secret, &typed(old.clone())?),
+            None => validate_secret(&secret),
+        };
+        (errs, untyped(&secret)?)
+    } else {
+        let cm: ConfigMap = typed(obj)?;
+        let errs = match old {
+            Some(old) => validate_config_map_update(&cm, &typed(old.clone())?),
+            None => validate_config_map(&cm),
+        };
+        (errs, untyped(&cm)?)
+    };
+    if errs.is_empty() { Ok(obj) } else { Err(ApiError::invalid(resource, &name, &errs)) }
 }
 
 /// The first address of the service range (10.96.0.0/12) not yet taken; .1 is the API's own.
@@ -219,8 +243,8 @@ pub fn prepare_update(
     let mut pod = None;
     match resource {
         Resource::Pods => {
-            let mut new: Pod = serde_json::from_value(obj).map_err(|e| ApiError::internal(e.to_string()))?;
-            let old_pod: Pod = serde_json::from_value(old.clone()).map_err(|e| ApiError::internal(e.to_string()))?;
+            let mut new: Pod = typed(obj)?;
+            let old_pod: Pod = typed(old.clone())?;
             if new.metadata.namespace.is_none() {
                 new.metadata.namespace = old_pod.metadata.namespace.clone();
             }
@@ -246,16 +270,16 @@ pub fn prepare_update(
                 new.metadata.generation = Some(old_pod.metadata.generation.unwrap_or(1) + 1);
             }
             new.status = old_pod.status.clone();
-            obj = serde_json::to_value(&new).map_err(|e| ApiError::internal(e.to_string()))?;
+            obj = untyped(&new)?;
             pod = Some(new);
         }
-        Resource::Secrets => fold_string_data(&mut obj),
+        Resource::ConfigMaps | Resource::Secrets => obj = config_object(resource, obj, Some(old))?,
         Resource::Services => {
             obj["spec"]["clusterIP"] = old["spec"]["clusterIP"].clone();
             obj["spec"]["clusterIPs"] = old["spec"]["clusterIPs"].clone();
         }
         Resource::Namespaces => obj["status"] = old["status"].clone(),
-        Resource::Events | Resource::ConfigMaps => {}
+        Resource::Events => {}
     }
     Ok(Prepared { object: obj, warnings, pod })
 }

@@ -264,6 +264,22 @@ fn config_maps_secrets_and_namespaces() {
     d.ok(&["create", "secret", "generic", "pw", "--from-literal=password=hunter2"]);
     assert_eq!(d.ok(&["get", "secret", "pw", "-o", "jsonpath={.data.password}"]), "aHVudGVyMg==");
     assert!(d.ok(&["get", "secrets"]).contains("Opaque"));
+    // Validated as the API server validates them.
+    let bad = Manifest::new("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: badkey}\ndata: {\"a b\": x}\n");
+    let err = d.fails(&["create", "-f", bad.path_str()]);
+    assert!(
+        err.contains("The ConfigMap \"badkey\" is invalid: data[a b]: Invalid value: \"a b\": a valid config key must consist of alphanumeric characters, '-', '_' or '.'"),
+        "{err}"
+    );
+    d.ok(&["create", "configmap", "frozen", "--from-literal=k=v"]);
+    d.ok(&["patch", "configmap", "frozen", "-p", r#"{"immutable": true}"#]);
+    let err = d.fails(&["patch", "configmap", "frozen", "-p", r#"{"data": {"k": "new"}}"#]);
+    assert!(
+        err.contains(
+            "The ConfigMap \"frozen\" is invalid: data: Forbidden: field is immutable when `immutable` is set"
+        ),
+        "{err}"
+    );
     // kubectl 1.27 sends JSON.
     let out = d.kubectl(Some("1.27"), &["create", "configmap", "old", "--from-literal=x=y"]);
     assert!(out.status.success(), "kubectl 1.27: {}", text(&out.stderr));

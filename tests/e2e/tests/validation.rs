@@ -288,6 +288,82 @@ spec:
     );
 }
 
+/// A ConfigMap or Secret beside the pods is validated as the API server validates it: one
+/// invalid object, or a name given twice, starts nothing.
+#[test]
+fn invalid_config_maps_and_secrets_start_nothing() {
+    let pod = format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: with-config
+spec:
+  restartPolicy: Never
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: ["sh", "-c", "echo must not run"]
+"#
+    );
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app-config
+data:
+  "bad key": x
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: tls
+type: kubernetes.io/tls
+stringData:
+  tls.crt: cert
+---
+{pod}"#
+    );
+    assert_refused(
+        "config-map",
+        &manifest,
+        &[
+            r#"The ConfigMap "app-config" is invalid: data[bad key]: Invalid value: "bad key": a valid config key must consist of alphanumeric characters"#,
+            r#"The Secret "tls" is invalid: data[tls.key]: Required value"#,
+        ],
+    );
+    let twice = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c}}\n---\n{pod}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c}}\n"
+    );
+    assert_refused("config-map-twice", &twice, &[r#":16:1: document 3: configmaps "c" already exists"#]);
+}
+
+#[test]
+fn check_accepts_config_maps_and_secrets_beside_a_pod() {
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {{name: app-config}}
+  data: {{app.conf: "port=80"}}
+- apiVersion: v1
+  kind: Secret
+  metadata: {{name: creds}}
+  stringData: {{password: hunter2}}
+- apiVersion: v1
+  kind: Pod
+  metadata: {{name: with-config}}
+  spec:
+    containers: [{{name: app, image: {BUSYBOX}}}]
+"#
+    );
+    let m = Manifest::new(&manifest);
+    let o = podwright(&["check", "-f", m.path_str()]);
+    o.assert_code(0);
+    assert!(o.stdout.contains("pod/with-config"), "{}", o.context());
+}
+
 #[test]
 fn check_accepts_the_example() {
     let file = workspace_dir().join("examples/myapp-pod.yaml");

@@ -11,9 +11,14 @@
 //! quantities and requests-vs-limits, security contexts, affinity,
 //! tolerations, topology spread, most network-storage volume sources,
 //! mount propagation, resize policies, OS-specific rules.
+//!
+//! ConfigMaps, Secrets and RuntimeClasses are validated here too, on create and update
+//! (`config_objects`).
 
+mod config_objects;
 mod containers;
 mod env;
+mod go_json;
 mod probes_and_hooks;
 mod update;
 mod volume_mounts;
@@ -24,10 +29,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use self::containers::{validate_containers, validate_init_containers};
 use self::volumes::validate_volumes;
-pub use crate::field_error::{ErrorKind, FieldError, FieldPath, InvalidPod};
+pub use crate::field_error::{ErrorKind, FieldError, FieldPath, InvalidObject};
 use crate::formats::{
     inclusive_range_error, is_dns1123_label, is_qualified_name, is_valid_label_value, name_is_dns_label,
     name_is_dns_subdomain,
+};
+pub use config_objects::{
+    MAX_SECRET_SIZE, validate_config_map, validate_config_map_update, validate_runtime_class, validate_secret,
+    validate_secret_update,
 };
 pub use update::{POD_UPDATE_FORBIDDEN, validate_pod_update};
 
@@ -43,7 +52,7 @@ type Errors = Vec<FieldError>;
 /// the order the API server reports them; empty means valid.
 pub fn validate_pod(pod: &Pod) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    validate_object_meta(&pod.metadata, &FieldPath::new("metadata"), &mut errs);
+    validate_object_meta(&pod.metadata, true, &FieldPath::new("metadata"), &mut errs);
 
     let empty = PodSpec::default();
     let spec = pod.spec.as_ref().unwrap_or(&empty);
@@ -82,17 +91,19 @@ pub fn validate_pod(pod: &Pod) -> Vec<FieldError> {
     errs
 }
 
-/// Validate, and wrap any errors in an [`InvalidPod`] (kubectl's message).
-pub fn check_pod(pod: &Pod) -> Result<(), InvalidPod> {
+/// Validate, and wrap any errors in an [`InvalidObject`] (kubectl's message).
+pub fn check_pod(pod: &Pod) -> Result<(), InvalidObject> {
     let errs = validate_pod(pod);
-    if errs.is_empty() { Ok(()) } else { Err(InvalidPod::new(pod.metadata.name.clone().unwrap_or_default(), errs)) }
+    if errs.is_empty() { Ok(()) } else { Err(InvalidObject::pod(pod.metadata.name.clone().unwrap_or_default(), errs)) }
 }
 
 fn str_or_empty(s: &Option<String>) -> &str {
     s.as_deref().unwrap_or_default()
 }
 
-fn validate_object_meta(meta: &ObjectMeta, path: &FieldPath, errs: &mut Errors) {
+/// `ValidateObjectMeta` with the DNS-subdomain name rule; `namespaced` is false for
+/// cluster-scoped kinds, which may not have a namespace.
+fn validate_object_meta(meta: &ObjectMeta, namespaced: bool, path: &FieldPath, errs: &mut Errors) {
     let generate_name = str_or_empty(&meta.generate_name);
     if !generate_name.is_empty() {
         for msg in name_is_dns_subdomain(generate_name, true) {
@@ -108,7 +119,11 @@ fn validate_object_meta(meta: &ObjectMeta, path: &FieldPath, errs: &mut Errors) 
         }
     }
     let namespace = str_or_empty(&meta.namespace);
-    if namespace.is_empty() {
+    if !namespaced {
+        if !namespace.is_empty() {
+            errs.push(FieldError::forbidden(path.child("namespace"), "not allowed on this type"));
+        }
+    } else if namespace.is_empty() {
         errs.push(FieldError::required(path.child("namespace"), ""));
     } else {
         for msg in name_is_dns_label(namespace, false) {
