@@ -6,6 +6,7 @@ use crate::{RuntimeArgs, exit, output};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podwright_containerd::EmbeddedRuntime;
+use podwright_node::objects::FixedObjects;
 use podwright_node::source::FileSource;
 use podwright_node::timeline::Recording;
 use podwright_node::{EventLog, EventSink, Node, StatusSink, logs};
@@ -64,10 +65,13 @@ pub(crate) async fn connect(args: &RuntimeArgs, in_flight: cri::InFlight) -> Res
 }
 
 pub async fn run(args: RunArgs) -> u8 {
-    let mut pods: Vec<_> = match crate::load(&args.file) {
-        Ok(loaded) => loaded.pods.into_iter().map(|(pod, _warnings)| pod).collect(),
+    let loaded = match crate::load(&args.file) {
+        Ok(loaded) => loaded,
         Err(code) => return code,
     };
+    let mut pods: Vec<_> = loaded.pods.into_iter().map(|(pod, _warnings)| pod).collect();
+    // The manifest's ConfigMaps and Secrets are what its pods refer to.
+    let objects = Arc::new(FixedObjects::new(loaded.config_maps, loaded.secrets));
     let runtime = match connect(&args.runtime, cri::InFlight::Cancelled).await {
         Ok(r) => r,
         Err(msg) => {
@@ -95,8 +99,11 @@ pub async fn run(args: RunArgs) -> u8 {
         Some(r) => (r.clone(), r.clone()),
         None => (progress, events.clone()),
     };
-    let mut node =
-        Node::new(Arc::new(runtime), &args.runtime.root_dir).clock(clock).events(event_sink).status(status_sink);
+    let mut node = Node::new(Arc::new(runtime), &args.runtime.root_dir)
+        .clock(clock)
+        .events(event_sink)
+        .status(status_sink)
+        .objects(objects);
     let (log_tx, log_rx) = mpsc::unbounded_channel();
     if !args.quiet {
         node = node.follow_logs(log_tx);

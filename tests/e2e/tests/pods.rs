@@ -667,3 +667,66 @@ spec:
     assert_created_and_started_once(&o, &pod, "spec.containers{annotated-app}", "annotated-app");
     assert_nothing_left(&pod);
 }
+
+/// The init-containers proposal's templating use case from one `run` manifest: an init
+/// container renders the app's config file into an emptyDir from a ConfigMap (a volume and an
+/// env value) and a Secret beside the pod in the file; the app reads it. Missing objects stop
+/// the container with the kubelet's reason, and nothing of the secret shows in the output.
+#[test]
+fn an_init_container_renders_config_from_objects_in_the_same_manifest() {
+    let pod_name = pod_name("e2e-render");
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata: {{name: {pod_name}-tmpl}}
+data:
+  app.tmpl: "listen=PORT token=TOKEN"
+  port: "8080"
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: {pod_name}-token}}
+stringData: {{token: t0ps3cret}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {pod_name}
+spec:
+  restartPolicy: Never
+  volumes:
+  - {{name: config, emptyDir: {{}}}}
+  - {{name: tmpl, configMap: {{name: {pod_name}-tmpl}}}}
+  initContainers:
+  - name: render
+    image: {BUSYBOX}
+    env:
+    - {{name: PORT, valueFrom: {{configMapKeyRef: {{name: {pod_name}-tmpl, key: port}}}}}}
+    - {{name: TOKEN, valueFrom: {{secretKeyRef: {{name: {pod_name}-token, key: token}}}}}}
+    command: ['sh', '-c', 'sed "s/PORT/$PORT/; s/TOKEN/$TOKEN/" /tmpl/app.tmpl > /config/app.conf']
+    volumeMounts:
+    - {{name: config, mountPath: /config}}
+    - {{name: tmpl, mountPath: /tmpl}}
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: ['sh', '-c', 'grep -q "listen=8080 token=t0ps3cret" /config/app.conf && echo rendered']
+    volumeMounts: [{{name: config, mountPath: /config}}]
+"#
+    );
+    let o = run_manifest(&manifest, &[]);
+    o.assert_code(0);
+    let pod = o.single_pod();
+    assert_eq!(phase(&pod), "Succeeded", "{}", o.context());
+    assert_eq!(o.output_of("app"), ["rendered"], "{}", o.context());
+    assert!(!o.context().contains("t0ps3cret"), "the secret's value shows in podwright's output");
+    assert_nothing_left(&pod);
+
+    // Without the Secret the init container cannot be created: the kubelet's reason and message.
+    let without = manifest.split("---\n").filter(|doc| !doc.contains("kind: Secret")).collect::<Vec<_>>().join("---\n");
+    let o = run_manifest(&without, &["--timeout", "3"]);
+    let pod = o.single_pod();
+    let waiting = &container_status(&pod, "render")["state"]["waiting"];
+    assert_eq!(waiting["reason"], "CreateContainerConfigError", "{}", o.context());
+    assert_eq!(waiting["message"], format!("secret \"{pod_name}-token\" not found").as_str(), "{}", o.context());
+}
