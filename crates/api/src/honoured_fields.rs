@@ -98,7 +98,8 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("containers", Fields("Container")),
             ("dnsConfig", Fields("PodDNSConfig")),
             // `serve` gives ClusterFirst pods its cluster DNS; `run` has none, and like a kubelet
-            // without cluster DNS resolves ClusterFirst as Default (the host's resolv.conf).
+            // without cluster DNS resolves ClusterFirst as Default (the host's resolv.conf), with
+            // its MissingClusterDNS event.
             ("dnsPolicy", Honoured),
             ("enableServiceLinks", Inert("there are no services to link")),
             ("ephemeralContainers", Inert("validation forbids them on create")),

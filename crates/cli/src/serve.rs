@@ -125,8 +125,9 @@ impl ServeConfig {
 /// opened on the host's other interfaces, as a wildcard 0.0.0.0:53 would. The bridge gets
 /// that address only with the first sandbox, so the sockets are bound with IP_FREEBIND and
 /// work from then on. Only one node on a machine can have it; a second one (or another DNS
-/// server there) has no servers to give, as a kubelet without cluster DNS, and says so. A runtime given with --runtime-endpoint may have another pod network, where
-/// clusterDNS must name a server its pods reach.
+/// server there) has no servers to give, as a kubelet without cluster DNS, and says so. A
+/// runtime given with --runtime-endpoint may have another pod network, where clusterDNS must
+/// name a server its pods reach.
 fn cluster_dns(config: &ServeConfig, api: &ApiServer) -> ClusterDns {
     let host = ResolvConf::read(Path::new(HOST_RESOLV_CONF)).unwrap_or_else(|e| {
         eprintln!("podwright: {HOST_RESOLV_CONF}: {e}; pods search only the cluster domains");
