@@ -12,6 +12,8 @@ const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_ERR_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
 const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_ERR_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
+const DNS1123_SUBDOMAIN_WITH_UNDERSCORE_ERR_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '_', '-' or '.', and must start and end with an alphanumeric character";
+const INVALID_IP_MSG: &str = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
 const ENV_VAR_NAME_FMT: &str = "[-._a-zA-Z][-._a-zA-Z0-9]*";
 const ENV_VAR_NAME_ERR_MSG: &str = "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit";
 const RELAXED_ENV_VAR_NAME_ERR_MSG: &str =
@@ -107,6 +109,60 @@ pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
         errs.push(regex_error(DNS1123_SUBDOMAIN_ERR_MSG, DNS1123_SUBDOMAIN_FMT, &["example.com"]));
     }
     errs
+}
+
+/// Matches `_?[a-z0-9]([-_a-z0-9]*[a-z0-9])?` exactly.
+fn matches_dns1123_label_with_underscore(value: &str) -> bool {
+    let rest = value.strip_prefix('_').unwrap_or(value);
+    let (Some(first), Some(last)) = (rest.chars().next(), rest.chars().last()) else {
+        return false;
+    };
+    is_lower_alnum(first) && is_lower_alnum(last) && rest.chars().all(|c| is_lower_alnum(c) || matches!(c, '-' | '_'))
+}
+
+/// `IsDNS1123SubdomainWithUnderscore` (search domains under RelaxedDNSSearchValidation, on by
+/// default since 1.33). Its message shows the regex without underscores, as apimachinery's does.
+pub fn is_dns1123_subdomain_with_underscore(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_SUBDOMAIN_MAX_LENGTH {
+        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LENGTH));
+    }
+    if !value.split('.').all(matches_dns1123_label_with_underscore) {
+        errs.push(regex_error(DNS1123_SUBDOMAIN_WITH_UNDERSCORE_ERR_MSG, DNS1123_SUBDOMAIN_FMT, &["example.com"]));
+    }
+    errs
+}
+
+/// An IP address as 1.33 checks the fields that predate strict IP validation
+/// (`IsValidIPForLegacyField` with StrictIPCIDRValidation off): what Go's `ParseIPSloppy`
+/// reads, which is `net.ParseIP` with leading zeros allowed in the dotted IPv4 parts.
+pub fn is_valid_ip_sloppy(value: &str) -> Vec<String> {
+    if parse_ip_sloppy(value).is_some() { Vec::new() } else { vec![INVALID_IP_MSG.to_string()] }
+}
+
+fn parse_ip_sloppy(value: &str) -> Option<std::net::IpAddr> {
+    if let Ok(ip) = value.parse() {
+        return Some(ip);
+    }
+    // The dotted part ends the address: all of an IPv4 one, the tail of an IPv6 one.
+    match value.rsplit_once(':') {
+        None => parse_ipv4_sloppy(value).map(Into::into),
+        Some((head, dotted)) => format!("{head}:{}", parse_ipv4_sloppy(dotted)?).parse().ok(),
+    }
+}
+
+/// Four decimal parts of at most 255 each, leading zeros allowed.
+fn parse_ipv4_sloppy(value: &str) -> Option<std::net::Ipv4Addr> {
+    let parts: Vec<&str> = value.split('.').collect();
+    let [a, b, c, d] = parts.as_slice() else { return None };
+    let octet = |p: &str| -> Option<u8> {
+        if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let digits = p.trim_start_matches('0');
+        if digits.is_empty() { Some(0) } else { digits.parse().ok() }
+    };
+    Some(std::net::Ipv4Addr::new(octet(a)?, octet(b)?, octet(c)?, octet(d)?))
 }
 
 /// `NameIsDNSSubdomain(name, prefix)` (used for pod, secret and config map
@@ -328,6 +384,53 @@ mod tests {
         // prefix form tolerates a trailing dash
         assert!(name_is_dns_subdomain("my-prefix-", true).is_empty());
         assert!(!name_is_dns_subdomain("my-prefix-", false).is_empty());
+    }
+
+    #[test]
+    fn dns1123_subdomain_with_underscore() {
+        let msg = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '_', '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+        for ok in ["example.com", "_sip._tcp.example.com", "my_host.example", "a"] {
+            assert!(is_dns1123_subdomain_with_underscore(ok).is_empty(), "{ok}");
+        }
+        for bad in ["", "a_", "__a", "_", "a..b", "A.com", "-a.com"] {
+            assert_eq!(is_dns1123_subdomain_with_underscore(bad), [msg], "{bad}");
+        }
+    }
+
+    #[test]
+    fn ip_addresses_as_parse_ip_sloppy_reads_them() {
+        for ok in [
+            "10.9.8.7",
+            "0.0.0.0",
+            "010.002.003.004",
+            "255.255.255.255",
+            "2001:db8::ffff",
+            "::1",
+            "::",
+            "::ffff:1.2.3.4",
+            "::ffff:01.2.3.4",
+        ] {
+            assert!(is_valid_ip_sloppy(ok).is_empty(), "{ok}");
+        }
+        for bad in [
+            "",
+            "1.2.3",
+            "1.2.3.4.5",
+            "256.1.1.1",
+            "1.2.3.-4",
+            "a.b.c.d",
+            "1.2.3.4 ",
+            "fe80::1%eth0",
+            "00002001:db8::1",
+            "2001:db8::10000",
+            "example.com",
+        ] {
+            assert_eq!(
+                is_valid_ip_sloppy(bad),
+                ["must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"],
+                "{bad}"
+            );
+        }
     }
 
     #[test]

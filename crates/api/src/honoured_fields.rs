@@ -96,13 +96,14 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             // The token volume it asks for is added by admission, and a projected volume is refused.
             ("automountServiceAccountToken", Inert("service account tokens are mounted by a projected volume")),
             ("containers", Fields("Container")),
-            ("dnsConfig", UNSET),
+            ("dnsConfig", Fields("PodDNSConfig")),
             // `serve` gives ClusterFirst pods its cluster DNS; `run` has none, and like a kubelet
-            // without cluster DNS resolves ClusterFirst as Default (the host's resolv.conf).
-            ("dnsPolicy", Only(&[Unset, Str("ClusterFirst"), Str("ClusterFirstWithHostNet"), Str("Default")])),
+            // without cluster DNS resolves ClusterFirst as Default (the host's resolv.conf), with
+            // its MissingClusterDNS event.
+            ("dnsPolicy", Honoured),
             ("enableServiceLinks", Inert("there are no services to link")),
             ("ephemeralContainers", Inert("validation forbids them on create")),
-            ("hostAliases", UNSET),
+            ("hostAliases", Fields("HostAlias")),
             ("hostIPC", UNSET_OR_FALSE),
             ("hostNetwork", UNSET_OR_FALSE),
             ("hostPID", UNSET_OR_FALSE),
@@ -128,15 +129,18 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("securityContext", Fields("PodSecurityContext")),
             ("serviceAccount", Honoured),
             ("serviceAccountName", Honoured),
-            ("setHostnameAsFQDN", UNSET_OR_FALSE),
+            ("setHostnameAsFQDN", Honoured),
             ("shareProcessNamespace", UNSET_OR_FALSE),
-            ("subdomain", UNSET),
+            ("subdomain", Honoured),
             ("terminationGracePeriodSeconds", Honoured),
             ("tolerations", SCHEDULING),
             ("topologySpreadConstraints", SCHEDULING),
             ("volumes", Fields("Volume")),
         ],
     ),
+    ("PodDNSConfig", &[("nameservers", Honoured), ("options", Fields("PodDNSConfigOption")), ("searches", Honoured)]),
+    ("PodDNSConfigOption", &[("name", Honoured), ("value", Honoured)]),
+    ("HostAlias", &[("hostnames", Honoured), ("ip", Honoured)]),
     ("PodOS", &[("name", Only(&[Str("linux")]))]),
     (
         "PodSecurityContext",

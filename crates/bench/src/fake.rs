@@ -10,8 +10,10 @@ use crate::pod;
 use k8s_openapi::api::core::v1::Pod;
 use podwright_node::cri::config as cri_config;
 use podwright_node::cri::env::EnvSources;
+use podwright_node::cri::hosts;
 use podwright_node::{EventLog, Node};
 use podwright_planner::pod::all_containers;
+use podwright_runtime::cri_api::DnsConfig;
 use podwright_runtime::{Behaviour, Clock, FakeRuntime, Runtime, RuntimeService};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -253,7 +255,7 @@ async fn fake_alone(template: &Pod, pods: usize, root: &Path) -> Result<isize, S
     let before = alloc::live();
     let mut sandboxes = Vec::with_capacity(pods.len());
     for pod in &pods {
-        let sandbox_config = cri_config::sandbox_config(pod, root, 0, None);
+        let sandbox_config = cri_config::sandbox_config(pod, root, 0, hosts::hostname(pod), DnsConfig::default());
         let id = fake.run_pod_sandbox(&sandbox_config, "").await.map_err(|e| format!("fake alone: {e}"))?;
         for sc in all_containers(pod) {
             let (config, _) = cri_config::container_config(&EnvSources::bare(pod), &sc, 0, &id, root)

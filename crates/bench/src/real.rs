@@ -13,10 +13,11 @@ use k8s_openapi::api::core::v1::Pod;
 use podwright_containerd::EmbeddedRuntime;
 use podwright_node::cri::config as cri_config;
 use podwright_node::cri::env::EnvSources;
+use podwright_node::cri::hosts;
 use podwright_node::{Node, PodUpdate, PodWorkers, StatusStream, layout, volumes};
 use podwright_planner::pod::all_containers;
 use podwright_runtime::cri_api::ContainerState;
-use podwright_runtime::cri_api::PodSandboxConfig;
+use podwright_runtime::cri_api::{DnsConfig, PodSandboxConfig};
 use podwright_runtime::{Runtime, RuntimeEventKind, RuntimeService};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -260,7 +261,7 @@ impl FloorPod {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let log_dir = layout::log_directory(root, uid);
         std::fs::create_dir_all(&log_dir).map_err(|e| format!("cannot create {}: {e}", log_dir.display()))?;
-        let sandbox_config = cri_config::sandbox_config(&pod, root, 0, None);
+        let sandbox_config = cri_config::sandbox_config(&pod, root, 0, hosts::hostname(&pod), DnsConfig::default());
         Ok(FloorPod { pod, root: root.to_path_buf(), sandbox_config, sandbox: None, ids: vec![] })
     }
 

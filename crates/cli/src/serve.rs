@@ -4,7 +4,7 @@
 
 use crate::{RuntimeArgs, exit, run};
 use podwright_api::quantity::Quantity;
-use podwright_node::cri::dns::{ClusterDns, DEFAULT_CLUSTER_DOMAIN, ResolvConf};
+use podwright_node::cri::dns::{ClusterDns, DEFAULT_CLUSTER_DOMAIN, HOST_RESOLV_CONF, ResolvConf};
 use podwright_node::downward::NodeFacts;
 use podwright_node::log_rotation::{self, LogPolicy};
 use podwright_node::removal;
@@ -117,37 +117,35 @@ impl ServeConfig {
     }
 }
 
-/// The host's resolver configuration: the search domains pods add after the cluster's, and
-/// where podwright's cluster DNS sends other names.
-const HOST_RESOLV_CONF: &str = "/etc/resolv.conf";
-
-/// The cluster DNS pods are told to use: the configured servers, or podwright's own.
+/// The cluster DNS pods are told to use: the configured servers, or podwright's own. The
+/// host's resolv.conf gives the search domains pods add after the cluster's, the `Default`
+/// pods' configuration, and where podwright's cluster DNS sends other names.
 ///
 /// podwright's own answers on the pod bridge's gateway address, port 53 (resolv.conf has no
 /// port): every pod reaches it through its default route whatever its IP, and nothing is
 /// opened on the host's other interfaces, as a wildcard 0.0.0.0:53 would. The bridge gets
 /// that address only with the first sandbox, so the sockets are bound with IP_FREEBIND and
 /// work from then on. Only one node on a machine can have it; a second one (or another DNS
-/// server there) leaves its pods the host's resolv.conf, as a kubelet without cluster DNS,
-/// and says so. A runtime given with --runtime-endpoint may have another pod network, where
-/// clusterDNS must name a server its pods reach.
-fn cluster_dns(config: &ServeConfig, api: &ApiServer) -> Option<ClusterDns> {
+/// server there) has no servers to give, as a kubelet without cluster DNS, and says so. A
+/// runtime given with --runtime-endpoint may have another pod network, where clusterDNS must
+/// name a server its pods reach.
+fn cluster_dns(config: &ServeConfig, api: &ApiServer) -> ClusterDns {
     let host = ResolvConf::read(Path::new(HOST_RESOLV_CONF)).unwrap_or_else(|e| {
         eprintln!("podwright: {HOST_RESOLV_CONF}: {e}; pods search only the cluster domains");
         ResolvConf::default()
     });
     let domain = config.cluster_domain().to_string();
     if let Some(servers) = config.cluster_dns.clone().filter(|s| !s.is_empty()) {
-        return Some(ClusterDns { servers, domain, host });
+        return ClusterDns { servers, domain, host };
     }
     let gateway = IpAddr::V4(podwright_containerd::POD_GATEWAY);
     let sockets = match DnsSockets::bind(SocketAddr::new(gateway, 53)) {
         Ok(s) => s,
         Err(e) => {
             eprintln!(
-                "podwright: cannot serve cluster DNS on {gateway}:53: {e}; pods get the host's resolv.conf (give clusterDNS in --config to use another server)"
+                "podwright: cannot serve cluster DNS on {gateway}:53: {e}; ClusterFirst pods get the host's resolv.conf (give clusterDNS in --config to use another server)"
             );
-            return None;
+            return ClusterDns { servers: Vec::new(), domain, host };
         }
     };
     let server = DnsServer::new(api, &domain, Upstream::from_resolv_conf(&host, gateway));
@@ -156,7 +154,7 @@ fn cluster_dns(config: &ServeConfig, api: &ApiServer) -> Option<ClusterDns> {
             eprintln!("podwright: cluster DNS stopped: {e}");
         }
     });
-    Some(ClusterDns { servers: vec![gateway], domain, host })
+    ClusterDns { servers: vec![gateway], domain, host }
 }
 
 /// `containerLogMaxSize` (a quantity such as `10Mi`) and `containerLogMaxFiles` (at least 2).
@@ -314,17 +312,14 @@ pub async fn serve(args: ServeArgs) -> u8 {
         });
     }
     tokio::spawn(log_rotation::rotate_logs(counted, clock, log_policy));
-    let mut node = Node::new(runtime, &root)
+    let node = Node::new(runtime, &root)
         .clock(clock)
         .metrics(metrics.clone())
         .events(api.sink())
         .status(api.sink())
         .objects(api.objects())
         .facts(NodeFacts::of_this_machine(node_name.clone(), host.clone()));
-    if let Some(dns) = cluster_dns(&config, &api) {
-        node = node.cluster_dns(dns);
-    }
-    let workers = Arc::new(node.build());
+    let workers = Arc::new(node.cluster_dns(cluster_dns(&config, &api)).build());
     // Pods follow their ConfigMaps and Secrets as they change.
     tokio::spawn({
         let workers = Arc::downgrade(&workers);

@@ -3,6 +3,7 @@
 //! ```text
 //! <root>/pods/<uid>/                                     one directory per pod, removed with it
 //! <root>/pods/<uid>/checkpoint.json                      what the runtime cannot tell (checkpoint)
+//! <root>/pods/<uid>/etc-hosts                            the containers' /etc/hosts
 //! <root>/pods/<uid>/logs/                                the sandbox's CRI log directory
 //! <root>/pods/<uid>/termination/<name>-<restart count>   each instance's termination message
 //! <root>/pods/<uid>/volumes/kubernetes.io~empty-dir/<v>  emptyDir volumes
@@ -19,6 +20,11 @@ pub fn pod_dir(root: &Path, uid: &str) -> PathBuf {
 
 pub fn checkpoint(root: &Path, uid: &str) -> PathBuf {
     pod_dir(root, uid).join("checkpoint.json")
+}
+
+/// The hosts file mounted at every container's `/etc/hosts` (the kubelet's `etc-hosts`).
+pub fn etc_hosts(root: &Path, uid: &str) -> PathBuf {
+    pod_dir(root, uid).join("etc-hosts")
 }
 
 /// The sandbox's CRI log directory; container log paths are relative to it.
@@ -68,6 +74,7 @@ mod tests {
         assert_eq!(pod, Path::new("/r/pods/u"));
         for p in [
             checkpoint(root, "u"),
+            etc_hosts(root, "u"),
             log_directory(root, "u"),
             termination_message(root, "u", "c", 2),
             container_log(root, "u", "c", 2),

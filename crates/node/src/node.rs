@@ -1,7 +1,7 @@
 //! [`Node`]: builds the node layer ([`PodWorkers`]) from a runtime and what the mode plugs in.
 //! `Engine`: what every pod worker of one node shares.
 
-use crate::cri::dns::ClusterDns;
+use crate::cri::dns::{ClusterDns, HOST_RESOLV_CONF, ResolvConf};
 use crate::dispatch::Dispatcher;
 use crate::downward::NodeFacts;
 use crate::events::{EventLog, EventSink};
@@ -17,6 +17,15 @@ use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 
+/// A node without cluster DNS: the host's resolver configuration as it is now.
+fn host_dns() -> ClusterDns {
+    let host = ResolvConf::read(std::path::Path::new(HOST_RESOLV_CONF)).unwrap_or_else(|e| {
+        tracing::warn!("{HOST_RESOLV_CONF}: {e}; pods get the runtime's copy of it");
+        ResolvConf::default()
+    });
+    ClusterDns::without_servers(host)
+}
+
 /// Shared by every pod worker of one node; only [`Node::build`] makes one.
 #[derive(Clone)]
 pub(crate) struct Engine {
@@ -28,8 +37,8 @@ pub(crate) struct Engine {
     pub events: Arc<dyn EventSink>,
     /// Where to announce containers whose output should be followed, and hooks' output.
     pub log_sink: Option<UnboundedSender<Output>>,
-    /// The DNS `ClusterFirst` pods get; without it they get the host's resolv.conf.
-    pub cluster_dns: Option<Arc<ClusterDns>>,
+    /// The pods' DNS and the cluster domain of their FQDNs.
+    pub dns: Arc<ClusterDns>,
     /// What the node has done, for `/metrics`; `runtime` records its calls here too.
     pub metrics: Arc<Metrics>,
     /// The ConfigMaps and Secrets pods refer to.
@@ -101,8 +110,9 @@ impl Node {
     }
 
     /// The kubelet's `clusterDNS` and `clusterDomain`: `ClusterFirst` pods resolve through
-    /// these servers, searching their namespace's services first. Without it, every pod gets
-    /// the host's resolv.conf (the kubelet's fallback when it has no cluster DNS).
+    /// these servers, searching their namespace's services first. Without it (or without
+    /// servers) every pod resolves as the host does, `ClusterFirst` ones with the kubelet's
+    /// `MissingClusterDNS` event, and FQDNs are in the default cluster domain.
     pub fn cluster_dns(mut self, dns: ClusterDns) -> Self {
         self.cluster_dns = Some(dns);
         self
@@ -144,7 +154,7 @@ impl Node {
             root: self.root,
             events: self.events.unwrap_or_else(|| Arc::new(EventLog::default())),
             log_sink: self.log_sink,
-            cluster_dns: self.cluster_dns.map(Arc::new),
+            dns: Arc::new(self.cluster_dns.unwrap_or_else(host_dns)),
             metrics,
             objects: self.objects.unwrap_or_else(|| Arc::new(FixedObjects::default())),
             facts: Arc::new(

@@ -46,6 +46,9 @@ fn k8s_types() -> Vec<(&'static str, &'static [&'static str])> {
         fields::<core::Pod>(),
         fields::<ObjectMeta>(),
         fields::<core::PodSpec>(),
+        fields::<core::PodDNSConfig>(),
+        fields::<core::PodDNSConfigOption>(),
+        fields::<core::HostAlias>(),
         fields::<core::PodOS>(),
         fields::<core::PodSecurityContext>(),
         fields::<core::Volume>(),
@@ -129,8 +132,6 @@ kind: Pod
 metadata: {name: p}
 spec:
   hostNetwork: true
-  dnsPolicy: None
-  dnsConfig: {nameservers: [1.1.1.1]}
   runtimeClassName: kata
   os: {name: windows}
   securityContext: {runAsUser: 1000, runAsNonRoot: true}
@@ -164,8 +165,6 @@ spec:
             "spec.containers[0].securityContext.capabilities: Unsupported value: not supported by podwright yet",
             "spec.containers[0].securityContext.privileged: Unsupported value: true: not supported by podwright yet",
             "spec.containers[0].tty: Unsupported value: true: not supported by podwright yet",
-            "spec.dnsConfig: Unsupported value: not supported by podwright yet",
-            "spec.dnsPolicy: Unsupported value: \"None\": not supported by podwright yet; supported values: \"ClusterFirst\", \"ClusterFirstWithHostNet\", \"Default\"",
             "spec.hostNetwork: Unsupported value: true: not supported by podwright yet",
             "spec.os.name: Unsupported value: \"windows\": not supported by podwright yet; supported values: \"linux\"",
             "spec.runtimeClassName: Unsupported value: \"kata\": not supported by podwright yet",
@@ -270,6 +269,27 @@ spec:
     livenessProbe: {grpc: {port: 9000, service: s}, periodSeconds: 5}
     readinessProbe: {tcpSocket: {port: 80}}
   volumes: [{name: v, emptyDir: {medium: ""}}]
+"#;
+    assert_eq!(refusals(yaml), Vec::<String>::new());
+}
+
+#[test]
+fn host_names_and_name_resolution_are_honoured() {
+    let yaml = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  hostname: db-0
+  subdomain: db
+  setHostnameAsFQDN: true
+  hostAliases: [{ip: 10.1.2.3, hostnames: [foo.local, bar.local]}]
+  dnsPolicy: None
+  dnsConfig:
+    nameservers: [1.1.1.1]
+    searches: [example.com]
+    options: [{name: ndots, value: "2"}, {name: edns0}]
+  containers: [{name: app, image: busybox}]
 "#;
     assert_eq!(refusals(yaml), Vec::<String>::new());
 }

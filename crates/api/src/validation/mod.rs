@@ -17,6 +17,7 @@
 
 mod config_objects;
 mod containers;
+mod dns;
 mod env;
 mod go_json;
 mod probes_and_hooks;
@@ -181,30 +182,8 @@ fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
         }
     }
 
-    // dnsPolicy and dnsConfig
-    let dns_policy = str_or_empty(&spec.dns_policy);
-    match dns_policy {
-        "ClusterFirstWithHostNet" | "ClusterFirst" | "Default" | "None" => {}
-        "" => errs.push(FieldError::required(path.child("dnsPolicy"), "")),
-        other => errs.push(FieldError::not_supported(
-            path.child("dnsPolicy"),
-            other,
-            &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"],
-        )),
-    }
-    if dns_policy == "None" {
-        match &spec.dns_config {
-            None => errs.push(FieldError::required(
-                path.child("dnsConfig"),
-                "must provide `dnsConfig` when `dnsPolicy` is None",
-            )),
-            Some(c) if c.nameservers.as_ref().is_none_or(|n| n.is_empty()) => errs.push(FieldError::required(
-                path.child("dnsConfig").child("nameservers"),
-                "must provide at least one DNS nameserver when `dnsPolicy` is None",
-            )),
-            Some(_) => {}
-        }
-    }
+    dns::validate_dns_policy(spec, path, errs);
+    dns::validate_pod_dns_config(spec, path, errs);
 
     for (field, value) in [("serviceAccountName", &spec.service_account_name), ("nodeName", &spec.node_name)] {
         let v = str_or_empty(value);
@@ -233,6 +212,8 @@ fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
             }
         }
     }
+
+    dns::validate_host_aliases(spec.host_aliases.as_deref().unwrap_or_default(), &path.child("hostAliases"), errs);
 }
 
 #[cfg(test)]

@@ -397,6 +397,90 @@ fn pod_level_fields() {
 }
 
 #[test]
+fn dns_config_and_host_aliases() {
+    let c = "  containers: [{name: a, image: b}]\n";
+    let ip_msg = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
+    let search_msg = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '_', '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+    let numbered = |n: usize| (1..=n).map(|i| format!("d{i}.example")).collect::<Vec<_>>();
+    let quoted = |v: &[String]| v.iter().map(|d| format!("{d:?}")).collect::<Vec<_>>().join(", ");
+    let long: Vec<String> = (0..9).map(|i| format!("{i}{}", "a".repeat(226))).collect();
+    let cases = vec![
+        ("empty dnsConfig", spec_pod(&format!("  dnsConfig: {{}}\n{c}")), vec![]),
+        (
+            "None with a nameserver, searches and options",
+            spec_pod(&format!(
+                "  dnsPolicy: None\n  dnsConfig: {{nameservers: [1.2.3.4, \"2001:db8::1\", 010.000.000.001], searches: [custom.search., ., _sip._tcp.my_host.example], options: [{{name: ndots, value: \"3\"}}, {{name: edns0}}]}}\n{c}"
+            )),
+            vec![],
+        ),
+        (
+            "32 search paths",
+            spec_pod(&format!("  dnsConfig: {{searches: [{}]}}\n{c}", numbered(32).join(", "))),
+            vec![],
+        ),
+        (
+            "None without nameservers",
+            spec_pod(&format!("  dnsPolicy: None\n  dnsConfig: {{searches: [a.example, \"bad?\"]}}\n{c}")),
+            s(&["spec.dnsConfig.nameservers: Required value: must provide at least one DNS nameserver when `dnsPolicy` is None"]),
+        ),
+        (
+            "four nameservers, one of them no IP",
+            spec_pod(&format!("  dnsConfig: {{nameservers: [1.1.1.1, 1.0.0.1, 8.8.8.8, dns.example]}}\n{c}")),
+            vec![
+                "spec.dnsConfig.nameservers: Invalid value: []string{\"1.1.1.1\", \"1.0.0.1\", \"8.8.8.8\", \"dns.example\"}: must not have more than 3 nameservers".to_string(),
+                format!("spec.dnsConfig.nameservers[3]: Invalid value: \"dns.example\": {ip_msg}"),
+            ],
+        ),
+        (
+            "33 search paths",
+            spec_pod(&format!("  dnsConfig: {{searches: [{}]}}\n{c}", numbered(33).join(", "))),
+            vec![format!(
+                "spec.dnsConfig.searches: Invalid value: []string{{{}}}: must not have more than 32 search paths",
+                quoted(&numbered(33))
+            )],
+        ),
+        (
+            "a search line over 2048 characters",
+            spec_pod(&format!("  dnsConfig: {{searches: [{}]}}\n{c}", long.join(", "))),
+            vec![format!(
+                "spec.dnsConfig.searches: Invalid value: []string{{{}}}: must not have more than 2048 characters (including spaces) in the search list",
+                quoted(&long)
+            )],
+        ),
+        (
+            "bad search domains, shown without their trailing dot, and an option without a name",
+            spec_pod(&format!("  dnsConfig: {{searches: [\"Upper.example.\", \"a..b\"], options: [{{value: \"1\"}}]}}\n{c}")),
+            vec![
+                format!("spec.dnsConfig.searches[0]: Invalid value: \"Upper.example\": {search_msg}"),
+                format!("spec.dnsConfig.searches[1]: Invalid value: \"a..b\": {search_msg}"),
+                "spec.dnsConfig.options[0]: Required value: must not be empty".to_string(),
+            ],
+        ),
+        (
+            "host aliases",
+            spec_pod(&format!(
+                "  hostAliases: [{{ip: 10.1.2.3, hostnames: [foo.local, bar]}}, {{ip: \"::1\", hostnames: [ip6.local]}}]\n{c}"
+            )),
+            vec![],
+        ),
+        (
+            "bad host aliases after the hostname",
+            spec_pod(&format!(
+                "  hostname: My_Host\n  hostAliases: [{{ip: 10.1.2, hostnames: [ok.local, Bad_Name]}}, {{ip: \"\", hostnames: [a.]}}]\n{c}"
+            )),
+            vec![
+                format!("spec.hostname: Invalid value: \"My_Host\": {LABEL_MSG}"),
+                format!("spec.hostAliases[0].ip: Invalid value: \"10.1.2\": {ip_msg}"),
+                format!("spec.hostAliases[0].hostnames[1]: Invalid value: \"Bad_Name\": {SUBDOMAIN_MSG}"),
+                format!("spec.hostAliases[1].ip: Invalid value: \"\": {ip_msg}"),
+                format!("spec.hostAliases[1].hostnames[0]: Invalid value: \"a.\": {SUBDOMAIN_MSG}"),
+            ],
+        ),
+    ];
+    check(&cases);
+}
+
+#[test]
 fn container_fields() {
     let cases = vec![
         (

@@ -2,7 +2,7 @@
 //! `generatePodSandboxConfig` / `generateContainerConfig` do for what podwright supports.
 
 use crate::cri::env::{Env, EnvSources, container_env, expand};
-use crate::cri::labels;
+use crate::cri::{hosts, labels};
 use crate::layout;
 use crate::volumes::mounts;
 use k8s_openapi::api::core::v1::{Container, Pod};
@@ -45,31 +45,17 @@ fn pod_labels(pod: &Pod, root: &Path) -> HashMap<String, String> {
     l
 }
 
-/// The kernel takes at most 63 characters (64 bytes with the terminating NUL).
-const HOSTNAME_MAX_LEN: usize = 63;
-
-/// `spec.hostname`, else the pod's name, cut to 63 characters without a trailing `-` or `.`
-/// (the kubelet's `truncatePodHostnameIfNeeded`): a longer pod name is valid, and the pod runs.
-fn hostname(pod: &Pod) -> String {
-    let spec_hostname = pod.spec.as_ref().and_then(|s| s.hostname.as_deref()).filter(|h| !h.is_empty());
-    let name = spec_hostname.unwrap_or_else(|| meta(pod).0);
-    if name.len() <= HOSTNAME_MAX_LEN {
-        return name.to_string();
-    }
-    // Names are ASCII (DNS subdomains), so cutting at a byte index cuts at a character.
-    name[..HOSTNAME_MAX_LEN].trim_end_matches(['-', '.']).to_string()
-}
-
-/// The sandbox config; `dns` from [`crate::cri::dns::pod_dns`] (`None`: the host's resolv.conf).
-pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32, dns: Option<DnsConfig>) -> PodSandboxConfig {
+/// The sandbox config; `hostname` from [`hosts::kernel_hostname`], `dns` from
+/// [`crate::cri::dns::pod_dns`].
+pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32, hostname: String, dns: DnsConfig) -> PodSandboxConfig {
     let (name, ns, uid) = meta(pod);
     PodSandboxConfig {
         metadata: Some(PodSandboxMetadata { name: name.into(), uid: uid.into(), namespace: ns.into(), attempt }),
-        hostname: hostname(pod),
+        hostname,
         log_directory: layout::log_directory(root, uid).to_string_lossy().into_owned(),
         labels: pod_labels(pod, root),
         annotations: pod.metadata.annotations.clone().unwrap_or_default().into_iter().collect(),
-        dns_config: dns,
+        dns_config: Some(dns),
         ..Default::default()
     }
 }
@@ -125,6 +111,10 @@ pub fn container_config(
     ]);
 
     let mut mounts = mounts::container_mounts(pod, c, root, &env)?;
+    let pod_ip = src.pod_ips.first().map(String::as_str).unwrap_or_default();
+    if hosts::wants_hosts_file(c, pod_ip) {
+        mounts.push(hosts::hosts_mount(root, uid));
+    }
     let message_path = c.termination_message_path.clone().unwrap_or_else(|| "/dev/termination-log".into());
     if !message_path.is_empty() {
         let host = layout::termination_message(root, uid, &c.name, restart_count);
@@ -150,31 +140,4 @@ pub fn container_config(
         ..Default::default()
     };
     Ok((config, skipped))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pod(spec: serde_json::Value) -> Pod {
-        let name = "p".repeat(70) + "-q";
-        serde_json::from_value(serde_json::json!({"metadata": {"name": name, "uid": "u"}, "spec": spec})).unwrap()
-    }
-
-    #[test]
-    fn rule_14_a_long_pod_name_gives_a_hostname_cut_to_63_characters() {
-        let cut = |name: &str| {
-            let mut p = pod(serde_json::json!({"containers": []}));
-            p.metadata.name = Some(name.into());
-            hostname(&p)
-        };
-        assert_eq!(cut(&"a".repeat(63)), "a".repeat(63));
-        assert_eq!(cut(&"a".repeat(80)), "a".repeat(63));
-        // Cut, then every trailing '-' and '.' goes.
-        assert_eq!(cut(&format!("{}-.-b", "a".repeat(60))), "a".repeat(60));
-        assert_eq!(cut(&format!("{}.b.c", "a".repeat(62))), "a".repeat(62));
-        let named = pod(serde_json::json!({"hostname": "short", "containers": []}));
-        assert_eq!(hostname(&named), "short");
-        assert_eq!(sandbox_config(&pod(serde_json::json!({})), Path::new("/r"), 0, None).hostname, "p".repeat(63));
-    }
 }

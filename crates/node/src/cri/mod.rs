@@ -1,8 +1,10 @@
 //! podwright's side of the CRI: the sandbox and container configs it asks for, the labels it
-//! puts on them, the containers' environment, the pods' DNS, and reading them back as the planner's `Observed`.
+//! puts on them, the containers' environment, the pods' DNS, host names and hosts files, and
+//! reading them back as the planner's `Observed`.
 
 pub mod config;
 pub mod dns;
 pub mod env;
+pub mod hosts;
 pub mod labels;
 pub mod observe;

@@ -3,8 +3,8 @@
 
 use super::{PodSync, SyncResult};
 use crate::cri::config as cri_config;
-use crate::cri::dns;
 use crate::cri::env::EnvSources;
+use crate::cri::{dns, hosts};
 use crate::events::{EventType, wording};
 use crate::layout;
 use crate::node::Engine;
@@ -21,11 +21,25 @@ impl Engine {
     pub(super) async fn create_sandbox(&self, sync: &PodSync<'_>, attempt: u32, result: &mut SyncResult) {
         let pod = sync.pod;
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        let dns = dns::pod_dns(pod, self.cluster_dns.as_deref());
-        for warning in dns.warnings {
-            self.event(pod, None, EventType::Warning, "DNSConfigForming", warning);
+        let dns = dns::pod_dns(pod, &self.dns);
+        for e in dns.events {
+            self.event(pod, None, EventType::Warning, e.reason, e.message);
         }
-        let config = cri_config::sandbox_config(pod, &self.root, attempt, dns.config);
+        let hostname = match hosts::kernel_hostname(pod, &self.dns.domain) {
+            Ok(h) => h,
+            Err(e) => {
+                self.event(
+                    pod,
+                    None,
+                    EventType::Warning,
+                    "FailedCreatePodSandBox",
+                    format!("Failed to create pod sandbox: {e}"),
+                );
+                result.sandbox_failed = Some(self.clock.now());
+                return;
+            }
+        };
+        let config = cri_config::sandbox_config(pod, &self.root, attempt, hostname, dns.config);
         let prepared = volumes::prepare(&self.root, pod)
             .and_then(|_| std::fs::create_dir_all(layout::log_directory(&self.root, uid)))
             .and_then(|_| std::fs::create_dir_all(layout::termination_dir(&self.root, uid)));
@@ -77,26 +91,27 @@ impl Engine {
     ) -> Result<(), StartFailure> {
         let pod = sync.pod;
         let name = sc.name().to_string();
-        let dns = dns::pod_dns(pod, self.cluster_dns.as_deref()).config;
-        let sandbox_config = cri_config::sandbox_config(pod, &self.root, sandbox.attempt, dns);
+        // The sandbox exists, so its host name was made once already: the same pod and domain
+        // make the same one. The DNS events were recorded when the sandbox was made.
+        let hostname = hosts::kernel_hostname(pod, &self.dns.domain).map_err(|msg| self.config_error(pod, &sc, msg))?;
+        let dns = dns::pod_dns(pod, &self.dns).config;
+        let sandbox_config = cri_config::sandbox_config(pod, &self.root, sandbox.attempt, hostname, dns);
         self.ensure_image(pod, &sc, pull, &sandbox_config).await?;
         let ip = sandbox.ip.clone().unwrap_or_default();
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let message_file = layout::termination_message(&self.root, uid, &name, restart_count);
         if let Err(e) = termination_message::prepare(&message_file) {
             let msg = format!("cannot create the termination message file {}: {e}", message_file.display());
-            self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {msg}"));
-            return Err(self.failure(StartFailureReason::CreateContainerConfigError, msg));
+            return Err(self.config_error(pod, &sc, msg));
+        }
+        if hosts::wants_hosts_file(sc.container, &ip) {
+            hosts::write_hosts_file(&self.root, pod, &ip, &self.dns.domain)
+                .map_err(|msg| self.config_error(pod, &sc, msg))?;
         }
         let pod_ips: Vec<String> = sandbox.ip.iter().cloned().collect();
         let src = EnvSources { pod, pod_ips: &pod_ips, node: &self.facts, objects: self.objects.as_ref() };
-        let (config, skipped) = match cri_config::container_config(&src, &sc, restart_count, &sandbox.id, &self.root) {
-            Ok(made) => made,
-            Err(msg) => {
-                self.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {msg}"));
-                return Err(self.failure(StartFailureReason::CreateContainerConfigError, msg));
-            }
-        };
+        let (config, skipped) = cri_config::container_config(&src, &sc, restart_count, &sandbox.id, &self.root)
+            .map_err(|msg| self.config_error(pod, &sc, msg))?;
         for message in skipped {
             self.event(pod, None, EventType::Warning, "InvalidEnvironmentVariableNames", message);
         }
@@ -109,6 +124,13 @@ impl Engine {
         };
         self.event(pod, Some(&sc), EventType::Normal, "Created", wording::created(&name));
         self.start_created(sync, sc, &id, &config.log_path, &ip).await
+    }
+
+    /// A container whose config cannot be made: the kubelet's `Failed` event and
+    /// `CreateContainerConfigError`.
+    fn config_error(&self, pod: &Pod, sc: &SpecContainer<'_>, msg: String) -> StartFailure {
+        self.event(pod, Some(sc), EventType::Warning, "Failed", format!("Error: {msg}"));
+        self.failure(StartFailureReason::CreateContainerConfigError, msg)
     }
 
     /// Starts an instance that was created and never started (a podwright that created it
