@@ -712,7 +712,7 @@ spec:
   containers:
   - name: app
     image: {BUSYBOX}
-    command: ['sh', '-c', 'grep -q "listen=8080 token=t0ps3cret" /config/app.conf && echo rendered']
+    command: ['sh', '-c', 'grep -q "listen=8080 token=t0p.3cret" /config/app.conf && echo rendered']
     volumeMounts: [{{name: config, mountPath: /config}}]
 "#
     );
