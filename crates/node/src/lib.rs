@@ -7,6 +7,7 @@ pub mod checkpoint;
 pub mod cri;
 pub mod dispatch;
 pub mod events;
+pub mod eviction;
 pub mod executor;
 mod instrumented;
 pub mod layout;

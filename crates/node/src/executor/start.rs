@@ -25,8 +25,14 @@ impl Engine {
             self.event(pod, None, EventType::Warning, "DNSConfigForming", warning);
         }
         let config = cri_config::sandbox_config(pod, &self.root, attempt, dns.config);
-        let prepared = volumes::prepare(&self.root, pod)
-            .and_then(|_| std::fs::create_dir_all(layout::log_directory(&self.root, uid)))
+        if let Err(errors) = volumes::prepare(&self.root, pod) {
+            for e in errors {
+                self.event(pod, None, EventType::Warning, "FailedMount", e.to_string());
+            }
+            result.sandbox_failed = Some(self.clock.now());
+            return;
+        }
+        let prepared = std::fs::create_dir_all(layout::log_directory(&self.root, uid))
             .and_then(|_| std::fs::create_dir_all(layout::termination_dir(&self.root, uid)));
         if let Err(e) = prepared {
             self.event(pod, None, EventType::Warning, "FailedMount", format!("Unable to attach or mount volumes: {e}"));

@@ -1,33 +1,131 @@
-//! Pod volumes on the host: `emptyDir` directories that live as long as the pod, and the mounts
-//! that put them into containers.
+//! Pod volumes on the node: `emptyDir` volumes that live as long as the pod (on disk, or a tmpfs),
+//! `hostPath` volumes checked against their type, and the mounts that put them into containers.
 
+pub mod empty_dir;
+pub mod host_path;
+pub mod mount_points;
 pub mod mounts;
+mod os_error;
+pub mod usage;
 
 use crate::layout;
 use k8s_openapi::api::core::v1::Pod;
+use podwright_api::field_error::go_quote;
 use std::io;
 use std::path::Path;
 
-/// Creates every `emptyDir` of the pod (idempotent): the sandbox is not "ready" for
-/// containers until its volumes are.
-pub fn prepare(root: &Path, pod: &Pod) -> io::Result<()> {
-    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-    for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
-        if v.empty_dir.is_some() {
-            let dir = layout::empty_dir(root, uid, &v.name);
-            std::fs::create_dir_all(&dir)?;
-            // Containers may run as any user; an emptyDir is world-writable like the kubelet's.
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777))?;
-        }
-    }
-    Ok(())
+/// A volume that could not be set up, worded as the kubelet's `FailedMount` event
+/// (`MountVolume.SetUp failed for volume "v" : hostPath type check failed: /x is not a file`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("MountVolume.SetUp failed for volume {} : {message}", go_quote(.volume))]
+pub struct SetUpError {
+    pub volume: String,
+    pub message: String,
 }
 
-/// Removes the pod's directory (volumes and logs) once the pod is gone.
+/// Sets up every volume of the pod that lives on the node (idempotent): the sandbox is not
+/// "ready" for containers until its volumes are. Each volume that could not be set up gives its
+/// error; the others are set up all the same, as the kubelet mounts volumes one by one.
+pub fn prepare(root: &Path, pod: &Pod) -> Result<(), Vec<SetUpError>> {
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let mut errors = Vec::new();
+    for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
+        let set_up = if let Some(source) = &v.empty_dir {
+            let propagates = mounts::propagates(pod, &v.name);
+            empty_dir::set_up(&layout::empty_dir(root, uid, &v.name), source, propagates)
+        } else if let Some(source) = &v.host_path {
+            host_path::check(&source.path, source.type_.as_deref().unwrap_or_default())
+        } else {
+            Ok(())
+        };
+        if let Err(message) = set_up {
+            errors.push(SetUpError { volume: v.name.clone(), message });
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(errors) }
+}
+
+/// Removes the pod's directory (volumes and logs) once the pod is gone, unmounting first
+/// whatever is mounted under it (a memory emptyDir's tmpfs), also what a podwright that died
+/// mounted.
 pub fn cleanup(root: &Path, uid: &str) -> io::Result<()> {
-    match std::fs::remove_dir_all(layout::pod_dir(root, uid)) {
+    let dir = layout::pod_dir(root, uid);
+    mount_points::unmount_all(&dir)?;
+    match std::fs::remove_dir_all(dir) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
+    }
+}
+
+/// The UIDs of the pods that have a directory under `root`.
+pub fn pods_with_files(root: &Path) -> io::Result<Vec<String>> {
+    match std::fs::read_dir(layout::pods_dir(root)) {
+        Ok(entries) => Ok(entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POD: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: p, uid: u1}
+spec:
+  containers:
+  - name: a
+    image: b
+    volumeMounts:
+    - {name: mem, mountPath: /mem}
+    - {name: shared, mountPath: /shared, mountPropagation: HostToContainer}
+  volumes:
+  - {name: mem, emptyDir: {medium: Memory, sizeLimit: 1Mi}}
+  - {name: shared, emptyDir: {}}
+  - {name: plain, emptyDir: {}}
+  - {name: host, hostPath: {path: /no/such/dir, type: Directory}}
+"#;
+
+    /// The mount table's lines for `dir`.
+    fn mount_lines(dir: &Path) -> Vec<String> {
+        let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let needle = format!(" {} ", dir.display());
+        table.lines().filter(|l| l.contains(&needle)).map(str::to_string).collect()
+    }
+
+    /// Mounts for real, so it needs root, as podwright itself does.
+    #[test]
+    fn volumes_are_set_up_once_and_unmounted_with_the_pod() {
+        let root = std::env::temp_dir().join(format!("pw-volumes-{}", std::process::id()));
+        let pod = podwright_api::parse_manifests("p.yaml", POD).unwrap().remove(0);
+        let refused = SetUpError {
+            volume: "host".into(),
+            message: "hostPath type check failed: /no/such/dir is not a directory".into(),
+        };
+        assert_eq!(
+            refused.to_string(),
+            "MountVolume.SetUp failed for volume \"host\" : hostPath type check failed: /no/such/dir is not a directory"
+        );
+        // The other volumes are set up all the same; twice, as a retry does.
+        for _ in 0..2 {
+            assert_eq!(prepare(&root, &pod), Err(vec![refused.clone()]));
+        }
+        let mem = layout::empty_dir(&root, "u1", "mem");
+        let lines = mount_lines(&mem);
+        assert_eq!(lines.len(), 1, "one tmpfs, however often it is set up: {lines:?}");
+        assert!(lines[0].contains(" - tmpfs tmpfs ") && lines[0].contains("size=1024k"), "{}", lines[0]);
+        let table = mount_points::table().unwrap();
+        let shared = mount_points::mounted_at(&table, &layout::empty_dir(&root, "u1", "shared"));
+        assert!(shared.is_some_and(|m| m.shared), "{shared:?}");
+        assert!(mount_points::mounted_at(&table, &layout::empty_dir(&root, "u1", "plain")).is_none());
+
+        cleanup(&root, "u1").unwrap();
+        let left = mount_points::table().unwrap().into_iter().filter(|m| m.path.starts_with(&root)).count();
+        assert_eq!(left, 0, "mounts left under {}", root.display());
+        assert!(!layout::pod_dir(&root, "u1").exists());
+        assert_eq!(pods_with_files(&root).unwrap(), Vec::<String>::new());
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }
