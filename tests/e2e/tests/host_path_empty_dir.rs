@@ -180,8 +180,10 @@ spec:
         assert_eq!(e["involvedObject"]["name"], name.as_str(), "{e}");
         assert_eq!(
             e["message"],
-            format!("MountVolume.SetUp failed for volume \"data\" : hostPath type check failed: {later} is not a directory")
-                .as_str(),
+            format!(
+                "MountVolume.SetUp failed for volume \"data\" : hostPath type check failed: {later} is not a directory"
+            )
+            .as_str(),
             "{e}"
         );
     }
@@ -309,7 +311,11 @@ spec:
     );
     let m = Manifest::new(&manifest);
     let mut running = Running::spawn(&run_args(m.path_str(), &["--timeout", "60"]), None);
-    assert!(running.wait_for_stderr(" Running ", Duration::from_secs(30)), "never Running:\n{}", running.stderr_so_far());
+    assert!(
+        running.wait_for_stderr(" Running ", Duration::from_secs(30)),
+        "never Running:\n{}",
+        running.stderr_so_far()
+    );
     // Mounted on the node after the containers started.
     let sub = s.path("prop/sub");
     std::fs::create_dir(&sub).unwrap();

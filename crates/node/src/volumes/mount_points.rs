@@ -15,8 +15,6 @@ pub struct MountPoint {
     pub fs_type: String,
     /// In a peer group (`shared:N`): mounts under it propagate to its peers.
     pub shared: bool,
-    /// Receives from a peer group (`master:N`).
-    pub slave: bool,
 }
 
 /// The mount table of podwright's mount namespace, in mount order.
@@ -37,7 +35,6 @@ fn parse(text: &[u8]) -> Vec<MountPoint> {
                 path: PathBuf::from(OsStr::from_bytes(&unescape(mount_point))),
                 fs_type: String::from_utf8_lossy(fields.get(dash + 1)?).into_owned(),
                 shared: optional.iter().any(|f| f.starts_with(b"shared:")),
-                slave: optional.iter().any(|f| f.starts_with(b"master:")),
             })
         })
         .collect()
@@ -103,9 +100,9 @@ pub fn mount_tmpfs(dir: &Path, size: Option<u64>) -> io::Result<()> {
     mount(Path::new("tmpfs"), dir, Some("tmpfs"), 0, &data)
 }
 
-/// Makes `dir` a shared mount, bind-mounting it onto itself first unless it is a mount point
-/// already, unless the mount it is on is shared already (the kubelet's `MakeRShared`, which it
-/// applies to its whole root directory).
+/// Makes sure `dir` is on a shared mount, as the kubelet's `MakeRShared` does for its whole root
+/// directory: unless the mount it is on is shared already, `dir` is bind-mounted onto itself
+/// (when it is not a mount point) and made shared.
 pub fn make_shared(dir: &Path) -> io::Result<()> {
     let table = table()?;
     if containing(&table, dir).is_some_and(|m| m.shared) {
@@ -153,11 +150,12 @@ mod tests {
     fn reads_the_mount_table() {
         let t = parse(SAMPLE);
         assert_eq!(t.len(), 5);
-        assert_eq!(t[1], MountPoint { path: "/".into(), fs_type: "ext4".into(), shared: true, slave: false });
+        assert_eq!(t[1], MountPoint { path: "/".into(), fs_type: "ext4".into(), shared: true });
         assert_eq!(t[2].path, Path::new("/var/lib/pw/pods/u/volumes/kubernetes.io~empty-dir/with space"));
-        assert_eq!((t[2].fs_type.as_str(), t[2].shared, t[2].slave), ("tmpfs", false, false));
-        assert_eq!((t[3].shared, t[3].slave), (false, true));
-        assert_eq!((t[4].shared, t[4].slave), (true, true));
+        assert_eq!((t[2].fs_type.as_str(), t[2].shared), ("tmpfs", false));
+        // A slave only receives: not shared.
+        assert!(!t[3].shared);
+        assert!(t[4].shared);
         assert_eq!(unescape(b"a\\011b\\134c\\\\"), b"a\tb\\c\\\\");
     }
 
