@@ -225,8 +225,9 @@ impl PodWorker {
         self.engine.metrics.pass(kind, self.engine.clock.now().duration_since(start).unsigned_abs());
     }
 
-    /// Records the eviction manager's verdict, as it does: its event, then the pod fails with it
-    /// (written down first, so that a podwright restarted meanwhile still fails the pod).
+    /// Records the eviction manager's verdict as it does: its event, then the pod fails with it
+    /// (checkpointed before anything is stopped, so that a podwright restarted meanwhile still
+    /// fails the pod).
     fn evict(&mut self, e: Eviction, now: Timestamp) {
         tracing::info!(message = %e.message, "evicting the pod");
         self.engine.events.record(&self.pod, None, EventType::Warning, eviction::REASON, e.message.clone(), now);

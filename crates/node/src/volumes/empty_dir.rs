@@ -34,9 +34,10 @@ fn make_dir(dir: &Path) -> Result<(), String> {
 }
 
 /// The tmpfs's size: the volume's `sizeLimit`, so that writes past it fail (`ENOSPC`) as with
-/// the kubelet's `SizeMemoryBackedVolumes`. Without one the kernel's default applies; the
-/// kubelet's is the node's allocatable memory, or the pod's memory limit when every container
-/// has one (`calculateEmptyDirMemorySize`), which the pod's cgroup enforces anyway.
+/// the kubelet's `SizeMemoryBackedVolumes`. Without one the kernel's default applies (half the
+/// node's memory) where the kubelet gives the node's allocatable memory, or the pod's memory
+/// limit when every container has one (`calculateEmptyDirMemorySize`); what is written there
+/// counts against the writing container's memory limit either way.
 fn tmpfs_size(source: &EmptyDirVolumeSource) -> Option<u64> {
     let limit = Quantity::parse(&source.size_limit.as_ref()?.0).ok()?;
     u64::try_from(limit.value()).ok().filter(|&bytes| bytes > 0)
