@@ -179,7 +179,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("gcePersistentDisk", Refused),
             ("gitRepo", Refused),
             ("glusterfs", Refused),
-            ("hostPath", Refused),
+            ("hostPath", Fields("HostPathVolumeSource")),
             ("image", Refused),
             ("iscsi", Refused),
             ("name", Honoured),
@@ -196,8 +196,10 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("vsphereVolume", Refused),
         ],
     ),
-    // An emptyDir is a directory on the node's disk, without a size limit.
-    ("EmptyDirVolumeSource", &[("medium", UNSET), ("sizeLimit", UNSET)]),
+    // On the node's disk, or a tmpfs (`Memory`); hugepages are not. A size limit on disk is
+    // enforced by eviction, on tmpfs by the tmpfs's size.
+    ("EmptyDirVolumeSource", &[("medium", Only(&[Unset, Str("Memory")])), ("sizeLimit", Honoured)]),
+    ("HostPathVolumeSource", &[("path", Honoured), ("type", Honoured)]),
     (
         "ConfigMapVolumeSource",
         &[("defaultMode", Honoured), ("items", Fields("KeyToPath")), ("name", Honoured), ("optional", Honoured)],
@@ -335,7 +337,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
         "VolumeMount",
         &[
             ("mountPath", Honoured),
-            ("mountPropagation", Only(&[Unset, Str("None")])),
+            ("mountPropagation", Honoured),
             ("name", Honoured),
             ("readOnly", Honoured),
             ("recursiveReadOnly", Only(&[Unset, Str("Disabled")])),

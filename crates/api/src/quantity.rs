@@ -74,6 +74,50 @@ impl std::ops::Add for Quantity {
     }
 }
 
+/// The quantity as apimachinery's `Quantity.String()` writes it back, in the format its suffix
+/// chose: `1Mi`, `1536Mi` for `1.5Gi`, `1k` for `1000`, `500m` for `0.5`, `1e3` for `1000e0`.
+/// A binary quantity below 1024 or not a whole number is written in decimal SI, as
+/// apimachinery's `CanonicalizeBytes` does.
+pub fn canonical(s: &str) -> Result<String, QuantityError> {
+    let (_, suffix) = split(s)?;
+    let q = Quantity::parse(s)?;
+    if q.nanos == 0 {
+        return Ok("0".to_string());
+    }
+    let binary = scale(suffix)?.1 > 0;
+    let whole = q.nanos % NANOS_PER_UNIT == 0;
+    if binary && whole && q.nanos.abs() >= 1024 * NANOS_PER_UNIT {
+        let (mut n, mut power) = (q.nanos / NANOS_PER_UNIT, 0);
+        while n % 1024 == 0 && power < BINARY_SUFFIXES.len() - 1 {
+            n /= 1024;
+            power += 1;
+        }
+        return Ok(format!("{n}{}", BINARY_SUFFIXES[power]));
+    }
+    // mantissa × 10^exponent with the exponent a multiple of 3, as few digits as that allows.
+    let (mut mantissa, mut exponent) = (q.nanos, -9i32);
+    while mantissa % 10 == 0 {
+        mantissa /= 10;
+        exponent += 1;
+    }
+    while exponent.rem_euclid(3) != 0 {
+        mantissa *= 10;
+        exponent -= 1;
+    }
+    let exponential = suffix.starts_with(['e', 'E']) && suffix.len() > 1;
+    let si = usize::try_from((exponent + 9) / 3).ok().and_then(|i| DECIMAL_SUFFIXES.get(i));
+    Ok(match si {
+        _ if exponential && exponent == 0 => mantissa.to_string(),
+        Some(si) if !exponential => format!("{mantissa}{si}"),
+        _ => format!("{mantissa}e{exponent}"),
+    })
+}
+
+/// Decimal SI suffixes from 10⁻⁹ to 10¹⁸, one per power of 1000.
+const DECIMAL_SUFFIXES: [&str; 10] = ["n", "u", "m", "", "k", "M", "G", "T", "P", "E"];
+/// Binary suffixes, one per power of 1024.
+const BINARY_SUFFIXES: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+
 /// The number and the suffix, as apimachinery's `parseQuantityString` splits them.
 fn split(s: &str) -> Result<(&str, &str), QuantityError> {
     let bytes = s.as_bytes();
@@ -185,6 +229,34 @@ mod tests {
         assert_eq!(q("1G").value(), 1_000_000_000);
         assert_eq!(q("1500m").value(), 2);
         assert_eq!(q("-1500m").value(), -1);
+    }
+
+    #[test]
+    fn canonical_forms_are_apimachinerys() {
+        for (written, expected) in [
+            ("1Mi", "1Mi"),
+            ("1024Ki", "1Mi"),
+            ("1.5Gi", "1536Mi"),
+            ("0.5Gi", "512Mi"),
+            ("1536Ki", "1536Ki"),
+            ("100Ki", "100Ki"),
+            ("512", "512"),
+            ("1024", "1024"),
+            ("0.5Ki", "512"),
+            ("1000", "1k"),
+            ("1500000", "1500k"),
+            ("1M", "1M"),
+            ("0.5", "500m"),
+            ("1.5", "1500m"),
+            ("100m", "100m"),
+            ("1e3", "1e3"),
+            ("1e0", "1"),
+            ("1500e-3", "1500e-3"),
+            ("-1Mi", "-1Mi"),
+            ("0Mi", "0"),
+        ] {
+            assert_eq!(canonical(written).as_deref(), Ok(expected), "{written}");
+        }
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! What the runtime cannot tell us about a pod, written down before it is acted on: the pod as
 //! given, when it started, its back-off state, the restart counts of instances about to be
-//! removed, and the sandbox in which it completed its initialization.
+//! removed, the sandbox in which it completed its initialization, and its eviction.
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
-use podwright_planner::Backoff;
+use podwright_planner::{Backoff, Eviction};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
@@ -22,6 +22,9 @@ pub struct Checkpoint {
     /// The sandbox in which initialization completed (see `Observed::initialized_in`).
     #[serde(default)]
     pub initialized_in: Option<String>,
+    /// The pod was evicted (see `Observed::eviction`).
+    #[serde(default)]
+    pub eviction: Option<Eviction>,
 }
 
 /// The same fields, borrowed: a checkpoint is written without copying the pod.
@@ -32,6 +35,7 @@ pub struct CheckpointRef<'a> {
     pub backoff: &'a Backoff,
     pub restart_counts: &'a BTreeMap<String, i32>,
     pub initialized_in: Option<&'a str>,
+    pub eviction: Option<&'a Eviction>,
 }
 
 /// Writes atomically (temporary file, then rename) so a crash never leaves half a checkpoint.
@@ -72,6 +76,7 @@ mod tests {
             backoff: &backoff,
             restart_counts: &restart_counts,
             initialized_in: Some("sb1"),
+            eviction: Some(&Eviction { reason: "Evicted".into(), message: "m".into() }),
         };
         save(&root, &cp).unwrap();
         let back = load(&root, "u1").unwrap().unwrap();
@@ -79,6 +84,7 @@ mod tests {
         assert_eq!(back.start_time, Some(Timestamp::UNIX_EPOCH));
         assert_eq!(back.restart_counts, restart_counts);
         assert_eq!(back.initialized_in.as_deref(), Some("sb1"));
+        assert_eq!(back.eviction.map(|e| e.message), Some("m".to_string()));
         std::fs::remove_dir_all(root).unwrap();
     }
 }

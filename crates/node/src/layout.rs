@@ -13,9 +13,14 @@
 
 use std::path::{Path, PathBuf};
 
+/// Where the pods' directories are: `<root>/pods`.
+pub fn pods_dir(root: &Path) -> PathBuf {
+    root.join("pods")
+}
+
 /// Where a pod's files live: `<root>/pods/<uid>`.
 pub fn pod_dir(root: &Path, uid: &str) -> PathBuf {
-    root.join("pods").join(uid)
+    pods_dir(root).join(uid)
 }
 
 pub fn checkpoint(root: &Path, uid: &str) -> PathBuf {

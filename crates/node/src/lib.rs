@@ -8,6 +8,7 @@ pub mod cri;
 pub mod dispatch;
 pub mod downward;
 pub mod events;
+pub mod eviction;
 pub mod executor;
 mod instrumented;
 pub mod layout;

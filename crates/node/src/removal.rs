@@ -35,7 +35,9 @@ pub async fn remove_pod(runtime: &dyn Runtime, root: &Path, uid: &str) -> Vec<St
 }
 
 /// Stops and removes every pod podwright made (the podwright with root directory `owner`, when
-/// given) that `keep` does not name, with its files under `root`; returns their UIDs.
+/// given) that `keep` does not name, with its files under `root`; returns their UIDs. The files
+/// of pods the runtime no longer has (a podwright that died between removing a pod's sandbox and
+/// its directory) go too, their mounts first.
 pub async fn remove_managed(
     runtime: &dyn Runtime,
     root: &Path,
@@ -46,6 +48,16 @@ pub async fn remove_managed(
     for uid in &gone {
         tracing::info!(uid, "removing a pod");
         remove_pod(runtime, root, uid).await;
+    }
+    match volumes::pods_with_files(root) {
+        Ok(uids) => {
+            for uid in uids.iter().filter(|u| !keep.contains(*u)) {
+                if let Err(e) = volumes::cleanup(root, uid) {
+                    tracing::warn!(%e, uid, "could not remove the directory of a pod that is gone");
+                }
+            }
+        }
+        Err(e) => tracing::warn!(%e, "could not list the pods' directories"),
     }
     Ok(gone)
 }

@@ -5,6 +5,7 @@
 use crate::checkpoint::{self, CheckpointRef};
 use crate::cri::observe;
 use crate::events::EventType;
+use crate::eviction;
 use crate::executor::SyncResult;
 use crate::metrics::{PassKind, PodGauges};
 use crate::node::Engine;
@@ -15,7 +16,7 @@ use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podwright_planner::decide::pull_key;
 use podwright_planner::pod;
 use podwright_planner::{
-    Action, Backoff, ContainerKind, Observed, ObservedContainer, Phase, PodContext, RunState, StartFailure,
+    Action, Backoff, ContainerKind, Eviction, Observed, ObservedContainer, Phase, PodContext, RunState, StartFailure,
     StartFailureReason, plan_in_phase, pod_status_and_phase,
 };
 use std::collections::BTreeMap;
@@ -100,6 +101,8 @@ struct Memory {
     initialized_in: Option<String>,
     /// The volumes' files are to be written again: an object or the pod changed.
     volumes_due: bool,
+    /// The pod's eviction, once decided (checkpointed).
+    eviction: Option<Eviction>,
 }
 
 impl Memory {
@@ -180,8 +183,8 @@ impl PodWorker {
         });
         let reported_start = pod.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0);
         let saved_start = saved.as_ref().and_then(|c| c.start_time);
-        let (backoff, mut restart_counts, initialized_in) =
-            saved.map(|c| (c.backoff, c.restart_counts, c.initialized_in)).unwrap_or_default();
+        let (backoff, mut restart_counts, initialized_in, eviction) =
+            saved.map(|c| (c.backoff, c.restart_counts, c.initialized_in, c.eviction)).unwrap_or_default();
         // The last status reported says as much, should the checkpoint be older: a count above
         // 0 is that of an instance the container had (0 may be of one that never ran).
         let reported = pod.status.iter().flat_map(podwright_api::container_statuses);
@@ -198,6 +201,7 @@ impl PodWorker {
             restart_counts_unsaved: false,
             initialized_in,
             volumes_due: true,
+            eviction,
         };
         let gauges = PodGauges::new(engine.metrics.clone());
         PodWorker { engine, status_sink, desired, published, pod, memory, gauges, transition: Transition::default() }
@@ -211,6 +215,7 @@ impl PodWorker {
             backoff: &m.backoff,
             restart_counts: &m.restart_counts,
             initialized_in: m.initialized_in.as_deref(),
+            eviction: m.eviction.as_ref(),
         };
         match checkpoint::save(&self.engine.root, &cp) {
             Ok(()) => self.memory.restart_counts_unsaved = false,
@@ -221,6 +226,16 @@ impl PodWorker {
     /// One pass done, started at `start`.
     fn pass_done(&self, kind: PassKind, start: Timestamp) {
         self.engine.metrics.pass(kind, self.engine.clock.now().duration_since(start).unsigned_abs());
+    }
+
+    /// Records the eviction manager's verdict as it does: its event, then the pod fails with it
+    /// (checkpointed before anything is stopped, so that a podwright restarted meanwhile still
+    /// fails the pod).
+    fn evict(&mut self, e: Eviction, now: Timestamp) {
+        tracing::info!(message = %e.message, "evicting the pod");
+        self.engine.events.record(&self.pod, None, EventType::Warning, eviction::REASON, e.message.clone(), now);
+        self.memory.eviction = Some(e);
+        self.checkpoint();
     }
 
     /// Folds what a pass did into what the worker remembers.
@@ -261,8 +276,10 @@ impl PodWorker {
         // and the phase stays terminal.
         let mut previous: Option<Arc<PodStatus>> = self.pod.status.clone().map(Arc::new);
         let mut messages = observe::MessageCache::new();
-        // Updates may change images and the deadline only, which probes do not depend on.
+        // Updates may change images and the deadline only, which probes do not depend on, nor
+        // do volumes.
         let mut prober = Prober::new(&self.engine, self.pod.clone(), bell.clone(), previous.as_deref());
+        let usage = eviction::Watch::start(&self.engine.root, &self.pod, self.engine.clock, bell.clone());
         // The owner may drop its sender without deleting: the worker then goes on alone.
         let mut desired_open = true;
         let mut objects = self.engine.object_changes.subscribe();
@@ -297,6 +314,13 @@ impl PodWorker {
                 self.engine.dispatcher.register(&c.id, &bell);
             }
             let now = self.engine.clock.now();
+            // The eviction manager acts on active pods only: not on one being deleted or ended.
+            let ended =
+                previous.as_ref().and_then(|s| Phase::parse(s.phase.as_deref()?)).is_some_and(Phase::is_terminal);
+            let active = deletion.is_none() && !ended;
+            if let Some(e) = usage.as_ref().and_then(eviction::Watch::take).filter(|_| active) {
+                self.evict(e, now);
+            }
             let kind = pass_kind.take().unwrap_or(if deletion.is_some() { PassKind::Kill } else { PassKind::Sync });
             let (interrupted, containers): (Vec<_>, Vec<_>) =
                 containers.into_iter().partition(|c| c.start_interrupted());
@@ -311,6 +335,7 @@ impl PodWorker {
                 sandbox_failure: self.memory.sandbox_failure,
                 restart_counts: self.memory.restart_counts.clone(),
                 initialized_in: self.memory.initialized_in.clone(),
+                eviction: self.memory.eviction.clone(),
             };
             let sandbox_running = observed.sandbox.as_ref().is_some_and(|s| s.ready);
             // Files of a running pod's volumes follow their objects (before the sandbox, the

@@ -232,6 +232,12 @@ pub fn apps_finished(ctx: &PodContext) -> bool {
     })
 }
 
+/// The node has ended the pod for good: it was evicted, or its active deadline passed. It fails
+/// whatever its containers say, and nothing of it starts again.
+pub fn ended_by_node(ctx: &PodContext) -> bool {
+    ctx.observed.eviction.is_some() || deadline_exceeded(ctx)
+}
+
 /// `activeDeadlineSeconds` has passed since the pod started.
 pub fn deadline_exceeded(ctx: &PodContext) -> bool {
     match (pod::spec(ctx.pod).active_deadline_seconds, ctx.start_time) {

@@ -14,7 +14,9 @@ pub mod words;
 
 pub use backoff::Backoff;
 pub use decide::PodContext;
-pub use observed::{ContainerKind, Observed, ObservedContainer, ObservedSandbox, ProbeResults, RunState, StartFailure};
+pub use observed::{
+    ContainerKind, Eviction, Observed, ObservedContainer, ObservedSandbox, ProbeResults, RunState, StartFailure,
+};
 pub use plan::{Action, MINIMUM_GRACE, Plan, PlanEvent, plan, plan_in_phase};
 pub use status::{pod_status, pod_status_and_phase};
 pub use words::{Phase, ProbeKind, PullPolicy, RestartPolicy, StartFailureReason, WaitingReason};

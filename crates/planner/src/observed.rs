@@ -129,6 +129,17 @@ pub struct StartFailure {
     pub at: Timestamp,
 }
 
+/// The node's decision to end the pod for good, as the kubelet's eviction manager makes it (an
+/// `emptyDir` over its `sizeLimit`): the pod fails with this reason and message, and what runs is
+/// stopped at once. The pod worker records it (and checkpoints it) when it decides.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Eviction {
+    /// `status.reason`: `Evicted`.
+    pub reason: String,
+    /// `status.message`, also the message of the `Evicted` event.
+    pub message: String,
+}
+
 /// Probe results per container instance (keyed by container ID), as the prober last
 /// published them. An absent entry is the kubelet's initial result: not ready, not yet
 /// started, alive.
@@ -191,6 +202,8 @@ pub struct Observed {
     /// ([`ObservedContainer::start_interrupted`]): they never ran, so they count for nothing
     /// and are removed.
     pub interrupted: Vec<ObservedContainer>,
+    /// The pod was evicted: it fails, whatever its containers say.
+    pub eviction: Option<Eviction>,
 }
 
 impl Observed {

@@ -99,11 +99,11 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
     let init = sandbox_ok.then(|| decide::init_actions(ctx));
     p.initialized = init.as_ref().is_some_and(|i| i.initialized);
 
-    // Terminal: deletion, the deadline, a failed init under Never, or every app container
-    // done for good. Kill what lives, start nothing.
+    // Terminal: deletion, an eviction, the deadline, a failed init under Never, or every app
+    // container done for good. Kill what lives, start nothing.
     if ctx.deleting || phase.is_terminal() || decide::apps_finished(ctx) {
         if anything_live(ctx) {
-            if decide::deadline_exceeded(ctx) {
+            if ctx.observed.eviction.is_none() && decide::deadline_exceeded(ctx) {
                 p.events.push(PlanEvent {
                     warning: false,
                     reason: "DeadlineExceeded",
@@ -163,13 +163,23 @@ pub fn pod_grace(pod: &k8s_openapi::api::core::v1::Pod) -> Duration {
     spec_grace(pod::grace_period_secs(pod))
 }
 
+/// The grace period an eviction gives the pod's containers: the eviction manager's
+/// `immediateEvictionGracePeriodSeconds` (kubernetes#124063; before it, a 0 that the pod worker
+/// read as "the pod's own"), with the kubelet's floor.
+pub const EVICTION_GRACE_SECONDS: i64 = 1;
+
 /// The grace period for stopping the pod: the deleter's override when deleting (an explicit 0
-/// stops at once, the only way to get no grace at all), else the pod's own.
+/// stops at once, the only way to get no grace at all), else the pod's own; an eviction's when
+/// that is shorter.
 pub fn kill_grace(ctx: &PodContext) -> Duration {
-    match ctx.grace_override.filter(|_| ctx.deleting) {
+    let asked = match ctx.grace_override.filter(|_| ctx.deleting) {
         Some(0) => Duration::ZERO,
         Some(secs) => spec_grace(secs),
         None => pod_grace(ctx.pod),
+    };
+    match ctx.observed.eviction {
+        Some(_) => asked.min(spec_grace(EVICTION_GRACE_SECONDS)),
+        None => asked,
     }
 }
 

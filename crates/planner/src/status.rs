@@ -124,10 +124,10 @@ pub fn container_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStatus
     st
 }
 
-/// Deleted, past its deadline, or with every app container done for good: nothing of the pod
-/// starts again.
+/// Deleted, evicted, past its deadline, or with every app container done for good: nothing of
+/// the pod starts again.
 fn pod_stopping(ctx: &PodContext) -> bool {
-    ctx.deleting || decide::deadline_exceeded(ctx) || decide::apps_finished(ctx)
+    ctx.deleting || decide::ended_by_node(ctx) || decide::apps_finished(ctx)
 }
 
 /// The waiting state of a container the planner is holding back, if it is.
@@ -179,7 +179,7 @@ fn phase_of(
     inits: &[(SpecContainer, ContainerStatus)],
     apps: &[(SpecContainer, ContainerStatus)],
 ) -> Phase {
-    if decide::deadline_exceeded(ctx) {
+    if decide::ended_by_node(ctx) {
         return Phase::Failed;
     }
     let (mut pending_init, mut failed_init, mut running, mut waiting, mut stopped, mut succeeded, mut unknown) =
@@ -446,7 +446,11 @@ pub fn pod_status_and_phase(ctx: &PodContext, previous: Option<&PodStatus>) -> (
             _ => time(ctx.now),
         });
     }
-    let (reason, message) = if decide::deadline_exceeded(ctx) {
+    // The eviction is the earlier of the two: once evicted, the pod is not measured against its
+    // deadline.
+    let (reason, message) = if let Some(e) = &ctx.observed.eviction {
+        (Some(e.reason.clone()), Some(e.message.clone()))
+    } else if decide::deadline_exceeded(ctx) {
         (Some("DeadlineExceeded".to_string()), Some(DEADLINE_MESSAGE.to_string()))
     } else if prev_phase == Some(phase) {
         (previous.and_then(|p| p.reason.clone()), previous.and_then(|p| p.message.clone()))

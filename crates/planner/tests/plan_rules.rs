@@ -275,6 +275,63 @@ fn active_deadline_fails_the_pod_during_init() {
     assert_eq!(s.reason.as_deref(), Some("DeadlineExceeded"));
 }
 
+fn evicted() -> podwright_planner::Eviction {
+    podwright_planner::Eviction {
+        reason: "Evicted".into(),
+        message: "Usage of EmptyDir volume \"cache\" exceeds the limit \"1Mi\". ".into(),
+    }
+}
+
+/// The eviction manager's verdict fails a running pod whatever its restart policy, with its
+/// reason and message, and stops it with the eviction's grace period, not the pod's 30 s.
+#[test]
+fn an_evicted_pod_fails_and_stops_at_once() {
+    let p = pod(&["i1"], &["app"], "Always");
+    let mut w = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2)).with(running(&p, "app", 0, 3));
+    assert_eq!(w.status().phase.as_deref(), Some("Running"));
+    w.observed.eviction = Some(evicted());
+    let s = w.status();
+    assert_eq!(s.phase.as_deref(), Some("Failed"));
+    assert_eq!(s.reason.as_deref(), Some("Evicted"));
+    assert_eq!(s.message.as_deref(), Some("Usage of EmptyDir volume \"cache\" exceeds the limit \"1Mi\". "));
+    let plan = w.plan();
+    assert_eq!(plan.actions, vec![Action::KillPod { grace: std::time::Duration::from_secs(2) }]);
+    // The event is the eviction manager's, recorded when it decided; the planner adds none.
+    assert_eq!(plan.events, vec![]);
+
+    // Stopped: nothing restarts, under Always too, and the app's last state stays.
+    let mut w = World::new(p.clone())
+        .with_sandbox()
+        .with(exited(&p, "i1", 0, 0, 1, 2))
+        .with(exited(&p, "app", 0, 137, 3, 9))
+        .at(10);
+    w.observed.sandbox.as_mut().unwrap().ready = false;
+    w.observed.eviction = Some(evicted());
+    assert_eq!(w.plan().actions, vec![]);
+    let s = w.status();
+    assert_eq!(s.phase.as_deref(), Some("Failed"));
+    assert_eq!(s.reason.as_deref(), Some("Evicted"));
+    let app = &s.container_statuses.as_ref().unwrap()[0];
+    assert_eq!(app.state.as_ref().unwrap().terminated.as_ref().map(|t| t.exit_code), Some(137));
+    assert!(app.state.as_ref().unwrap().waiting.is_none(), "no CrashLoopBackOff for an evicted pod: {app:?}");
+}
+
+/// A deadline that passes after the eviction does not rename it, and a deletion asking for no
+/// grace at all still gets none.
+#[test]
+fn an_eviction_keeps_its_reason_and_a_shorter_deletion_wins() {
+    let mut p = pod(&[], &["app"], "Always");
+    p.spec.as_mut().unwrap().active_deadline_seconds = Some(5);
+    let mut w = World::new(p.clone()).with_sandbox().with(running(&p, "app", 0, 1)).at(6);
+    w.observed.eviction = Some(evicted());
+    assert_eq!(w.status().reason.as_deref(), Some("Evicted"));
+    let plan = w.plan();
+    assert!(plan.events.iter().all(|e| e.reason != "DeadlineExceeded"), "{:?}", plan.events);
+    w.deleting = true;
+    w.grace_override = Some(0);
+    assert_eq!(w.plan().actions, vec![Action::KillPod { grace: std::time::Duration::ZERO }]);
+}
+
 #[test]
 fn a_lost_sandbox_is_recreated_and_init_containers_rerun() {
     let p = pod(&["i1"], &["app"], "Always");

@@ -69,6 +69,7 @@ fn k8s_types() -> Vec<(&'static str, &'static [&'static str])> {
         fields::<core::EnvFromSource>(),
         fields::<core::ConfigMapEnvSource>(),
         fields::<core::SecretEnvSource>(),
+        fields::<core::HostPathVolumeSource>(),
         fields::<core::Container>(),
         fields::<core::EnvVar>(),
         fields::<core::EnvVarSource>(),
@@ -137,9 +138,9 @@ spec:
   securityContext: {runAsUser: 1000, runAsNonRoot: true}
   volumes:
   - {name: cfg, configMap: {name: cfg}}
-  - {name: host, hostPath: {path: /etc}}
+  - {name: host, nfs: {server: nfs.local, path: /exports}}
   - {name: s, secret: {secretName: s}}
-  - {name: mem, emptyDir: {medium: Memory}}
+  - {name: huge, emptyDir: {medium: HugePages}}
   containers:
   - name: app
     image: busybox
@@ -170,8 +171,8 @@ spec:
             "spec.runtimeClassName: Unsupported value: \"kata\": not supported by podwright yet",
             "spec.securityContext.runAsNonRoot: Unsupported value: true: not supported by podwright yet",
             "spec.securityContext.runAsUser: Unsupported value: 1000: not supported by podwright yet",
-            "spec.volumes[1].hostPath: Unsupported value: not supported by podwright yet",
-            "spec.volumes[3].emptyDir.medium: Unsupported value: \"Memory\": not supported by podwright yet",
+            "spec.volumes[1].nfs: Unsupported value: not supported by podwright yet",
+            "spec.volumes[3].emptyDir.medium: Unsupported value: \"HugePages\": not supported by podwright yet; supported values: \"Memory\"",
         ]
     );
 }
@@ -253,7 +254,7 @@ spec:
     image: busybox
     envFrom: []
     ports: [{containerPort: 53, hostPort: 0, protocol: UDP}]
-    volumeMounts: [{name: v, mountPath: /v, mountPropagation: None, recursiveReadOnly: Disabled, subPath: x}]
+    volumeMounts: [{name: v, mountPath: /v, mountPropagation: HostToContainer, recursiveReadOnly: Disabled, subPath: x}]
     securityContext: {capabilities: {add: [], drop: []}, procMount: Default, readOnlyRootFilesystem: false}
   containers:
   - name: app
@@ -268,7 +269,10 @@ spec:
       preStop: {httpGet: {port: 80, httpHeaders: [{name: X, value: z}]}}
     livenessProbe: {grpc: {port: 9000, service: s}, periodSeconds: 5}
     readinessProbe: {tcpSocket: {port: 80}}
-  volumes: [{name: v, emptyDir: {medium: ""}}]
+  volumes:
+  - {name: v, emptyDir: {medium: ""}}
+  - {name: m, emptyDir: {medium: Memory, sizeLimit: 64Mi}}
+  - {name: h, hostPath: {path: /var/log, type: Directory}}
 "#;
     assert_eq!(refusals(yaml), Vec::<String>::new());
 }

@@ -126,7 +126,8 @@ fn validate_container_common(c: &Container, volumes: &VolumeMap<'_>, path: &Fiel
     validate_container_ports(c.ports.as_deref().unwrap_or_default(), &path.child("ports"), errs);
     validate_env(c.env.as_deref().unwrap_or_default(), &path.child("env"), errs);
     validate_env_from(c.env_from.as_deref().unwrap_or_default(), &path.child("envFrom"), errs);
-    validate_volume_mounts(mounts, devices, volumes, &path.child("volumeMounts"), errs);
+    let privileged = c.security_context.as_ref().and_then(|s| s.privileged).unwrap_or(false);
+    validate_volume_mounts(mounts, devices, volumes, privileged, &path.child("volumeMounts"), errs);
     validate_volume_devices(devices, mounts, volumes, &path.child("volumeDevices"), errs);
 
     match str_or_empty(&c.image_pull_policy) {

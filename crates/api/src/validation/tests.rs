@@ -789,6 +789,28 @@ fn volumes_and_mounts() {
             ]),
         ),
         (
+            "mount propagation",
+            spec_pod(
+                "  volumes: [{name: v, emptyDir: {}}]
+  containers:
+  - name: a
+    image: b
+    volumeMounts:
+    - {name: v, mountPath: /a, mountPropagation: HostToContainer}
+    - {name: v, mountPath: /b, mountPropagation: Bidirectional}
+    - {name: v, mountPath: /c, mountPropagation: Sideways}
+  - name: p
+    image: b
+    securityContext: {privileged: true}
+    volumeMounts: [{name: v, mountPath: /a, mountPropagation: Bidirectional}]
+",
+            ),
+            s(&[
+                "spec.containers[0].volumeMounts.mountPropagation: Forbidden: Bidirectional mount propagation is available only to privileged containers",
+                "spec.containers[0].volumeMounts.mountPropagation: Unsupported value: \"Sideways\": supported values: \"Bidirectional\", \"HostToContainer\", \"None\"",
+            ]),
+        ),
+        (
             "volume devices need a claim",
             spec_pod(
                 "  volumes: [{name: v, emptyDir: {}}]\n  containers: [{name: a, image: b, volumeDevices: [{name: v, devicePath: /dev/x}, {name: w, devicePath: /dev/y}]}]\n",

@@ -13,6 +13,7 @@ pub(super) fn validate_volume_mounts(
     mounts: &[VolumeMount],
     devices: &[VolumeDevice],
     volumes: &VolumeMap<'_>,
+    privileged: bool,
     path: &FieldPath,
     errs: &mut Errors,
 ) {
@@ -69,6 +70,23 @@ pub(super) fn validate_volume_mounts(
             }
             validate_local_descending_path(sub_path_expr, &path.child("subPathExpr"), errs);
         }
+        if let Some(mode) = m.mount_propagation.as_deref() {
+            validate_mount_propagation(mode, privileged, &path.child("mountPropagation"), errs);
+        }
+    }
+}
+
+/// Upstream's `validateMountPropagation` (reported on the list path too).
+fn validate_mount_propagation(mode: &str, privileged: bool, path: &FieldPath, errs: &mut Errors) {
+    const MODES: [&str; 3] = ["Bidirectional", "HostToContainer", "None"];
+    if !MODES.contains(&mode) {
+        errs.push(FieldError::not_supported(path.clone(), mode, &MODES));
+    }
+    if mode == "Bidirectional" && !privileged {
+        errs.push(FieldError::forbidden(
+            path.clone(),
+            "Bidirectional mount propagation is available only to privileged containers",
+        ));
     }
 }
 

@@ -40,8 +40,14 @@ impl Engine {
             }
         };
         let config = cri_config::sandbox_config(pod, &self.root, attempt, hostname, dns.config);
-        let prepared = volumes::prepare(&self.root, pod)
-            .and_then(|_| std::fs::create_dir_all(layout::log_directory(&self.root, uid)))
+        if let Err(errors) = volumes::prepare(&self.root, pod) {
+            for e in errors {
+                self.event(pod, None, EventType::Warning, "FailedMount", e.to_string());
+            }
+            result.sandbox_failed = Some(self.clock.now());
+            return;
+        }
+        let prepared = std::fs::create_dir_all(layout::log_directory(&self.root, uid))
             .and_then(|_| std::fs::create_dir_all(layout::termination_dir(&self.root, uid)));
         if let Err(e) = prepared {
             self.event(pod, None, EventType::Warning, "FailedMount", format!("Unable to attach or mount volumes: {e}"));
@@ -75,7 +81,7 @@ impl Engine {
         let src = volumes::projection::Sources { pod, node: &self.facts, objects: self.objects.as_ref() };
         let errors = volumes::project(&self.root, &src, self.clock.now());
         for e in &errors {
-            self.event(pod, None, EventType::Warning, "FailedMount", e.event_message());
+            self.event(pod, None, EventType::Warning, "FailedMount", e.to_string());
         }
         errors.is_empty()
     }

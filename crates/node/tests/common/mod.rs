@@ -111,6 +111,11 @@ impl Sim {
         history
     }
 
+    /// The node's root directory (the pods' files).
+    pub fn root(&self) -> &std::path::Path {
+        &self._root.0
+    }
+
     pub fn at(&self, t: Timestamp) -> f64 {
         t.duration_since(epoch()).as_secs_f64()
     }
