@@ -732,3 +732,55 @@ spec:
     assert_eq!(waiting["reason"], "CreateContainerConfigError", "{}", o.context());
     assert_eq!(waiting["message"], format!("secret \"{pod_name}-token\" not found").as_str(), "{}", o.context());
 }
+
+/// `subPath` and `subPathExpr`: a container mounts only its own directory of a shared emptyDir,
+/// named from its environment, and one key of a ConfigMap as a single file; the image's own
+/// environment stays underneath the pod's.
+#[test]
+fn sub_paths_named_from_the_environment_and_single_files_of_a_config_map() {
+    let pod_name = pod_name("e2e-subpath");
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata: {{name: {pod_name}-files}}
+data: {{app.conf: "key=value", other: "not mounted"}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {pod_name}
+spec:
+  restartPolicy: Never
+  volumes:
+  - {{name: logs, emptyDir: {{}}}}
+  - {{name: files, configMap: {{name: {pod_name}-files}}}}
+  initContainers:
+  - name: writer
+    image: {BUSYBOX}
+    env:
+    - {{name: POD, valueFrom: {{fieldRef: {{fieldPath: metadata.name}}}}}}
+    command: ['sh', '-c', 'echo from-writer > /own/line; ls /etc/app']
+    volumeMounts:
+    - {{name: logs, mountPath: /own, subPathExpr: "writers/$(POD)"}}
+    - {{name: files, mountPath: /etc/app/app.conf, subPath: app.conf}}
+  containers:
+  - name: reader
+    image: {BUSYBOX}
+    env: [{{name: EXTRA, value: "1"}}]
+    command: ['sh', '-c', 'cat /all/writers/{pod_name}/line; cat /etc/app/app.conf; echo; echo "path=$PATH"']
+    volumeMounts:
+    - {{name: logs, mountPath: /all}}
+    - {{name: files, mountPath: /etc/app/app.conf, subPath: app.conf}}
+"#
+    );
+    let o = run_manifest(&manifest, &[]);
+    o.assert_code(0);
+    let pod = o.single_pod();
+    assert_eq!(phase(&pod), "Succeeded", "{}", o.context());
+    // Only the one key is in the directory: the mount is of a single file.
+    assert_eq!(o.output_of("writer"), ["app.conf"], "{}", o.context());
+    let reader = o.output_of("reader");
+    assert_eq!(reader[..2], ["from-writer", "key=value"], "{}", o.context());
+    assert!(reader[2].starts_with("path=/") && reader[2].contains("/bin"), "the image's PATH: {reader:?}");
+    assert_nothing_left(&pod);
+}

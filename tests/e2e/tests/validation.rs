@@ -124,14 +124,12 @@ spec:
   securityContext: {{runAsUser: 1000}}
   hostNetwork: true
   volumes:
-  - name: cfg
-    configMap: {{name: cfg}}
+  - name: share
+    nfs: {{server: nas, path: /export}}
   containers:
   - name: app
     image: {BUSYBOX}
-    env:
-    - name: APP
-      valueFrom: {{fieldRef: {{fieldPath: "metadata.labels['app']"}}}}
+    tty: true
 "#
     );
     let (_m, stderr) = assert_refused("unsupported", &manifest, &[]);
@@ -140,10 +138,10 @@ spec:
         lines,
         [
             r#"The Pod "unsupported" is invalid: "#,
-            r#"* spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: Unsupported value: "metadata.labels['app']": not supported by podwright yet; supported values: "metadata.name", "metadata.namespace", "metadata.uid", "spec.serviceAccountName", "status.podIP""#,
+            "* spec.containers[0].tty: Unsupported value: true: not supported by podwright yet",
             "* spec.hostNetwork: Unsupported value: true: not supported by podwright yet",
             "* spec.securityContext.runAsUser: Unsupported value: 1000: not supported by podwright yet",
-            "* spec.volumes[0].configMap: Unsupported value: not supported by podwright yet",
+            "* spec.volumes[0].nfs: Unsupported value: not supported by podwright yet",
         ]
     );
 }
