@@ -373,6 +373,11 @@ impl PodWorker {
                 previous = Some(status);
             }
             if finished {
+                // Nothing runs any more: what the pod's volumes hold in memory (secrets) goes now,
+                // as the kubelet tears down a terminated pod's volumes; its logs stay.
+                if let Err(e) = crate::volumes::tear_down(&self.engine.root, &uid) {
+                    tracing::warn!(%e, uid, "could not unmount the finished pod's volumes");
+                }
                 self.pass_done(kind, pass_start);
                 return;
             }

@@ -271,3 +271,35 @@ spec:
     d.wait_for(&["logs", "waits-env"], Duration::from_secs(10), |o| o.contains("mode=fast"));
     assert_eq!(exec(&d, "waits-volume", &["cat", "/etc/late/x"]), "yes");
 }
+
+#[test]
+fn a_finished_pods_secret_leaves_memory_while_its_logs_stay() {
+    let d = Daemon::start();
+    apply(&d, "apiVersion: v1\nkind: Secret\nmetadata: {name: once}\nstringData: {id: abc}\n");
+    apply(
+        &d,
+        &format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata: {{name: one-shot}}
+spec:
+  restartPolicy: Never
+  volumes: [{{name: keys, secret: {{secretName: once}}}}]
+  containers:
+  - name: app
+    image: {IMAGE}
+    command: ['sh', '-c', 'wc -c < /etc/keys/id']
+    volumeMounts: [{{name: keys, mountPath: /etc/keys}}]
+"#
+        ),
+    );
+    d.wait_for(&["get", "pod", "one-shot", "--no-headers"], Duration::from_secs(60), |o| o.contains("Completed"));
+    let uid = d.ok(&["get", "pod", "one-shot", "-o", "jsonpath={.metadata.uid}"]);
+    let pod_dir = d.root.join("pods").join(&uid);
+    let start = Instant::now();
+    while std::fs::read_to_string("/proc/self/mountinfo").unwrap().contains(&*pod_dir.to_string_lossy()) {
+        assert!(start.elapsed() < Duration::from_secs(10), "the finished pod's secret stayed mounted");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(d.ok(&["logs", "one-shot"]).trim(), "3");
+}

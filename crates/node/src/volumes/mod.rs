@@ -90,6 +90,12 @@ pub fn cleanup(root: &Path, uid: &str) -> io::Result<()> {
     }
 }
 
+/// Unmounts whatever is mounted under the pod's volumes (memory emptyDirs, secret and projected
+/// volumes) once nothing of the pod runs; its files on disk and its logs stay until it is removed.
+pub fn tear_down(root: &Path, uid: &str) -> io::Result<()> {
+    mount_points::unmount_all(&layout::pod_dir(root, uid).join("volumes"))
+}
+
 /// The UIDs of the pods that have a directory under `root`.
 pub fn pods_with_files(root: &Path) -> io::Result<Vec<String>> {
     match std::fs::read_dir(layout::pods_dir(root)) {
