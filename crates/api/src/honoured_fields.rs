@@ -310,9 +310,9 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("claims", UNSET),
             // A CPU limit is the CFS quota and a memory limit the cgroup's limit.
             ("limits", Keys(&["cpu", "memory"])),
-            // The kubelet turns a CPU request into CPU shares, which podwright does not set yet;
-            // a memory request only counts towards the QoS class.
-            ("requests", Keys(&["memory"])),
+            // A CPU request is the cgroup's CPU shares; a memory request counts towards the QoS
+            // class and the effective pod requests.
+            ("requests", Keys(&["cpu", "memory"])),
         ],
     ),
     (

@@ -79,38 +79,66 @@ impl std::ops::Add for Quantity {
 /// A binary quantity below 1024 or not a whole number is written in decimal SI, as
 /// apimachinery's `CanonicalizeBytes` does.
 pub fn canonical(s: &str) -> Result<String, QuantityError> {
-    let (_, suffix) = split(s)?;
-    let q = Quantity::parse(s)?;
-    if q.nanos == 0 {
-        return Ok("0".to_string());
+    Ok(Quantity::parse(s)?.written(Format::of(s)?))
+}
+
+/// How a quantity string writes its value (`resource.Format`); a sum keeps its first term's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    #[default]
+    DecimalSi,
+    BinarySi,
+    DecimalExponent,
+}
+
+impl Format {
+    /// The format a quantity string chose by its suffix.
+    pub fn of(s: &str) -> Result<Format, QuantityError> {
+        let (_, suffix) = split(s)?;
+        Ok(if scale(suffix)?.1 > 0 {
+            Format::BinarySi
+        } else if suffix.starts_with(['e', 'E']) && suffix.len() > 1 {
+            Format::DecimalExponent
+        } else {
+            Format::DecimalSi
+        })
     }
-    let binary = scale(suffix)?.1 > 0;
-    let whole = q.nanos % NANOS_PER_UNIT == 0;
-    if binary && whole && q.nanos.abs() >= 1024 * NANOS_PER_UNIT {
-        let (mut n, mut power) = (q.nanos / NANOS_PER_UNIT, 0);
-        while n % 1024 == 0 && power < BINARY_SUFFIXES.len() - 1 {
-            n /= 1024;
-            power += 1;
+}
+
+impl Quantity {
+    /// The value as `Quantity.String()` writes it in `format`.
+    pub fn written(self, format: Format) -> String {
+        let q = self;
+        let (binary, exponential) = (format == Format::BinarySi, format == Format::DecimalExponent);
+        if q.nanos == 0 {
+            return "0".to_string();
         }
-        return Ok(format!("{n}{}", BINARY_SUFFIXES[power]));
+        let whole = q.nanos % NANOS_PER_UNIT == 0;
+        if binary && whole && q.nanos.abs() >= 1024 * NANOS_PER_UNIT {
+            let (mut n, mut power) = (q.nanos / NANOS_PER_UNIT, 0);
+            while n % 1024 == 0 && power < BINARY_SUFFIXES.len() - 1 {
+                n /= 1024;
+                power += 1;
+            }
+            return format!("{n}{}", BINARY_SUFFIXES[power]);
+        }
+        // mantissa × 10^exponent with the exponent a multiple of 3, as few digits as that allows.
+        let (mut mantissa, mut exponent) = (q.nanos, -9i32);
+        while mantissa % 10 == 0 {
+            mantissa /= 10;
+            exponent += 1;
+        }
+        while exponent.rem_euclid(3) != 0 {
+            mantissa *= 10;
+            exponent -= 1;
+        }
+        let si = usize::try_from((exponent + 9) / 3).ok().and_then(|i| DECIMAL_SUFFIXES.get(i));
+        match si {
+            _ if exponential && exponent == 0 => mantissa.to_string(),
+            Some(si) if !exponential => format!("{mantissa}{si}"),
+            _ => format!("{mantissa}e{exponent}"),
+        }
     }
-    // mantissa × 10^exponent with the exponent a multiple of 3, as few digits as that allows.
-    let (mut mantissa, mut exponent) = (q.nanos, -9i32);
-    while mantissa % 10 == 0 {
-        mantissa /= 10;
-        exponent += 1;
-    }
-    while exponent.rem_euclid(3) != 0 {
-        mantissa *= 10;
-        exponent -= 1;
-    }
-    let exponential = suffix.starts_with(['e', 'E']) && suffix.len() > 1;
-    let si = usize::try_from((exponent + 9) / 3).ok().and_then(|i| DECIMAL_SUFFIXES.get(i));
-    Ok(match si {
-        _ if exponential && exponent == 0 => mantissa.to_string(),
-        Some(si) if !exponential => format!("{mantissa}{si}"),
-        _ => format!("{mantissa}e{exponent}"),
-    })
 }
 
 /// Decimal SI suffixes from 10⁻⁹ to 10¹⁸, one per power of 1000.

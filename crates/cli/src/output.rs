@@ -3,7 +3,7 @@
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use podwright_node::{PodUpdate, StatusSink};
-use podwright_planner::{RestartPolicy, pod};
+use podwright_planner::{RestartPolicy, pod, qos, resources};
 use podwright_runtime::Clock;
 use std::collections::HashMap;
 use std::io::Write;
@@ -92,5 +92,11 @@ pub fn describe_plan(p: &Pod) -> String {
             sc.container.image_pull_policy.as_deref().unwrap_or("IfNotPresent")
         ));
     }
+    out.push_str(&format!(
+        "\n  effective requests: {}\n  effective limits: {}\n  QoS class: {}",
+        resources::describe(&resources::pod_requests(p)),
+        resources::describe(&resources::pod_limits(p)),
+        qos::qos_class(p)
+    ));
     out
 }

@@ -8,6 +8,7 @@ pub mod observed;
 pub mod plan;
 pub mod pod;
 pub mod qos;
+pub mod resources;
 pub mod status;
 pub mod termination;
 pub mod words;

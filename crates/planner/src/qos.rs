@@ -25,6 +25,7 @@ fn add_into(sum: &mut BTreeMap<&'static str, Quantity>, more: &BTreeMap<&'static
     }
 }
 
+/// `Guaranteed`, `Burstable` or `BestEffort`, as `status.qosClass` says it.
 pub fn qos_class(p: &Pod) -> &'static str {
     let (mut requests, mut limits) = (BTreeMap::new(), BTreeMap::new());
     let mut guaranteed = true;

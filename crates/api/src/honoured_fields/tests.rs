@@ -162,7 +162,6 @@ spec:
         [
             "spec.containers[0].ports[0].hostPort: Unsupported value: 8080: not supported by podwright yet",
             "spec.containers[0].resources.limits[ephemeral-storage]: Unsupported value: \"1Gi\": not supported by podwright yet",
-            "spec.containers[0].resources.requests[cpu]: Unsupported value: \"100m\": not supported by podwright yet",
             "spec.containers[0].securityContext.capabilities: Unsupported value: not supported by podwright yet",
             "spec.containers[0].securityContext.privileged: Unsupported value: true: not supported by podwright yet",
             "spec.containers[0].tty: Unsupported value: true: not supported by podwright yet",
@@ -198,7 +197,7 @@ spec:
     imagePullPolicy: IfNotPresent
     name: web
     ports: [{containerPort: 8080, protocol: TCP}]
-    resources: {limits: {memory: 64Mi}, requests: {memory: 64Mi}}
+    resources: {limits: {memory: 64Mi}, requests: {cpu: 100m, memory: 64Mi}}
     securityContext: {allowPrivilegeEscalation: true, privileged: false, capabilities: {}}
     terminationMessagePath: /dev/termination-log
     terminationMessagePolicy: File

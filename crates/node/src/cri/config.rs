@@ -6,6 +6,7 @@ use crate::cri::{hosts, labels};
 use crate::layout;
 use crate::volumes::mounts;
 use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 use podwright_api::quantity::Quantity;
 use podwright_planner::pod::SpecContainer;
 use podwright_runtime::cri_api::{
@@ -60,19 +61,46 @@ pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32, hostname: String, dn
     }
 }
 
-/// CFS quota and memory limit from the container's limits (cgroupfs, 100 ms period).
-fn linux_resources(c: &Container) -> Option<LinuxContainerResources> {
-    let limits = c.resources.as_ref()?.limits.as_ref()?;
-    let mut r = LinuxContainerResources::default();
-    let quantity = |name: &str| limits.get(name).and_then(|q| Quantity::parse(&q.0).ok());
-    if let Some(m) = quantity("memory") {
-        r.memory_limit_in_bytes = i64::try_from(m.value()).unwrap_or(i64::MAX);
+/// CFS period of the kubelet's `--cpu-cfs-quota-period`, in microseconds.
+const CPU_PERIOD: i64 = 100_000;
+/// The least CFS quota the kernel takes, in microseconds.
+const MIN_CPU_QUOTA: i64 = 1_000;
+/// The least and most cpu shares cgroups take.
+const MIN_CPU_SHARES: i64 = 2;
+const MAX_CPU_SHARES: i64 = 262_144;
+
+/// `MilliCPUToShares`: 1024 shares a core.
+fn milli_cpu_to_shares(milli: i128) -> i64 {
+    let shares = milli.saturating_mul(1024) / 1000;
+    i64::try_from(shares).unwrap_or(MAX_CPU_SHARES).clamp(MIN_CPU_SHARES, MAX_CPU_SHARES)
+}
+
+/// `milliCPUToQuota`: no limit is no quota (0); a limit is at least the kernel's least quota.
+fn milli_cpu_to_quota(milli: i128) -> i64 {
+    if milli <= 0 {
+        return 0;
     }
-    if let Some(cpu) = quantity("cpu") {
-        r.cpu_period = 100_000;
-        r.cpu_quota = i64::try_from(cpu.milli_value() * 100).unwrap_or(i64::MAX).max(1_000);
+    i64::try_from(milli.saturating_mul(i128::from(CPU_PERIOD)) / 1000).unwrap_or(i64::MAX).max(MIN_CPU_QUOTA)
+}
+
+/// The kubelet's `calculateLinuxResources` (cgroupfs): cpu shares from the CPU request (or
+/// the limit when there is no request), CFS quota from the CPU limit over a 100 ms period, and
+/// the memory limit.
+fn linux_resources(c: &Container) -> LinuxContainerResources {
+    let res = c.resources.as_ref();
+    let get = |m: Option<&BTreeMap<String, ApiQuantity>>, name: &str| {
+        m?.get(name).map(|q| Quantity::parse(&q.0).unwrap_or_default())
+    };
+    let (requests, limits) = (res.and_then(|r| r.requests.as_ref()), res.and_then(|r| r.limits.as_ref()));
+    let cpu_limit = get(limits, "cpu").unwrap_or_default();
+    let cpu_request = get(requests, "cpu").unwrap_or(cpu_limit);
+    LinuxContainerResources {
+        cpu_shares: milli_cpu_to_shares(cpu_request.milli_value()),
+        cpu_period: CPU_PERIOD,
+        cpu_quota: milli_cpu_to_quota(cpu_limit.milli_value()),
+        memory_limit_in_bytes: get(limits, "memory").map_or(0, |m| i64::try_from(m.value()).unwrap_or(i64::MAX)),
+        ..Default::default()
     }
-    Some(r)
 }
 
 /// A container's config, and the `InvalidEnvironmentVariableNames` warnings of its `envFrom`.
@@ -136,8 +164,59 @@ pub fn container_config(
         labels: lbl,
         annotations,
         log_path: layout::container_log_relative(&c.name, restart_count),
-        linux: Some(LinuxContainerConfig { resources: linux_resources(c), security_context: None }),
+        linux: Some(LinuxContainerConfig { resources: Some(linux_resources(c)), security_context: None }),
         ..Default::default()
     };
     Ok((config, skipped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// (case, resources, cpu shares, cpu quota, memory limit): the kubelet's
+    /// `TestCalculateLinuxResources` and `MilliCPUToShares`/`milliCPUToQuota` rules.
+    #[test]
+    fn requests_and_limits_become_shares_quota_and_memory_limit() {
+        let table = [
+            ("nothing: least shares, no quota", json!({}), 2, 0, 0),
+            (
+                "request and limits",
+                json!({"requests": {"cpu": "1"}, "limits": {"cpu": "2", "memory": "128Mi"}}),
+                1024,
+                200_000,
+                134_217_728,
+            ),
+            ("no request: shares from the limit", json!({"limits": {"cpu": "2"}}), 2048, 200_000, 0),
+            ("request only: no quota", json!({"requests": {"cpu": "1"}}), 1024, 0, 0),
+            ("0.1 is 100m", json!({"requests": {"cpu": "0.1"}, "limits": {"cpu": "100m"}}), 102, 10_000, 0),
+            (
+                "tiny: least shares and least quota",
+                json!({"requests": {"cpu": "1m"}, "limits": {"cpu": "5m"}}),
+                2,
+                1_000,
+                0,
+            ),
+            (
+                "a zero request is the least shares",
+                json!({"requests": {"cpu": "0"}, "limits": {"cpu": "1"}}),
+                2,
+                100_000,
+                0,
+            ),
+            ("most shares", json!({"requests": {"cpu": "1000"}}), 262_144, 0, 0),
+            ("memory by value", json!({"limits": {"memory": "1G"}}), 2, 0, 1_000_000_000),
+        ];
+        for (case, resources, shares, quota, memory) in table {
+            let c = Container {
+                name: "c".into(),
+                resources: Some(serde_json::from_value(resources).unwrap()),
+                ..Default::default()
+            };
+            let r = linux_resources(&c);
+            assert_eq!((r.cpu_shares, r.cpu_quota, r.memory_limit_in_bytes), (shares, quota, memory), "{case}");
+            assert_eq!(r.cpu_period, 100_000, "{case}");
+        }
+    }
 }
