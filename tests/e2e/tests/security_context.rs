@@ -111,3 +111,43 @@ spec:
     assert!(failed.iter().any(|e| e["message"] == format!("Error: {message}").as_str()), "{}", o.context());
     assert!(o.output_of("app").is_empty(), "the container never ran\n{}", o.context());
 }
+
+/// `hostPID` and `hostIPC` put the container in the node's namespaces (it sees the node's first
+/// process and shares its IPC namespace); `privileged` may mount.
+#[test]
+fn host_namespaces_and_a_privileged_container() {
+    let pod_name = pod_name("e2e-hostns");
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: {pod_name}}}
+spec:
+  restartPolicy: Never
+  hostPID: true
+  hostIPC: true
+  containers:
+  - name: host
+    image: {BUSYBOX}
+    command: [sh, -c, "cat /proc/1/comm; readlink /proc/self/ns/ipc"]
+  - name: privileged
+    image: {BUSYBOX}
+    command: [sh, -c, "mkdir /m && mount -t tmpfs none /m && echo mounted"]
+    securityContext: {{privileged: true}}
+  - name: unprivileged
+    image: {BUSYBOX}
+    command: [sh, -c, "mkdir /m && mount -t tmpfs none /m 2>&1; echo rc=$?"]
+"#
+    );
+    let o = run_manifest(&manifest, &[]);
+    o.assert_code(0);
+    let node_init = std::fs::read_to_string("/proc/1/comm").expect("the node's first process");
+    let node_ipc = std::fs::read_link("/proc/self/ns/ipc").expect("the node's IPC namespace");
+    assert_eq!(
+        o.output_of("host"),
+        [node_init.trim().to_string(), node_ipc.to_string_lossy().into_owned()],
+        "{}",
+        o.context()
+    );
+    assert_eq!(o.output_of("privileged"), ["mounted"], "{}", o.context());
+    assert_eq!(o.output_of("unprivileged"), ["mount: permission denied (are you root?)", "rc=1"], "{}", o.context());
+}
