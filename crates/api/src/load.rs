@@ -204,7 +204,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: p}
 spec:
-  securityContext: {runAsUser: 1000}
+  securityContext: {fsGroup: 2000}
   volumes: [{name: share, nfs: {server: nas, path: /x}}]
   containers: [{name: a, image: busybox, volumeMounts: [{name: nope, mountPath: /x}]}]
 ";
@@ -213,7 +213,7 @@ spec:
             err.to_string(),
             "The Pod \"p\" is invalid: \n\
              * spec.containers[0].volumeMounts[0].name: Not found: \"nope\"\n\
-             * spec.securityContext.runAsUser: Unsupported value: 1000: not supported by podwright yet\n\
+             * spec.securityContext.fsGroup: Unsupported value: 2000: not supported by podwright yet\n\
              * spec.volumes[0].nfs: Unsupported value: not supported by podwright yet"
         );
     }

@@ -144,6 +144,9 @@ impl ImageService for Counted {
     async fn image_status(&self, image: &str) -> RuntimeResult<Option<String>> {
         self.call("ImageStatus", Kind::Read, self.inner.image_status(image)).await
     }
+    async fn image_user(&self, image: &str) -> RuntimeResult<podwright_runtime::ImageUser> {
+        self.call("ImageStatus", Kind::Read, self.inner.image_user(image)).await
+    }
     async fn pull_image(
         &self,
         image: &str,

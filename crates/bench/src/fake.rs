@@ -14,7 +14,7 @@ use podwright_node::cri::hosts;
 use podwright_node::{EventLog, Node};
 use podwright_planner::pod::all_containers;
 use podwright_runtime::cri_api::DnsConfig;
-use podwright_runtime::{Behaviour, Clock, FakeRuntime, Runtime, RuntimeService};
+use podwright_runtime::{Behaviour, Clock, FakeRuntime, ImageUser, Runtime, RuntimeService};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -258,8 +258,9 @@ async fn fake_alone(template: &Pod, pods: usize, root: &Path) -> Result<isize, S
         let sandbox_config = cri_config::sandbox_config(pod, root, 0, hosts::hostname(pod), DnsConfig::default());
         let id = fake.run_pod_sandbox(&sandbox_config, "").await.map_err(|e| format!("fake alone: {e}"))?;
         for sc in all_containers(pod) {
-            let (config, _) = cri_config::container_config(&EnvSources::bare(pod), &sc, 0, &id, root)
-                .map_err(|e| format!("fake alone: {e}"))?;
+            let (config, _) =
+                cri_config::container_config(&EnvSources::bare(pod), &sc, &ImageUser::Uid(0), 0, &id, root)
+                    .map_err(|e| format!("fake alone: {e}"))?;
             let c =
                 fake.create_container(&id, &config, &sandbox_config).await.map_err(|e| format!("fake alone: {e}"))?;
             fake.start_container(&c).await.map_err(|e| format!("fake alone: {e}"))?;

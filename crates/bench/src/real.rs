@@ -18,7 +18,7 @@ use podwright_node::{Node, PodUpdate, PodWorkers, StatusStream, layout, volumes}
 use podwright_planner::pod::all_containers;
 use podwright_runtime::cri_api::ContainerState;
 use podwright_runtime::cri_api::{DnsConfig, PodSandboxConfig};
-use podwright_runtime::{Runtime, RuntimeEventKind, RuntimeService};
+use podwright_runtime::{ImageUser, Runtime, RuntimeEventKind, RuntimeService};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -273,7 +273,14 @@ impl FloorPod {
         self.sandbox = Some(sandbox.clone());
         let containers: Vec<_> = all_containers(&self.pod).collect();
         for (i, sc) in containers.iter().enumerate() {
-            let (config, _) = cri_config::container_config(&EnvSources::bare(&self.pod), sc, 0, &sandbox, &self.root)?;
+            let (config, _) = cri_config::container_config(
+                &EnvSources::bare(&self.pod),
+                sc,
+                &ImageUser::Uid(0),
+                0,
+                &sandbox,
+                &self.root,
+            )?;
             let wait = wait_last || i + 1 < containers.len();
             let ids = &mut self.ids;
             let step = async {

@@ -136,6 +136,10 @@ impl ImageService for Instrumented {
         self.timed(Op::ImageStatus, self.inner.image_size(image)).await
     }
 
+    async fn image_user(&self, image: &str) -> RuntimeResult<podwright_runtime::ImageUser> {
+        self.timed(Op::ImageStatus, self.inner.image_user(image)).await
+    }
+
     async fn pull_image(
         &self,
         image: &str,

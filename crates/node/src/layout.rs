@@ -7,6 +7,7 @@
 //! <root>/pods/<uid>/logs/                                the sandbox's CRI log directory
 //! <root>/pods/<uid>/termination/<name>-<restart count>   each instance's termination message
 //! <root>/pods/<uid>/volumes/kubernetes.io~empty-dir/<v>  emptyDir volumes
+//! <root>/seccomp/                                        `Localhost` seccomp profiles
 //! ```
 //!
 //! The embedded containerd keeps its own files under `<root>/containerd` and `<root>/cni`.
@@ -21,6 +22,12 @@ pub fn pods_dir(root: &Path) -> PathBuf {
 /// Where a pod's files live: `<root>/pods/<uid>`.
 pub fn pod_dir(root: &Path, uid: &str) -> PathBuf {
     pods_dir(root).join(uid)
+}
+
+/// Where `Localhost` seccomp profiles are looked up: `<root>/seccomp` (the kubelet's
+/// `seccompProfileRoot`).
+pub fn seccomp_dir(root: &Path) -> PathBuf {
+    root.join("seccomp")
 }
 
 pub fn checkpoint(root: &Path, uid: &str) -> PathBuf {

@@ -555,6 +555,21 @@ impl ImageService for CriRuntime {
         Ok(resp.image.map_or(0, |img| img.size))
     }
 
+    async fn image_user(&self, image: &str) -> RuntimeResult<crate::ImageUser> {
+        let req = cri_api::ImageStatusRequest {
+            image: Some(ImageSpec { image: image.to_string(), ..Default::default() }),
+            verbose: false,
+        };
+        let resp =
+            self.images.clone().image_status(request(req)).await.map_err(|s| self.err("ImageStatus", s))?.into_inner();
+        let image = resp.image.unwrap_or_default();
+        Ok(match (image.uid, image.username) {
+            (Some(uid), _) => crate::ImageUser::Uid(uid.value),
+            (None, name) if !name.is_empty() => crate::ImageUser::Name(name),
+            (None, _) => crate::ImageUser::Uid(0),
+        })
+    }
+
     async fn pull_image(
         &self,
         image: &str,

@@ -125,6 +125,11 @@ pub trait ImageService: Send + Sync {
     async fn image_size(&self, _image: &str) -> RuntimeResult<u64> {
         Ok(0)
     }
+    /// The user the image's config runs as (CRI `ImageStatus` `uid` / `username`), for the
+    /// kubelet's `getImageUser`: an image that names neither runs as root.
+    async fn image_user(&self, _image: &str) -> RuntimeResult<ImageUser> {
+        Ok(ImageUser::Uid(0))
+    }
     /// Pulls and returns the image reference.
     async fn pull_image(
         &self,
@@ -132,6 +137,15 @@ pub trait ImageService: Send + Sync {
         auth: Option<&AuthConfig>,
         sandbox_config: &PodSandboxConfig,
     ) -> RuntimeResult<String>;
+}
+
+/// Who an image's processes run as unless the pod says otherwise.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ImageUser {
+    /// A numeric user id.
+    Uid(i64),
+    /// A user name, resolved by the runtime inside the image.
+    Name(String),
 }
 
 /// Everything a pod worker needs from a runtime.

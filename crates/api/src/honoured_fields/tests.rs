@@ -77,6 +77,8 @@ fn k8s_types() -> Vec<(&'static str, &'static [&'static str])> {
         fields::<core::ContainerPort>(),
         fields::<core::ResourceRequirements>(),
         fields::<core::SecurityContext>(),
+        fields::<core::Capabilities>(),
+        fields::<core::SeccompProfile>(),
         fields::<core::VolumeMount>(),
         fields::<core::Probe>(),
         fields::<core::Lifecycle>(),
@@ -135,7 +137,7 @@ spec:
   hostNetwork: true
   runtimeClassName: kata
   os: {name: windows}
-  securityContext: {runAsUser: 1000, runAsNonRoot: true}
+  securityContext: {runAsUser: 1000, runAsNonRoot: true, fsGroup: 2000, sysctls: [{name: net.core.somaxconn, value: "1024"}]}
   volumes:
   - {name: cfg, configMap: {name: cfg}}
   - {name: host, nfs: {server: nfs.local, path: /exports}}
@@ -154,7 +156,7 @@ spec:
     resources:
       requests: {cpu: 100m, memory: 64Mi}
       limits: {cpu: 200m, memory: 64Mi, ephemeral-storage: 1Gi}
-    securityContext: {capabilities: {add: [NET_ADMIN]}, privileged: true}
+    securityContext: {capabilities: {add: [NET_ADMIN]}, privileged: true, seLinuxOptions: {level: "s0:c1"}}
     tty: true
 "#;
     assert_eq!(
@@ -162,14 +164,13 @@ spec:
         [
             "spec.containers[0].ports[0].hostPort: Unsupported value: 8080: not supported by podwright yet",
             "spec.containers[0].resources.limits[ephemeral-storage]: Unsupported value: \"1Gi\": not supported by podwright yet",
-            "spec.containers[0].securityContext.capabilities: Unsupported value: not supported by podwright yet",
-            "spec.containers[0].securityContext.privileged: Unsupported value: true: not supported by podwright yet",
+            "spec.containers[0].securityContext.seLinuxOptions: Unsupported value: not supported by podwright yet",
             "spec.containers[0].tty: Unsupported value: true: not supported by podwright yet",
             "spec.hostNetwork: Unsupported value: true: not supported by podwright yet",
             "spec.os.name: Unsupported value: \"windows\": not supported by podwright yet; supported values: \"linux\"",
             "spec.runtimeClassName: Unsupported value: \"kata\": not supported by podwright yet",
-            "spec.securityContext.runAsNonRoot: Unsupported value: true: not supported by podwright yet",
-            "spec.securityContext.runAsUser: Unsupported value: 1000: not supported by podwright yet",
+            "spec.securityContext.fsGroup: Unsupported value: 2000: not supported by podwright yet",
+            "spec.securityContext.sysctls: Unsupported value: not supported by podwright yet",
             "spec.volumes[1].nfs: Unsupported value: not supported by podwright yet",
             "spec.volumes[3].emptyDir.medium: Unsupported value: \"HugePages\": not supported by podwright yet; supported values: \"Memory\"",
         ]

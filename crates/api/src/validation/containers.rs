@@ -139,6 +139,11 @@ fn validate_container_common(c: &Container, volumes: &VolumeMap<'_>, path: &Fiel
             &["Always", "IfNotPresent", "Never"],
         )),
     }
+    super::security_context::validate_security_context(
+        c.security_context.as_ref(),
+        &path.child("securityContext"),
+        errs,
+    );
 }
 
 fn validate_container_ports(ports: &[ContainerPort], path: &FieldPath, errs: &mut Errors) {

@@ -8,7 +8,7 @@
 //! environment variable names, zero-second sleep hooks allowed.
 //!
 //! Not covered (accepted without checks): owner references, finalizers, resource
-//! quantities and requests-vs-limits, security contexts, affinity,
+//! quantities and requests-vs-limits, security contexts (but for ids, seccomp and procMount), affinity,
 //! tolerations, topology spread, most network-storage volume sources,
 //! mount propagation, resize policies, OS-specific rules.
 //!
@@ -21,6 +21,7 @@ mod dns;
 mod env;
 mod go_json;
 mod probes_and_hooks;
+mod security_context;
 mod update;
 mod volume_mounts;
 mod volumes;
@@ -183,6 +184,7 @@ fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
     }
 
     dns::validate_dns_policy(spec, path, errs);
+    security_context::validate_pod_security_context(spec, &path.child("securityContext"), errs);
     dns::validate_pod_dns_config(spec, path, errs);
 
     for (field, value) in [("serviceAccountName", &spec.service_account_name), ("nodeName", &spec.node_name)] {

@@ -891,3 +891,47 @@ fn many_errors_in_order_and_invalid_pod_message() {
     apply_defaults(&mut ok);
     assert!(check_pod(&ok).is_ok());
 }
+
+#[test]
+fn security_contexts() {
+    check(&[
+        (
+            "ids out of range, a shared process namespace with the host's",
+            spec_pod(
+                "  hostPID: true
+  shareProcessNamespace: true
+  securityContext: {runAsUser: -1, runAsGroup: 2147483648, supplementalGroups: [1, -2], fsGroup: -3}
+  containers:
+  - name: a
+    image: b
+    securityContext: {runAsUser: -4, runAsGroup: 5, procMount: Masked}
+",
+            ),
+            s(&[
+                "spec.containers[0].securityContext.runAsUser: Invalid value: -4: must be between 0 and 2147483647, inclusive",
+                "spec.containers[0].securityContext.procMount: Unsupported value: \"Masked\": supported values: \"Default\", \"Unmasked\"",
+                "spec.securityContext.fsGroup: Invalid value: -3: must be between 0 and 2147483647, inclusive",
+                "spec.securityContext.runAsUser: Invalid value: -1: must be between 0 and 2147483647, inclusive",
+                "spec.securityContext.runAsGroup: Invalid value: 2147483648: must be between 0 and 2147483647, inclusive",
+                "spec.securityContext.supplementalGroups[1]: Invalid value: -2: must be between 0 and 2147483647, inclusive",
+                "spec.securityContext.shareProcessNamespace: Invalid value: true: ShareProcessNamespace and HostPID cannot both be enabled",
+            ]),
+        ),
+        (
+            "seccomp profiles",
+            spec_pod(
+                "  securityContext: {seccompProfile: {type: Localhost}}
+  containers:
+  - {name: a, image: b, securityContext: {seccompProfile: {type: Strict}}}
+  - {name: c, image: b, securityContext: {seccompProfile: {type: Localhost, localhostProfile: ../up.json}}}
+  - {name: d, image: b, securityContext: {seccompProfile: {type: Localhost, localhostProfile: profiles/ok.json}}}
+",
+            ),
+            s(&[
+                "spec.containers[0].securityContext.seccompProfile.type: Unsupported value: \"Strict\": supported values: \"Localhost\", \"RuntimeDefault\", \"Unconfined\"",
+                "spec.containers[1].securityContext.seccompProfile.localhostProfile: Invalid value: \"../up.json\": must not contain '..'",
+                "spec.securityContext.seccompProfile.localhostProfile: Required value: must be set when seccomp type is Localhost",
+            ]),
+        ),
+    ]);
+}

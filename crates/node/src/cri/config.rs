@@ -2,16 +2,17 @@
 //! `generatePodSandboxConfig` / `generateContainerConfig` do for what podwright supports.
 
 use crate::cri::env::{Env, EnvSources, container_env, expand};
-use crate::cri::{hosts, labels};
+use crate::cri::{hosts, labels, security};
 use crate::layout;
 use crate::volumes::mounts;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 use podwright_api::quantity::Quantity;
 use podwright_planner::pod::SpecContainer;
+use podwright_runtime::ImageUser;
 use podwright_runtime::cri_api::{
     ContainerConfig, ContainerMetadata, DnsConfig, ImageSpec, KeyValue, LinuxContainerConfig, LinuxContainerResources,
-    Mount, PodSandboxConfig, PodSandboxMetadata,
+    LinuxPodSandboxConfig, Mount, PodSandboxConfig, PodSandboxMetadata,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -57,6 +58,10 @@ pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32, hostname: String, dn
         labels: pod_labels(pod, root),
         annotations: pod.metadata.annotations.clone().unwrap_or_default().into_iter().collect(),
         dns_config: Some(dns),
+        linux: Some(LinuxPodSandboxConfig {
+            security_context: Some(security::sandbox_security(pod)),
+            ..Default::default()
+        }),
         ..Default::default()
     }
 }
@@ -103,11 +108,13 @@ fn linux_resources(c: &Container) -> LinuxContainerResources {
     }
 }
 
-/// A container's config, and the `InvalidEnvironmentVariableNames` warnings of its `envFrom`.
+/// A container's config, and the `InvalidEnvironmentVariableNames` warnings of its `envFrom`;
+/// `image_user` is who the image runs as (CRI `ImageStatus`).
 /// Err: why it cannot be created (`CreateContainerConfigError`), in the kubelet's words.
 pub fn container_config(
     src: &EnvSources,
     sc: &SpecContainer,
+    image_user: &ImageUser,
     restart_count: i32,
     sandbox_id: &str,
     root: &Path,
@@ -153,6 +160,9 @@ pub fn container_config(
         });
     }
 
+    security::verify_run_as_non_root(pod, c, image_user)?;
+    let security_context = security::container_security(pod, c, image_user, root)?;
+
     let config = ContainerConfig {
         metadata: Some(ContainerMetadata { name: c.name.clone(), attempt: restart_count.max(0) as u32 }),
         image: Some(ImageSpec { image: sc.image().to_string(), ..Default::default() }),
@@ -164,7 +174,7 @@ pub fn container_config(
         labels: lbl,
         annotations,
         log_path: layout::container_log_relative(&c.name, restart_count),
-        linux: Some(LinuxContainerConfig { resources: Some(linux_resources(c)), security_context: None }),
+        linux: Some(LinuxContainerConfig { resources: Some(linux_resources(c)), security_context: Some(security_context) }),
         ..Default::default()
     };
     Ok((config, skipped))

@@ -8,3 +8,4 @@ pub mod env;
 pub mod hosts;
 pub mod labels;
 pub mod observe;
+pub mod security;

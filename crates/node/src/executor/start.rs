@@ -116,8 +116,11 @@ impl Engine {
         }
         let pod_ips: Vec<String> = sandbox.ip.iter().cloned().collect();
         let src = EnvSources { pod, pod_ips: &pod_ips, node: &self.facts, objects: self.objects.as_ref() };
-        let (config, skipped) = cri_config::container_config(&src, &sc, restart_count, &sandbox.id, &self.root)
-            .map_err(|msg| self.config_error(pod, &sc, msg))?;
+        let image_user =
+            self.runtime.image_user(sc.image()).await.map_err(|e| self.config_error(pod, &sc, e.to_string()))?;
+        let (config, skipped) =
+            cri_config::container_config(&src, &sc, &image_user, restart_count, &sandbox.id, &self.root)
+                .map_err(|msg| self.config_error(pod, &sc, msg))?;
         for message in skipped {
             self.event(pod, None, EventType::Warning, "InvalidEnvironmentVariableNames", message);
         }

@@ -1,0 +1,84 @@
+//! The API server's checks of pod and container security contexts
+//! (`validatePodSpecSecurityContext`, `ValidateSecurityContext`, `validateSeccompProfileField`)
+//! for the fields podwright honours: user and group ids, a shared process namespace with the
+//! host's, seccomp profiles and `procMount`.
+
+use k8s_openapi::api::core::v1::{PodSpec, SeccompProfile, SecurityContext};
+
+use super::Errors;
+use super::volumes::validate_local_descending_path;
+use crate::field_error::{FieldError, FieldPath};
+use crate::formats::inclusive_range_error;
+
+/// `IsValidUserID` / `IsValidGroupID`: 0 to MaxInt32.
+fn validate_id(id: i64, path: FieldPath, errs: &mut Errors) {
+    if !(0..=i64::from(i32::MAX)).contains(&id) {
+        errs.push(FieldError::invalid(path, id, inclusive_range_error(0, i64::from(i32::MAX))));
+    }
+}
+
+/// The pod's security context; `path` is `spec.securityContext`. `hostPID` and
+/// `shareProcessNamespace` sit in the internal type's security context, so their error is
+/// reported under it.
+pub(super) fn validate_pod_security_context(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
+    let sc = spec.security_context.clone().unwrap_or_default();
+    if let Some(g) = sc.fs_group {
+        validate_id(g, path.child("fsGroup"), errs);
+    }
+    if let Some(u) = sc.run_as_user {
+        validate_id(u, path.child("runAsUser"), errs);
+    }
+    if let Some(g) = sc.run_as_group {
+        validate_id(g, path.child("runAsGroup"), errs);
+    }
+    for (i, g) in sc.supplemental_groups.iter().flatten().enumerate() {
+        validate_id(*g, path.child("supplementalGroups").index(i), errs);
+    }
+    if spec.share_process_namespace == Some(true) && spec.host_pid == Some(true) {
+        errs.push(FieldError::invalid(
+            path.child("shareProcessNamespace"),
+            true,
+            "ShareProcessNamespace and HostPID cannot both be enabled",
+        ));
+    }
+    validate_seccomp_profile(sc.seccomp_profile.as_ref(), &path.child("seccompProfile"), errs);
+}
+
+/// A container's security context; `path` is its `securityContext`. (`Unmasked` with the host's
+/// user namespace is left to the table of honoured fields, which refuses both.)
+pub(super) fn validate_security_context(sc: Option<&SecurityContext>, path: &FieldPath, errs: &mut Errors) {
+    let Some(sc) = sc else { return };
+    if let Some(u) = sc.run_as_user {
+        validate_id(u, path.child("runAsUser"), errs);
+    }
+    if let Some(g) = sc.run_as_group {
+        validate_id(g, path.child("runAsGroup"), errs);
+    }
+    if let Some(mount) = sc.proc_mount.as_deref() {
+        let p = path.child("procMount");
+        match mount {
+            "Default" | "Unmasked" => {}
+            other => errs.push(FieldError::not_supported(p, other, &["Default", "Unmasked"])),
+        }
+    }
+    validate_seccomp_profile(sc.seccomp_profile.as_ref(), &path.child("seccompProfile"), errs);
+}
+
+fn validate_seccomp_profile(sp: Option<&SeccompProfile>, path: &FieldPath, errs: &mut Errors) {
+    let Some(sp) = sp else { return };
+    let type_path = path.child("type");
+    match sp.type_.as_str() {
+        "Localhost" | "RuntimeDefault" | "Unconfined" => {}
+        "" => errs.push(FieldError::required(type_path, "type is required when seccompProfile is set")),
+        other => errs.push(FieldError::not_supported(type_path, other, &["Localhost", "RuntimeDefault", "Unconfined"])),
+    }
+    if sp.type_ == "Localhost" {
+        match sp.localhost_profile.as_deref() {
+            None => errs.push(FieldError::required(
+                path.child("localhostProfile"),
+                "must be set when seccomp type is Localhost",
+            )),
+            Some(profile) => validate_local_descending_path(profile, &path.child("localhostProfile"), errs),
+        }
+    }
+}
