@@ -122,7 +122,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("resourceClaims", UNSET),
             ("resources", UNSET),
             ("restartPolicy", Honoured),
-            ("runtimeClassName", UNSET),
+            ("runtimeClassName", Honoured),
             ("schedulerName", SCHEDULING),
             // A gated pod is not scheduled, so it would not run at all.
             ("schedulingGates", UNSET),
@@ -141,7 +141,8 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
     ("PodDNSConfig", &[("nameservers", Honoured), ("options", Fields("PodDNSConfigOption")), ("searches", Honoured)]),
     ("PodDNSConfigOption", &[("name", Honoured), ("value", Honoured)]),
     ("HostAlias", &[("hostnames", Honoured), ("ip", Honoured)]),
-    ("PodOS", &[("name", Only(&[Str("linux")]))]),
+    // The node's admission fails a pod for another OS (`PodOSNotSupported`), as the kubelet's.
+    ("PodOS", &[("name", Honoured)]),
     (
         "PodSecurityContext",
         &[

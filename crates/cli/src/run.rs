@@ -70,8 +70,9 @@ pub async fn run(args: RunArgs) -> u8 {
         Err(code) => return code,
     };
     let mut pods: Vec<_> = loaded.pods.into_iter().map(|(pod, _warnings)| pod).collect();
-    // The manifest's ConfigMaps and Secrets are what its pods refer to.
-    let objects = Arc::new(FixedObjects::new(loaded.config_maps, loaded.secrets));
+    // The manifest's ConfigMaps, Secrets and RuntimeClasses are what its pods refer to.
+    let objects =
+        Arc::new(FixedObjects::new(loaded.config_maps, loaded.secrets).with_runtime_classes(loaded.runtime_classes));
     let runtime = match connect(&args.runtime, cri::InFlight::Cancelled).await {
         Ok(r) => r,
         Err(msg) => {

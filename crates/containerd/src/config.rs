@@ -22,6 +22,10 @@ impl EmbeddedRuntime {
     }
 }
 
+/// The embedded containerd's second runtime handler (runc, like the default one), which a
+/// RuntimeClass can name.
+pub const ALT_HANDLER: &str = "runc-alt";
+
 /// containerd's configuration for a root directory (config version 2, containerd 1.6).
 pub fn containerd_config(root: &Path) -> String {
     let dir = root.join("containerd");
@@ -66,6 +70,13 @@ disabled_plugins = [
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
 
+    # A second runc-based handler, for pods whose RuntimeClass names it.
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.{alt}]
+      runtime_type = "io.containerd.runc.v2"
+
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.{alt}.options]
+        SystemdCgroup = false
+
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = {cni_bin}
     conf_dir = {cni_conf}
@@ -78,6 +89,7 @@ disabled_plugins = [
         sandbox_image = toml_string(SANDBOX_IMAGE),
         cni_bin = toml_string(CNI_BIN_DIR),
         cni_conf = path(&root.join("cni/net.d")),
+        alt = ALT_HANDLER,
     )
 }
 

@@ -36,7 +36,7 @@ mod supervise;
 #[cfg(test)]
 mod tests;
 
-pub use config::{POD_GATEWAY, cni_conflist, containerd_config};
+pub use config::{ALT_HANDLER, POD_GATEWAY, cni_conflist, containerd_config};
 pub use images::image_for_archive;
 
 use podwright_runtime::RuntimeService;

@@ -17,6 +17,7 @@ fn config_has_what_this_machine_needs() {
         "default_runtime_name = \"runc\"",
         "bin_dir = \"/usr/lib/cni\"",
         "conf_dir = \"/var/lib/podwright/cni/net.d\"",
+        "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc-alt]",
     ] {
         assert!(config.lines().any(|l| l.trim() == line), "missing `{line}` in:\n{config}");
     }

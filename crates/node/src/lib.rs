@@ -3,6 +3,7 @@
 //! executor that applies the planner's decisions through the runtime, probes and hooks, the CRI
 //! configs, the node's metrics, and every path under the root directory.
 
+pub mod admission;
 pub mod checkpoint;
 pub mod cri;
 pub mod dispatch;
@@ -21,6 +22,7 @@ pub mod pod_workers;
 pub mod probes;
 mod relist;
 pub mod removal;
+pub mod runtime_class;
 pub mod sinks;
 pub mod source;
 pub mod static_pods;

@@ -1,13 +1,17 @@
-//! The ConfigMaps and Secrets pods refer to (environment variables and volumes), wherever the
-//! mode keeps them: the manifest file of `run`, the local API's store in `serve`.
+//! The ConfigMaps and Secrets pods refer to (environment variables and volumes) and the
+//! RuntimeClasses they run with, wherever the mode keeps them: the manifest file of `run`, the
+//! local API's store in `serve`.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::node::v1::RuntimeClass;
 use std::collections::BTreeMap;
 
 /// Where the node looks up the objects a pod refers to, by namespace and name.
 pub trait Objects: Send + Sync {
     fn config_map(&self, namespace: &str, name: &str) -> Option<ConfigMap>;
     fn secret(&self, namespace: &str, name: &str) -> Option<Secret>;
+    /// A RuntimeClass, by name (they are cluster-scoped).
+    fn runtime_class(&self, name: &str) -> Option<RuntimeClass>;
 }
 
 /// A fixed set of objects, such as a manifest file's; none by default.
@@ -15,6 +19,7 @@ pub trait Objects: Send + Sync {
 pub struct FixedObjects {
     config_maps: BTreeMap<(String, String), ConfigMap>,
     secrets: BTreeMap<(String, String), Secret>,
+    runtime_classes: BTreeMap<String, RuntimeClass>,
 }
 
 fn key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, String) {
@@ -24,14 +29,22 @@ fn key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (St
 impl FixedObjects {
     /// No objects at all.
     pub const fn empty() -> Self {
-        FixedObjects { config_maps: BTreeMap::new(), secrets: BTreeMap::new() }
+        FixedObjects { config_maps: BTreeMap::new(), secrets: BTreeMap::new(), runtime_classes: BTreeMap::new() }
     }
 
     pub fn new(config_maps: impl IntoIterator<Item = ConfigMap>, secrets: impl IntoIterator<Item = Secret>) -> Self {
         FixedObjects {
             config_maps: config_maps.into_iter().map(|c| (key(&c.metadata), c)).collect(),
             secrets: secrets.into_iter().map(|s| (key(&s.metadata), s)).collect(),
+            runtime_classes: BTreeMap::new(),
         }
+    }
+
+    /// These objects and the given RuntimeClasses.
+    pub fn with_runtime_classes(mut self, classes: impl IntoIterator<Item = RuntimeClass>) -> Self {
+        self.runtime_classes =
+            classes.into_iter().map(|rc| (rc.metadata.name.clone().unwrap_or_default(), rc)).collect();
+        self
     }
 }
 
@@ -42,5 +55,9 @@ impl Objects for FixedObjects {
 
     fn secret(&self, namespace: &str, name: &str) -> Option<Secret> {
         self.secrets.get(&(namespace.to_string(), name.to_string())).cloned()
+    }
+
+    fn runtime_class(&self, name: &str) -> Option<RuntimeClass> {
+        self.runtime_classes.get(name).cloned()
     }
 }

@@ -2,6 +2,7 @@
 //! pod changes, a planned time comes, or the pod is updated or deleted. Level-triggered: every
 //! pass starts again from what the runtime says and from the newest pod it was given.
 
+use crate::admission;
 use crate::checkpoint::{self, CheckpointRef};
 use crate::cri::observe;
 use crate::events::EventType;
@@ -238,6 +239,16 @@ impl PodWorker {
         self.checkpoint();
     }
 
+    /// Refuses a pod the node does not admit as the kubelet's `rejectPod` does: its event, then
+    /// the pod fails with the rejection before anything of it is made. Checkpointed like an
+    /// eviction, so that a restarted podwright neither admits it nor tells it again.
+    fn reject(&mut self, r: &admission::Rejection, now: Timestamp) {
+        tracing::info!(reason = r.reason, "the node does not admit the pod");
+        self.engine.events.record(&self.pod, None, EventType::Warning, r.reason, r.message.to_string(), now);
+        self.memory.eviction = Some(Eviction { reason: r.reason.to_string(), message: r.status_message() });
+        self.checkpoint();
+    }
+
     /// Folds what a pass did into what the worker remembers.
     fn fold(&mut self, result: SyncResult) {
         let m = &mut self.memory;
@@ -272,6 +283,11 @@ impl PodWorker {
         let uid = self.pod.metadata.uid.clone().unwrap_or_default();
         let bell = self.engine.dispatcher.bell(&uid);
         self.checkpoint();
+        if self.memory.eviction.is_none()
+            && let Err(r) = admission::admit(&self.pod)
+        {
+            self.reject(&r, self.engine.clock.now());
+        }
         // The last status reported before a restart: conditions keep their transition times,
         // and the phase stays terminal.
         let mut previous: Option<Arc<PodStatus>> = self.pod.status.clone().map(Arc::new);

@@ -130,11 +130,12 @@ pub struct StartFailure {
 }
 
 /// The node's decision to end the pod for good, as the kubelet's eviction manager makes it (an
-/// `emptyDir` over its `sizeLimit`): the pod fails with this reason and message, and what runs is
-/// stopped at once. The pod worker records it (and checkpoints it) when it decides.
+/// `emptyDir` over its `sizeLimit`) or its admission (a pod for another OS): the pod fails with
+/// this reason and message, and what runs is stopped at once. The pod worker records it (and
+/// checkpoints it) when it decides.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Eviction {
-    /// `status.reason`: `Evicted`.
+    /// `status.reason`: `Evicted` (or the admission's reason, such as `PodOSNotSupported`).
     pub reason: String,
     /// `status.message`, also the message of the `Evicted` event.
     pub message: String,

@@ -9,6 +9,7 @@ use crate::store::{Store, meta_str};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, Secret, Service};
 use podwright_api::FieldError;
 use podwright_api::defaults::default_secret;
+use podwright_api::field_error::go_quote;
 use podwright_api::init_container_annotations::annotation_path;
 use podwright_api::validation::{
     validate_config_map, validate_config_map_update, validate_pod_update, validate_secret, validate_secret_update,
@@ -111,6 +112,13 @@ pub fn prepare_create(
             }
             warnings
                 .extend(podwright_api::admit_pod(&mut p).map_err(|e| ApiError::invalid(resource, &name, &e.errors))?);
+            // The API server's RuntimeClass admission refuses a class it does not have, and the
+            // local API has none yet.
+            if let Some(class) = p.spec.as_ref().and_then(|s| s.runtime_class_name.as_deref()).filter(|c| !c.is_empty())
+            {
+                let why = format!("pod rejected: RuntimeClass {} not found", go_quote(class));
+                return Err(ApiError::forbidden(resource, &name, &why));
+            }
             let spec = p.spec.get_or_insert_default();
             if spec.node_name.as_deref().is_none_or(str::is_empty) {
                 spec.node_name = Some(node_name.to_string());

@@ -4,6 +4,7 @@
 use crate::resources::Resource;
 use crate::store::Store;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::node::v1::RuntimeClass;
 use podwright_node::objects::Objects;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
@@ -26,6 +27,12 @@ impl Objects for StoreObjects {
 
     fn secret(&self, namespace: &str, name: &str) -> Option<Secret> {
         self.get(Resource::Secrets, namespace, name)
+    }
+
+    /// The local API serves no RuntimeClasses yet: every class is unknown (and a pod naming one
+    /// is refused when it is created).
+    fn runtime_class(&self, _name: &str) -> Option<RuntimeClass> {
+        None
     }
 }
 

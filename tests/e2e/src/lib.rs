@@ -628,6 +628,38 @@ pub fn containers_with_label_at(sock: &Path, key: &str, value: &str) -> Vec<Stri
     String::from_utf8_lossy(&out.stdout).lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect()
 }
 
+/// The CRI runtime handler of each sandbox of pod `pod` (by name) in the embedded containerd, as
+/// its CRI plugin recorded it in the sandbox's metadata.
+pub fn sandbox_runtime_handlers(pod: &str) -> Vec<String> {
+    let sock = containerd_socket();
+    let ctr = |args: &[&str]| {
+        let out = Command::new("ctr").arg("-a").arg(&sock).args(["-n", "k8s.io"]).args(args).output();
+        let out = out.unwrap_or_else(|e| panic!("cannot run ctr (package containerd): {e}"));
+        assert!(out.status.success(), "ctr {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // A comma joins the conditions of one filter (several filters would be alternatives).
+    let filter = format!("labels.\"io.kubernetes.pod.name\"=={pod},labels.\"io.cri-containerd.kind\"==sandbox");
+    let ids = ctr(&["containers", "ls", "-q", &filter]);
+    ids.split_whitespace()
+        .map(|id| {
+            let info: Value = serde_json::from_str(&ctr(&["containers", "info", id])).expect("ctr's container info");
+            let encoded =
+                info["Extensions"]["io.cri-containerd.sandbox.metadata"]["value"].as_str().unwrap_or_default();
+            let mut decode = Command::new("base64")
+                .arg("-d")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("cannot run base64");
+            decode.stdin.take().expect("stdin pipe").write_all(encoded.as_bytes()).expect("writing to base64");
+            let decoded = decode.wait_with_output().expect("base64's output");
+            let metadata: Value = serde_json::from_slice(&decoded.stdout).expect("the sandbox's CRI metadata");
+            metadata["Metadata"]["RuntimeHandler"].as_str().unwrap_or_default().to_string()
+        })
+        .collect()
+}
+
 /// Panics unless containerd holds no container or sandbox of this pod (by uid and by name)
 /// and its directory under the root is gone.
 pub fn assert_nothing_left(pod: &Value) {

@@ -167,8 +167,6 @@ spec:
             "spec.containers[0].securityContext.seLinuxOptions: Unsupported value: not supported by podwright yet",
             "spec.containers[0].tty: Unsupported value: true: not supported by podwright yet",
             "spec.hostNetwork: Unsupported value: true: not supported by podwright yet",
-            "spec.os.name: Unsupported value: \"windows\": not supported by podwright yet; supported values: \"linux\"",
-            "spec.runtimeClassName: Unsupported value: \"kata\": not supported by podwright yet",
             "spec.securityContext.fsGroup: Unsupported value: 2000: not supported by podwright yet",
             "spec.securityContext.sysctls: Unsupported value: not supported by podwright yet",
             "spec.volumes[1].nfs: Unsupported value: not supported by podwright yet",

@@ -9,6 +9,7 @@ use crate::events::{EventType, wording};
 use crate::layout;
 use crate::node::Engine;
 use crate::probes::hooks::{self, Hook, HookTarget};
+use crate::runtime_class;
 use crate::termination_message;
 use crate::volumes;
 use crate::worker::deletion_asked;
@@ -59,8 +60,13 @@ impl Engine {
             result.sandbox_failed = Some(self.clock.now());
             return;
         }
-        let handler = pod.spec.as_ref().and_then(|s| s.runtime_class_name.clone()).unwrap_or_default();
-        match self.runtime.run_pod_sandbox(&config, &handler).await {
+        // As the kubelet: an unknown class fails this attempt like the runtime's own refusal of
+        // a handler it lacks, and the sandbox is tried again after the back-off.
+        let created = match runtime_class::runtime_handler(self.objects.as_ref(), pod) {
+            Ok(handler) => self.runtime.run_pod_sandbox(&config, &handler).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match created {
             Ok(_) => result.sandbox_created = true,
             Err(e) => {
                 self.event(

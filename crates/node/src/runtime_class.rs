@@ -1,0 +1,81 @@
+//! A pod's RuntimeClass as the kubelet's runtime class manager resolves it
+//! (`pkg/kubelet/runtimeclass`): the CRI runtime handler its sandbox is made with, and the fixed
+//! overhead the class adds to the pod's resources.
+
+use crate::objects::Objects;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use podwright_api::field_error::go_quote;
+use std::collections::BTreeMap;
+
+/// The pod names a RuntimeClass that does not exist. Worded as the API's NotFound error the
+/// kubelet's lister returns, which ends up in the `FailedCreatePodSandBox` event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("runtimeclasses.node.k8s.io {} not found", go_quote(.0))]
+pub struct NotFound(pub String);
+
+fn class_name(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref()?.runtime_class_name.as_deref().filter(|n| !n.is_empty())
+}
+
+/// The runtime handler for the pod's sandbox: the empty (default) handler without a
+/// `runtimeClassName`, else its class's `handler`.
+pub fn runtime_handler(objects: &dyn Objects, pod: &Pod) -> Result<String, NotFound> {
+    let Some(name) = class_name(pod) else { return Ok(String::new()) };
+    objects.runtime_class(name).map(|rc| rc.handler).ok_or_else(|| NotFound(name.to_string()))
+}
+
+/// The class's `overhead.podFixed`, added to the pod's effective requests and limits (empty
+/// without a class or an overhead).
+pub fn pod_overhead(objects: &dyn Objects, pod: &Pod) -> Result<BTreeMap<String, Quantity>, NotFound> {
+    let Some(name) = class_name(pod) else { return Ok(BTreeMap::new()) };
+    let rc = objects.runtime_class(name).ok_or_else(|| NotFound(name.to_string()))?;
+    Ok(rc.overhead.and_then(|o| o.pod_fixed).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objects::FixedObjects;
+    use k8s_openapi::api::node::v1::RuntimeClass;
+    use serde_json::json;
+
+    fn objects() -> FixedObjects {
+        let classes: Vec<RuntimeClass> = [
+            json!({"metadata": {"name": "alt"}, "handler": "runc-alt"}),
+            json!({"metadata": {"name": "vm"}, "handler": "kata", "overhead": {"podFixed": {"cpu": "250m", "memory": "120Mi"}}}),
+        ]
+        .into_iter()
+        .map(|v| serde_json::from_value(v).unwrap())
+        .collect();
+        FixedObjects::default().with_runtime_classes(classes)
+    }
+
+    fn pod(class: Option<&str>) -> Pod {
+        serde_json::from_value(
+            json!({"metadata": {"name": "p"}, "spec": {"runtimeClassName": class, "containers": []}}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_handler_is_the_classes_and_the_default_without_one() {
+        let objects = objects();
+        assert_eq!(runtime_handler(&objects, &pod(Some("alt"))).unwrap(), "runc-alt");
+        assert_eq!(runtime_handler(&objects, &pod(None)).unwrap(), "");
+        assert_eq!(runtime_handler(&objects, &pod(Some(""))).unwrap(), "");
+        let err = runtime_handler(&objects, &pod(Some("gvisor"))).unwrap_err();
+        assert_eq!(err.to_string(), "runtimeclasses.node.k8s.io \"gvisor\" not found");
+    }
+
+    #[test]
+    fn the_overhead_is_the_classes_pod_fixed() {
+        let objects = objects();
+        let overhead = pod_overhead(&objects, &pod(Some("vm"))).unwrap();
+        assert_eq!(overhead.get("cpu"), Some(&Quantity("250m".into())));
+        assert_eq!(overhead.get("memory"), Some(&Quantity("120Mi".into())));
+        assert!(pod_overhead(&objects, &pod(Some("alt"))).unwrap().is_empty());
+        assert!(pod_overhead(&objects, &pod(None)).unwrap().is_empty());
+        assert_eq!(pod_overhead(&objects, &pod(Some("gvisor"))), Err(NotFound("gvisor".into())));
+    }
+}

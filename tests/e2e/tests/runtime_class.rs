@@ -1,0 +1,124 @@
+//! RuntimeClass and Pod OS for real, on the embedded containerd and its second runc-based
+//! handler `runc-alt`. Expected results are the kubelet's: an unknown class or handler fails the
+//! sandbox with `FailedCreatePodSandBox` and the pod waits (tried again after the back-off); a
+//! pod for another OS is rejected by the node's admission and fails.
+// Tests of the real binary: real timeouts.
+#![allow(clippy::disallowed_methods)]
+
+use podwright_e2e::*;
+use serde_json::Value;
+use std::time::Duration;
+
+const BUSYBOX: &str = "localhost/busybox:1.36";
+
+fn classes(prefix: &str) -> String {
+    format!(
+        r#"apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {{name: {prefix}-alt}}
+handler: runc-alt
+---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {{name: {prefix}-kata}}
+handler: kata
+"#
+    )
+}
+
+fn pod(name: &str, spec_line: &str, command: &str) -> String {
+    format!(
+        r#"---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  {spec_line}
+  restartPolicy: Never
+  containers:
+  - {{name: app, image: {BUSYBOX}, command: [sh, -c, '{command}']}}
+"#
+    )
+}
+
+/// Pod-level events (no field path) of pod `name` with this reason.
+fn pod_events(o: &Outcome, name: &str, reason: &str) -> Vec<Value> {
+    let of_pod = |e: &Value| e["involvedObject"]["name"] == name && e["involvedObject"]["fieldPath"].is_null();
+    o.events().into_iter().filter(|e| of_pod(e) && e["reason"] == reason).collect()
+}
+
+/// A pod whose class names `runc-alt` runs on that handler, and to completion.
+#[test]
+fn a_pod_of_a_class_runs_on_its_handler() {
+    let name = pod_name("e2e-rtclass-alt");
+    let manifest = classes(&name) + &pod(&name, &format!("runtimeClassName: {name}-alt"), "sleep 2; echo done");
+    let file = Manifest::new(&manifest);
+    let mut running = Running::spawn(&run_args(file.path_str(), &[]), None);
+    assert!(running.wait_for_stderr("Running", Duration::from_secs(30)), "{}", running.stderr_so_far());
+    let handlers = sandbox_runtime_handlers(&name);
+    let o = running.wait();
+    o.assert_code(0);
+    assert_eq!(handlers, ["runc-alt"], "{}", o.context());
+    let pod = o.single_pod();
+    assert_eq!(phase(&pod), "Succeeded", "{}", o.context());
+    assert_eq!(o.output_of("app"), ["done"], "{}", o.context());
+    assert_nothing_left(&pod);
+}
+
+/// An unknown class, and a class whose handler containerd does not have: no sandbox, the
+/// kubelet's `FailedCreatePodSandBox` event with its message, and the pods wait (Pending).
+#[test]
+fn an_unknown_class_or_handler_fails_the_sandbox() {
+    let name = pod_name("e2e-rtclass-unknown");
+    let unknown = format!("{name}-a");
+    let no_handler = format!("{name}-b");
+    let manifest = classes(&name)
+        + &pod(&unknown, &format!("runtimeClassName: {name}-gvisor"), "true")
+        + &pod(&no_handler, &format!("runtimeClassName: {name}-kata"), "true");
+    let o = run_manifest(&manifest, &["--timeout", "2"]);
+    o.assert_code(124);
+    for p in [&unknown, &no_handler] {
+        assert_eq!(phase(&o.pod(p)), "Pending", "{}", o.context());
+        assert!(o.events_with_reason(p, "spec.containers{app}", "Created").is_empty(), "{}", o.context());
+    }
+    let messages = |p: &str| -> Vec<String> {
+        pod_events(&o, p, "FailedCreatePodSandBox").iter().map(|e| e["message"].as_str().unwrap().to_string()).collect()
+    };
+    let unknown_messages = messages(&unknown);
+    assert!(!unknown_messages.is_empty(), "{}", o.context());
+    for m in unknown_messages {
+        assert_eq!(m, format!("Failed to create pod sandbox: runtimeclasses.node.k8s.io \"{name}-gvisor\" not found"));
+    }
+    let no_handler_messages = messages(&no_handler);
+    assert!(!no_handler_messages.is_empty(), "{}", o.context());
+    for m in no_handler_messages {
+        assert!(
+            m.starts_with("Failed to create pod sandbox: ") && m.contains("no runtime for \"kata\" is configured"),
+            "{m}"
+        );
+    }
+}
+
+/// A pod for Windows is rejected by the node: it fails with the kubelet's reason and message,
+/// and nothing of it is made.
+#[test]
+fn a_pod_for_another_os_is_rejected() {
+    let name = pod_name("e2e-pod-os");
+    let o = run_manifest(&pod(&name, "os: {name: windows}", "true"), &[]);
+    o.assert_code(1);
+    let pod = o.single_pod();
+    assert_eq!(phase(&pod), "Failed", "{}", o.context());
+    assert_eq!(pod["status"]["reason"], "PodOSNotSupported", "{}", o.context());
+    assert_eq!(
+        pod["status"]["message"],
+        "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS",
+        "{}",
+        o.context()
+    );
+    let rejected = pod_events(&o, &name, "PodOSNotSupported");
+    assert_eq!(rejected.len(), 1, "{}", o.context());
+    assert_eq!(rejected[0]["message"], "Failed to admit pod as the OS field doesn't match node OS");
+    assert_eq!(rejected[0]["type"], "Warning");
+    assert!(o.events_with_reason(&name, "spec.containers{app}", "Created").is_empty(), "{}", o.context());
+    assert_nothing_left(&pod);
+}
