@@ -174,7 +174,10 @@ pub fn container_config(
         labels: lbl,
         annotations,
         log_path: layout::container_log_relative(&c.name, restart_count),
-        linux: Some(LinuxContainerConfig { resources: Some(linux_resources(c)), security_context: Some(security_context) }),
+        linux: Some(LinuxContainerConfig {
+            resources: Some(linux_resources(c)),
+            security_context: Some(security_context),
+        }),
         ..Default::default()
     };
     Ok((config, skipped))
