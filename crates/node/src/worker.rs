@@ -229,23 +229,14 @@ impl PodWorker {
         self.engine.metrics.pass(kind, self.engine.clock.now().duration_since(start).unsigned_abs());
     }
 
-    /// Records the eviction manager's verdict as it does: its event, then the pod fails with it
-    /// (checkpointed before anything is stopped, so that a podwright restarted meanwhile still
-    /// fails the pod).
-    fn evict(&mut self, e: Eviction, now: Timestamp) {
-        tracing::info!(message = %e.message, "evicting the pod");
-        self.engine.events.record(&self.pod, None, EventType::Warning, eviction::REASON, e.message.clone(), now);
-        self.memory.eviction = Some(e);
-        self.checkpoint();
-    }
-
-    /// Refuses a pod the node does not admit as the kubelet's `rejectPod` does: its event, then
-    /// the pod fails with the rejection before anything of it is made. Checkpointed like an
-    /// eviction, so that a restarted podwright neither admits it nor tells it again.
-    fn reject(&mut self, r: &admission::Rejection, now: Timestamp) {
-        tracing::info!(reason = r.reason, "the node does not admit the pod");
-        self.engine.events.record(&self.pod, None, EventType::Warning, r.reason, r.message.to_string(), now);
-        self.memory.eviction = Some(Eviction { reason: r.reason.to_string(), message: r.status_message() });
+    /// Ends the pod by the node's verdict (an eviction, or a refusal at admission) as the kubelet
+    /// does: its Warning event, then the pod fails with it, checkpointed before anything is
+    /// stopped, so that a podwright restarted meanwhile still fails the pod and does not say so
+    /// again.
+    fn end_by_node(&mut self, verdict: Eviction, event_message: String, now: Timestamp) {
+        tracing::info!(reason = %verdict.reason, message = %verdict.message, "the node ends the pod");
+        self.engine.events.record(&self.pod, None, EventType::Warning, &verdict.reason, event_message, now);
+        self.memory.eviction = Some(verdict);
         self.checkpoint();
     }
 
@@ -286,7 +277,8 @@ impl PodWorker {
         if self.memory.eviction.is_none()
             && let Err(r) = admission::admit(&self.pod)
         {
-            self.reject(&r, self.engine.clock.now());
+            let verdict = Eviction { reason: r.reason.to_string(), message: r.status_message() };
+            self.end_by_node(verdict, r.message.to_string(), self.engine.clock.now());
         }
         // The last status reported before a restart: conditions keep their transition times,
         // and the phase stays terminal.
@@ -335,7 +327,8 @@ impl PodWorker {
                 previous.as_ref().and_then(|s| Phase::parse(s.phase.as_deref()?)).is_some_and(Phase::is_terminal);
             let active = deletion.is_none() && !ended;
             if let Some(e) = usage.as_ref().and_then(eviction::Watch::take).filter(|_| active) {
-                self.evict(e, now);
+                let message = e.message.clone();
+                self.end_by_node(e, message, now);
             }
             let kind = pass_kind.take().unwrap_or(if deletion.is_some() { PassKind::Kill } else { PassKind::Sync });
             let (interrupted, containers): (Vec<_>, Vec<_>) =
@@ -465,8 +458,8 @@ impl PodWorker {
 /// Whether the pod refers to any ConfigMap or Secret, in its volumes or its containers'
 /// environment.
 fn refers_to_objects(pod: &Pod) -> bool {
-    let volumes = pod.spec.iter().flat_map(|s| s.volumes.iter().flatten());
-    let in_volumes = volumes.into_iter().any(|v| v.config_map.is_some() || v.secret.is_some() || v.projected.is_some());
+    let mut volumes = pod.spec.iter().flat_map(|s| s.volumes.iter().flatten());
+    let in_volumes = volumes.any(|v| v.config_map.is_some() || v.secret.is_some() || v.projected.is_some());
     let in_env = pod::all_containers(pod).any(|sc| {
         let c = sc.container;
         c.env_from.as_ref().is_some_and(|e| !e.is_empty())

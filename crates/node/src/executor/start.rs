@@ -20,65 +20,42 @@ use podwright_runtime::cri_api::PodSandboxConfig;
 
 impl Engine {
     pub(super) async fn create_sandbox(&self, sync: &PodSync<'_>, attempt: u32, result: &mut SyncResult) {
-        let pod = sync.pod;
+        match self.make_sandbox(sync.pod, attempt).await {
+            Ok(()) => result.sandbox_created = true,
+            Err(warnings) => {
+                for (reason, message) in warnings {
+                    self.event(sync.pod, None, EventType::Warning, reason, message);
+                }
+                result.sandbox_failed = Some(self.clock.now());
+            }
+        }
+    }
+
+    /// The sandbox's volumes, directories and the sandbox itself. Err: the Warning events that
+    /// say why not (none when they are recorded already).
+    async fn make_sandbox(&self, pod: &Pod, attempt: u32) -> Result<(), Vec<(&'static str, String)>> {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let failed = |e: String| vec![("FailedCreatePodSandBox", format!("Failed to create pod sandbox: {e}"))];
         let dns = dns::pod_dns(pod, &self.dns);
         for e in dns.events {
             self.event(pod, None, EventType::Warning, e.reason, e.message);
         }
-        let hostname = match hosts::kernel_hostname(pod, &self.dns.domain) {
-            Ok(h) => h,
-            Err(e) => {
-                self.event(
-                    pod,
-                    None,
-                    EventType::Warning,
-                    "FailedCreatePodSandBox",
-                    format!("Failed to create pod sandbox: {e}"),
-                );
-                result.sandbox_failed = Some(self.clock.now());
-                return;
-            }
-        };
+        let hostname = hosts::kernel_hostname(pod, &self.dns.domain).map_err(|e| failed(e.to_string()))?;
         let config = cri_config::sandbox_config(pod, &self.root, attempt, hostname, dns.config);
-        if let Err(errors) = volumes::prepare(&self.root, pod) {
-            for e in errors {
-                self.event(pod, None, EventType::Warning, "FailedMount", e.to_string());
-            }
-            result.sandbox_failed = Some(self.clock.now());
-            return;
-        }
-        let prepared = std::fs::create_dir_all(layout::log_directory(&self.root, uid))
-            .and_then(|_| std::fs::create_dir_all(layout::termination_dir(&self.root, uid)));
-        if let Err(e) = prepared {
-            self.event(pod, None, EventType::Warning, "FailedMount", format!("Unable to attach or mount volumes: {e}"));
-            result.sandbox_failed = Some(self.clock.now());
-            return;
-        }
+        volumes::prepare(&self.root, pod)
+            .map_err(|errors| errors.into_iter().map(|e| ("FailedMount", e.to_string())).collect::<Vec<_>>())?;
+        std::fs::create_dir_all(layout::log_directory(&self.root, uid))
+            .and_then(|_| std::fs::create_dir_all(layout::termination_dir(&self.root, uid)))
+            .map_err(|e| vec![("FailedMount", format!("Unable to attach or mount volumes: {e}"))])?;
         // Volumes are ready before the sandbox, and so before the first init container.
         if !self.project_volumes(pod) {
-            result.sandbox_failed = Some(self.clock.now());
-            return;
+            return Err(Vec::new());
         }
         // As the kubelet: an unknown class fails this attempt like the runtime's own refusal of
         // a handler it lacks, and the sandbox is tried again after the back-off.
-        let created = match runtime_class::runtime_handler(self.objects.as_ref(), pod) {
-            Ok(handler) => self.runtime.run_pod_sandbox(&config, &handler).await.map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
-        match created {
-            Ok(_) => result.sandbox_created = true,
-            Err(e) => {
-                self.event(
-                    pod,
-                    None,
-                    EventType::Warning,
-                    "FailedCreatePodSandBox",
-                    format!("Failed to create pod sandbox: {e}"),
-                );
-                result.sandbox_failed = Some(self.clock.now());
-            }
-        }
+        let handler = runtime_class::runtime_handler(self.objects.as_ref(), pod).map_err(|e| failed(e.to_string()))?;
+        self.runtime.run_pod_sandbox(&config, &handler).await.map_err(|e| failed(e.to_string()))?;
+        Ok(())
     }
 
     /// Writes the pod's ConfigMap, Secret, downward API and projected volumes as their sources

@@ -48,11 +48,11 @@ pub fn payload(src: &Sources, v: &Volume) -> Result<Payload, String> {
     let mut out = Payload::new();
     if let Some(s) = &v.config_map {
         let mode = s.default_mode.unwrap_or(DEFAULT_MODE);
-        config_map(src, &s.name, s.items.as_deref(), mode, s.optional == Some(true), &mut out)?;
+        object_files(src, Kind::ConfigMap, &s.name, s.items.as_deref(), mode, s.optional == Some(true), &mut out)?;
     } else if let Some(s) = &v.secret {
         let name = s.secret_name.as_deref().unwrap_or_default();
         let mode = s.default_mode.unwrap_or(DEFAULT_MODE);
-        secret(src, name, s.items.as_deref(), mode, s.optional == Some(true), &mut out)?;
+        object_files(src, Kind::Secret, name, s.items.as_deref(), mode, s.optional == Some(true), &mut out)?;
     } else if let Some(s) = &v.downward_api {
         let mode = s.default_mode.unwrap_or(DEFAULT_MODE);
         downward(src, s.items.as_deref().unwrap_or_default(), mode, &mut out)?;
@@ -61,9 +61,17 @@ pub fn payload(src: &Sources, v: &Volume) -> Result<Payload, String> {
         let mut errors = Vec::new();
         for source in s.sources.iter().flatten() {
             let done = if let Some(c) = &source.config_map {
-                config_map(src, &c.name, c.items.as_deref(), mode, c.optional == Some(true), &mut out)
+                object_files(
+                    src,
+                    Kind::ConfigMap,
+                    &c.name,
+                    c.items.as_deref(),
+                    mode,
+                    c.optional == Some(true),
+                    &mut out,
+                )
             } else if let Some(c) = &source.secret {
-                secret(src, &c.name, c.items.as_deref(), mode, c.optional == Some(true), &mut out)
+                object_files(src, Kind::Secret, &c.name, c.items.as_deref(), mode, c.optional == Some(true), &mut out)
             } else if let Some(d) = &source.downward_api {
                 downward(src, d.items.as_deref().unwrap_or_default(), mode, &mut out)
             } else {
@@ -117,42 +125,49 @@ fn keyed(
     Ok(())
 }
 
-fn config_map(
-    src: &Sources,
-    name: &str,
-    items: Option<&[KeyToPath]>,
-    mode: i32,
-    optional: bool,
-    out: &mut Payload,
-) -> Result<(), String> {
-    let data = match src.objects.config_map(src.namespace(), name) {
-        Some(cm) => {
-            let mut data: BTreeMap<String, Vec<u8>> =
-                cm.binary_data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
-            data.extend(cm.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.into_bytes())));
-            data
-        }
-        // An optional one that is missing is an empty volume.
-        None if optional => BTreeMap::new(),
-        None => return Err(format!("configmap {} not found", go_quote(name))),
-    };
-    keyed(data, items, mode, optional, "configmap references non-existent config key", out)
+/// Which object a `configMap` or `secret` source names.
+#[derive(Clone, Copy)]
+enum Kind {
+    ConfigMap,
+    Secret,
 }
 
-fn secret(
+/// The named ConfigMap's or Secret's keys as files (`MakePayload`); an optional one that is
+/// missing is an empty volume.
+fn object_files(
     src: &Sources,
+    kind: Kind,
     name: &str,
     items: Option<&[KeyToPath]>,
     mode: i32,
     optional: bool,
     out: &mut Payload,
 ) -> Result<(), String> {
-    let data = match src.objects.secret(src.namespace(), name) {
-        Some(s) => s.data.unwrap_or_default().into_iter().map(|(k, ByteString(v))| (k, v)).collect(),
-        None if optional => BTreeMap::new(),
-        None => return Err(format!("secret {} not found", go_quote(name))),
+    let ns = src.namespace();
+    let (data, word, missing_key) = match kind {
+        Kind::ConfigMap => {
+            let data = src.objects.config_map(ns, name).map(|cm| {
+                let mut data: BTreeMap<String, Vec<u8>> =
+                    cm.binary_data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
+                data.extend(cm.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.into_bytes())));
+                data
+            });
+            (data, "configmap", "configmap references non-existent config key")
+        }
+        Kind::Secret => {
+            let data = src
+                .objects
+                .secret(ns, name)
+                .map(|s| s.data.unwrap_or_default().into_iter().map(|(k, ByteString(v))| (k, v)).collect());
+            (data, "secret", "references non-existent secret key")
+        }
     };
-    keyed(data, items, mode, optional, "references non-existent secret key", out)
+    let data = match data {
+        Some(d) => d,
+        None if optional => BTreeMap::new(),
+        None => return Err(format!("{word} {} not found", go_quote(name))),
+    };
+    keyed(data, items, mode, optional, missing_key, out)
 }
 
 fn downward(src: &Sources, items: &[DownwardAPIVolumeFile], mode: i32, out: &mut Payload) -> Result<(), String> {
