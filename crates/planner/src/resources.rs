@@ -42,13 +42,13 @@ impl Amount {
 /// Amounts by resource name (`v1.ResourceList`).
 pub type ResourceList = BTreeMap<String, Amount>;
 
-fn list(m: Option<&BTreeMap<String, ApiQuantity>>) -> ResourceList {
+pub(crate) fn list(m: Option<&BTreeMap<String, ApiQuantity>>) -> ResourceList {
     // Validation has refused malformed quantities; one that still does not parse is left out.
     m.into_iter().flatten().filter_map(|(k, q)| Some((k.clone(), Amount::parse(&q.0)?))).collect()
 }
 
 /// `addResourceList`: a sum keeps the format of its first non-zero term.
-fn add(into: &mut ResourceList, more: &ResourceList) {
+pub(crate) fn add(into: &mut ResourceList, more: &ResourceList) {
     for (name, q) in more {
         match into.get_mut(name) {
             None => {

@@ -80,16 +80,7 @@ pub async fn connect_with(endpoint: &str, in_flight: InFlight) -> RuntimeResult<
     let connector_path = path.clone();
     let channel = endpoint_config
         .clone()
-        .connect_with_connector(tower::service_fn(move |_: Uri| {
-            let path = connector_path.clone();
-            async move {
-                let stream = UnixStream::connect(path).await?;
-                Ok::<_, std::io::Error>(TokioIo::new(match in_flight {
-                    InFlight::Cancelled => RuntimeSocket::plain(stream),
-                    InFlight::Finished => RuntimeSocket::kept(stream)?,
-                }))
-            }
-        }))
+        .connect_with_connector(tower::service_fn(move |_: Uri| dial(connector_path.clone(), in_flight)))
         .await
         .map_err(|e| unreachable(error_chain(&e)))?;
 
@@ -127,14 +118,21 @@ pub async fn connect_with(endpoint: &str, in_flight: InFlight) -> RuntimeResult<
     // to it, unread, after podwright's death. It has a connection of its own.
     let event_channel = match in_flight {
         InFlight::Cancelled => channel,
-        InFlight::Finished => endpoint_config.connect_with_connector_lazy(tower::service_fn(move |_: Uri| {
-            let path = path.clone();
-            async move { Ok::<_, std::io::Error>(TokioIo::new(RuntimeSocket::plain(UnixStream::connect(path).await?))) }
-        })),
+        InFlight::Finished => endpoint_config
+            .connect_with_connector_lazy(tower::service_fn(move |_: Uri| dial(path.clone(), InFlight::Cancelled))),
     };
     let event_task = cri_events::spawn(event_channel, endpoint.to_string(), events.clone(), state_tx);
 
     Ok(CriRuntime { endpoint: endpoint.to_string(), runtime, images, events, event_state, event_task })
+}
+
+/// Opens one connection to the runtime's socket, with a keeper when its calls must outlive us.
+async fn dial(path: String, in_flight: InFlight) -> std::io::Result<TokioIo<RuntimeSocket>> {
+    let stream = UnixStream::connect(path).await?;
+    Ok(TokioIo::new(match in_flight {
+        InFlight::Cancelled => RuntimeSocket::plain(stream),
+        InFlight::Finished => RuntimeSocket::kept(stream)?,
+    }))
 }
 
 impl CriRuntime {
@@ -154,6 +152,17 @@ impl CriRuntime {
         };
         let resp = self.rt().list_containers(request(req)).await.map_err(|s| self.err("ListContainers", s))?;
         Ok(resp.into_inner().containers)
+    }
+
+    /// One `ImageStatus` call: the image as the runtime knows it, `None` when it has no such image.
+    async fn image(&self, image: &str) -> RuntimeResult<Option<cri_api::Image>> {
+        let req = cri_api::ImageStatusRequest {
+            image: Some(ImageSpec { image: image.to_string(), ..Default::default() }),
+            verbose: false,
+        };
+        let resp =
+            self.images.clone().image_status(request(req)).await.map_err(|s| self.err("ImageStatus", s))?.into_inner();
+        Ok(resp.image)
     }
 
     /// The endpoint this runtime was reached at, as given to [`connect`].
@@ -532,37 +541,18 @@ impl ImageService for CriRuntime {
     /// `ContainerStatus.image_ref`, where containerd puts the repo digest when it knows one.)
     /// Falls back to the first repo digest for a runtime that leaves `id` empty.
     async fn image_status(&self, image: &str) -> RuntimeResult<Option<String>> {
-        let req = cri_api::ImageStatusRequest {
-            image: Some(ImageSpec { image: image.to_string(), ..Default::default() }),
-            verbose: false,
-        };
-        let resp =
-            self.images.clone().image_status(request(req)).await.map_err(|s| self.err("ImageStatus", s))?.into_inner();
-        Ok(resp.image.and_then(
-            |img| {
-                if img.id.is_empty() { img.repo_digests.into_iter().next() } else { Some(img.id) }
-            },
-        ))
+        Ok(self
+            .image(image)
+            .await?
+            .and_then(|img| if img.id.is_empty() { img.repo_digests.into_iter().next() } else { Some(img.id) }))
     }
 
     async fn image_size(&self, image: &str) -> RuntimeResult<u64> {
-        let req = cri_api::ImageStatusRequest {
-            image: Some(ImageSpec { image: image.to_string(), ..Default::default() }),
-            verbose: false,
-        };
-        let resp =
-            self.images.clone().image_status(request(req)).await.map_err(|s| self.err("ImageStatus", s))?.into_inner();
-        Ok(resp.image.map_or(0, |img| img.size))
+        Ok(self.image(image).await?.map_or(0, |img| img.size))
     }
 
     async fn image_user(&self, image: &str) -> RuntimeResult<crate::ImageUser> {
-        let req = cri_api::ImageStatusRequest {
-            image: Some(ImageSpec { image: image.to_string(), ..Default::default() }),
-            verbose: false,
-        };
-        let resp =
-            self.images.clone().image_status(request(req)).await.map_err(|s| self.err("ImageStatus", s))?.into_inner();
-        let image = resp.image.unwrap_or_default();
+        let image = self.image(image).await?.unwrap_or_default();
         Ok(match (image.uid, image.username) {
             (Some(uid), _) => crate::ImageUser::Uid(uid.value),
             (None, name) if !name.is_empty() => crate::ImageUser::Name(name),

@@ -98,12 +98,19 @@ pub fn hosts_mount(root: &Path, uid: &str) -> Mount {
     }
 }
 
-/// Writes the pod's hosts file afresh (`ensureHostsFile`), mode 0644 whatever the umask.
+/// Writes the pod's hosts file afresh (`ensureHostsFile`), mode 0644 whatever the umask. A file
+/// that already reads so is left alone: it is mounted in the pod's running containers, which
+/// would otherwise see it empty for a moment each time another container starts.
 pub fn write_hosts_file(root: &Path, pod: &Pod, pod_ip: &str, cluster_domain: &str) -> Result<(), String> {
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
     let path = layout::etc_hosts(root, uid);
     let aliases = pod.spec.as_ref().and_then(|s| s.host_aliases.as_deref()).unwrap_or_default();
     let text = hosts_file(&[pod_ip], &hostname(pod), domain(pod, cluster_domain).as_deref(), aliases);
+    let written = std::fs::metadata(&path).is_ok_and(|m| m.permissions().mode() & 0o777 == 0o644)
+        && std::fs::read(&path).is_ok_and(|old| old == text.as_bytes());
+    if written {
+        return Ok(());
+    }
     std::fs::write(&path, text)
         .and_then(|_| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)))
         .map_err(|e| format!("open {}: {e}", path.display()))
@@ -242,6 +249,25 @@ mod tests {
             "10.89.0.7\tdb.cluster.shop.svc.cluster.local\tdb\n\n# Entries added by HostAliases.\n10.1.2.3\tfoo.local\tbar.local\n"
         ));
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_file_that_differs_in_content_or_mode_is_written_again() {
+        let root = std::env::temp_dir().join(format!("podwright-hosts-again-{}", std::process::id()));
+        std::fs::create_dir_all(layout::pod_dir(&root, "u")).unwrap();
+        let p = pod(serde_json::json!({}));
+        let path = layout::etc_hosts(&root, "u");
+        write_hosts_file(&root, &p, "10.89.0.7", "cluster.local").unwrap();
+        let first = std::fs::read_to_string(&path).unwrap();
+        write_hosts_file(&root, &p, "10.89.0.7", "cluster.local").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), first);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        write_hosts_file(&root, &p, "10.89.0.7", "cluster.local").unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
+        std::fs::write(&path, "stale").unwrap();
+        write_hosts_file(&root, &p, "10.89.0.7", "cluster.local").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), first);
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

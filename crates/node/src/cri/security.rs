@@ -4,7 +4,8 @@
 //! none, the `runAsNonRoot` check, seccomp profiles and the pod's namespaces.
 
 use crate::layout;
-use k8s_openapi::api::core::v1::{Container, Pod, PodSecurityContext, PodSpec, SeccompProfile, SecurityContext};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSecurityContext, SeccompProfile, SecurityContext};
+use podwright_planner::pod::{all_containers, spec};
 use podwright_runtime::ImageUser;
 use podwright_runtime::cri_api::{
     Capability, Int64Value, LinuxContainerSecurityContext, LinuxSandboxSecurityContext, NamespaceMode, NamespaceOption,
@@ -31,12 +32,8 @@ const MASKED_PATHS: &[&str] = &[
 /// The paths of `/proc` a `Default` `procMount` makes read-only (the kubelet's `defaultReadonlyPaths`).
 const READONLY_PATHS: &[&str] = &["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"];
 
-fn pod_spec(pod: &Pod) -> Option<&PodSpec> {
-    pod.spec.as_ref()
-}
-
 fn pod_context(pod: &Pod) -> Option<&PodSecurityContext> {
-    pod_spec(pod).and_then(|s| s.security_context.as_ref())
+    spec(pod).security_context.as_ref()
 }
 
 /// The container's security context with the pod's user, group, `runAsNonRoot`, SELinux,
@@ -82,14 +79,14 @@ pub fn verify_run_as_non_root(pod: &Pod, c: &Container, image_user: &ImageUser) 
 /// The kubelet's `NamespacesForPod`: the node's IPC and PID namespaces when asked for, one PID
 /// namespace for the whole pod with `shareProcessNamespace`, else one per container.
 pub fn namespaces(pod: &Pod) -> NamespaceOption {
-    let spec = pod_spec(pod);
-    let flag = |f: fn(&PodSpec) -> Option<bool>| spec.and_then(f).unwrap_or(false);
-    let mode = |host: bool, otherwise: NamespaceMode| if host { NamespaceMode::Node } else { otherwise };
-    let pid_otherwise = if flag(|s| s.share_process_namespace) { NamespaceMode::Pod } else { NamespaceMode::Container };
+    let spec = spec(pod);
+    let mode = |host: Option<bool>, otherwise| if host == Some(true) { NamespaceMode::Node } else { otherwise };
+    let pid_otherwise =
+        if spec.share_process_namespace == Some(true) { NamespaceMode::Pod } else { NamespaceMode::Container };
     NamespaceOption {
-        network: mode(flag(|s| s.host_network), NamespaceMode::Pod) as i32,
-        pid: mode(flag(|s| s.host_pid), pid_otherwise) as i32,
-        ipc: mode(flag(|s| s.host_ipc), NamespaceMode::Pod) as i32,
+        network: mode(spec.host_network, NamespaceMode::Pod) as i32,
+        pid: mode(spec.host_pid, pid_otherwise) as i32,
+        ipc: mode(spec.host_ipc, NamespaceMode::Pod) as i32,
         ..Default::default()
     }
 }
@@ -121,12 +118,7 @@ fn supplemental_groups(pod: &Pod) -> Vec<i64> {
 /// Whether any container of the pod is privileged (the kubelet's `HasPrivilegedContainer`): the
 /// sandbox must be too, or the runtime refuses the container.
 fn has_privileged_container(pod: &Pod) -> bool {
-    let Some(spec) = pod_spec(pod) else { return false };
-    spec.init_containers
-        .iter()
-        .flatten()
-        .chain(&spec.containers)
-        .any(|c| c.security_context.as_ref().and_then(|s| s.privileged).unwrap_or(false))
+    all_containers(pod).any(|sc| sc.container.security_context.as_ref().and_then(|s| s.privileged) == Some(true))
 }
 
 /// The container's Linux security context (`determineEffectiveSecurityContext`); `image_user`
@@ -138,13 +130,8 @@ pub fn container_security(
     image_user: &ImageUser,
     root: &Path,
 ) -> Result<LinuxContainerSecurityContext, String> {
+    // Its seccomp profile is the container's own, else the pod's (the kubelet's `getSeccompProfile`).
     let sc = effective(pod, c);
-    // The container's own profile wins, then the pod's (the kubelet's `getSeccompProfile`).
-    let profile = c
-        .security_context
-        .as_ref()
-        .and_then(|s| s.seccomp_profile.as_ref())
-        .or_else(|| pod_context(pod).and_then(|p| p.seccomp_profile.as_ref()));
     let (run_as_user, run_as_username) = match (sc.run_as_user, image_user) {
         (Some(uid), _) => (Some(uid), String::new()),
         (None, ImageUser::Uid(uid)) => (Some(*uid), String::new()),
@@ -170,7 +157,7 @@ pub fn container_security(
         no_new_privs: sc.allow_privilege_escalation == Some(false),
         masked_paths: paths(MASKED_PATHS),
         readonly_paths: paths(READONLY_PATHS),
-        seccomp: Some(seccomp(profile, root)?),
+        seccomp: Some(seccomp(sc.seccomp_profile.as_ref(), root)?),
         ..Default::default()
     })
 }
