@@ -27,7 +27,8 @@ pub const SERVICE_ACCOUNT_TOKEN_DEFAULT_EXPIRATION: i64 = 3600;
 pub use crate::image_ref::{default_image_pull_policy as image_pull_policy_for, image_tag_default};
 pub use crate::init_container_annotations::convert_init_container_annotations;
 
-fn set_if_empty(field: &mut Option<String>, value: &str) {
+/// Sets an unset or empty string field to `value`.
+pub(crate) fn set_if_empty(field: &mut Option<String>, value: &str) {
     if field.as_deref().is_none_or(str::is_empty) {
         *field = Some(value.to_string());
     }

@@ -321,9 +321,9 @@ impl InvalidObject {
         InvalidObject { kind, name: name.into(), errors: dedup_errors(errors) }
     }
 
-    /// An invalid pod.
-    pub fn pod(name: impl Into<String>, errors: Vec<FieldError>) -> Self {
-        Self::new("Pod", name, errors)
+    /// `Ok` when `errors` is empty, else the object of this kind and name is invalid.
+    pub fn check(kind: &'static str, name: Option<&str>, errors: Vec<FieldError>) -> Result<(), Self> {
+        if errors.is_empty() { Ok(()) } else { Err(Self::new(kind, name.unwrap_or_default(), errors)) }
     }
 
     /// The API server's own one-line message (`Pod "x" is invalid: [e1, e2]`),
@@ -433,11 +433,12 @@ mod tests {
 
     #[test]
     fn invalid_object_display_single_and_multi() {
-        let one = InvalidObject::pod("myapp-pod", vec![FieldError::required("spec.containers", "")]);
+        let one = InvalidObject::new("Pod", "myapp-pod", vec![FieldError::required("spec.containers", "")]);
         assert_eq!(one.to_string(), "The Pod \"myapp-pod\" is invalid: spec.containers: Required value");
         assert_eq!(one.api_message(), "Pod \"myapp-pod\" is invalid: spec.containers: Required value");
 
-        let many = InvalidObject::pod(
+        let many = InvalidObject::new(
+            "Pod",
             "x",
             vec![
                 FieldError::required("spec.containers[0].image", ""),

@@ -71,12 +71,18 @@ fn is_lower_alnum(c: char) -> bool {
     c.is_ascii_lowercase() || c.is_ascii_digit()
 }
 
-/// Matches `[a-z0-9]([-a-z0-9]*[a-z0-9])?` exactly.
-fn matches_dns1123_label(value: &str) -> bool {
+/// Matches `[a-z0-9]([<inner>a-z0-9]*[a-z0-9])?` exactly, `inner` the other characters
+/// allowed inside.
+fn matches_label(value: &str, inner: &[char]) -> bool {
     let (Some(first), Some(last)) = (value.chars().next(), value.chars().last()) else {
         return false;
     };
-    is_lower_alnum(first) && is_lower_alnum(last) && value.chars().all(|c| is_lower_alnum(c) || c == '-')
+    is_lower_alnum(first) && is_lower_alnum(last) && value.chars().all(|c| is_lower_alnum(c) || inner.contains(&c))
+}
+
+/// Matches `[a-z0-9]([-a-z0-9]*[a-z0-9])?` exactly.
+fn matches_dns1123_label(value: &str) -> bool {
+    matches_label(value, &['-'])
 }
 
 fn matches_dns1123_subdomain(value: &str) -> bool {
@@ -113,11 +119,7 @@ pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {
 
 /// Matches `_?[a-z0-9]([-_a-z0-9]*[a-z0-9])?` exactly.
 fn matches_dns1123_label_with_underscore(value: &str) -> bool {
-    let rest = value.strip_prefix('_').unwrap_or(value);
-    let (Some(first), Some(last)) = (rest.chars().next(), rest.chars().last()) else {
-        return false;
-    };
-    is_lower_alnum(first) && is_lower_alnum(last) && rest.chars().all(|c| is_lower_alnum(c) || matches!(c, '-' | '_'))
+    matches_label(value.strip_prefix('_').unwrap_or(value), &['-', '_'])
 }
 
 /// `IsDNS1123SubdomainWithUnderscore` (search domains under RelaxedDNSSearchValidation, on by

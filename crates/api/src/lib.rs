@@ -41,6 +41,6 @@ pub use field_error::{ErrorKind, FieldError, InvalidObject};
 pub use hook::Hook;
 pub use init_container_annotations::convert_init_container_annotations;
 pub use kubectl_status::{PodSummary, summarize};
-pub use load::{LoadError, Loaded, admit_config_map, admit_pod, admit_runtime_class, admit_secret, load, load_str};
+pub use load::{ConfigObject, LoadError, Loaded, admit_config_object, admit_pod, admit_runtime_class, load, load_str};
 pub use manifest::{ManifestError, ManifestObject, parse_manifests, parse_objects, read_objects};
 pub use validation::{validate_config_map, validate_pod, validate_secret};

@@ -6,13 +6,17 @@
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use k8s_openapi::api::node::v1::RuntimeClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::defaults::{DEFAULT_NAMESPACE, apply_defaults, default_secret};
-use crate::field_error::InvalidObject;
+use crate::defaults::{DEFAULT_NAMESPACE, apply_defaults, default_secret, set_if_empty};
+use crate::field_error::{FieldError, InvalidObject};
 use crate::honoured_fields::unsupported_fields;
 use crate::init_container_annotations::convert_init_container_annotations;
 use crate::manifest::{ManifestError, ManifestObject, parse_objects, read_objects};
-use crate::validation::{validate_config_map, validate_pod, validate_runtime_class, validate_secret};
+use crate::validation::{
+    validate_config_map, validate_config_map_update, validate_pod, validate_runtime_class, validate_secret,
+    validate_secret_update,
+};
 
 /// Loading manifests failed.
 #[derive(Debug, thiserror::Error)]
@@ -54,40 +58,56 @@ pub fn admit_pod(pod: &mut Pod) -> Result<Vec<String>, InvalidObject> {
     apply_defaults(pod);
     errors.extend(validate_pod(pod));
     errors.extend(unsupported);
-    if errors.is_empty() {
-        Ok(warnings)
-    } else {
-        Err(InvalidObject::pod(pod.metadata.name.clone().unwrap_or_default(), errors))
+    InvalidObject::check("Pod", pod.metadata.name.as_deref(), errors).map(|()| warnings)
+}
+
+/// A ConfigMap or Secret: what the API server does to one besides defaulting its namespace,
+/// the same for `run` and the local API.
+pub trait ConfigObject: k8s_openapi::Metadata<Ty = ObjectMeta> {
+    /// The kind's own defaults, applied before validation.
+    fn apply_defaults(&mut self) {}
+    /// Validate for creation (after defaulting); empty means valid.
+    fn validate(&self) -> Vec<FieldError>;
+    /// Validate a new version (defaulted) against the stored one.
+    fn validate_update(&self, old: &Self) -> Vec<FieldError>;
+}
+
+impl ConfigObject for ConfigMap {
+    fn validate(&self) -> Vec<FieldError> {
+        validate_config_map(self)
+    }
+
+    fn validate_update(&self, old: &Self) -> Vec<FieldError> {
+        validate_config_map_update(self, old)
     }
 }
 
-fn default_namespace(namespace: &mut Option<String>) {
-    if namespace.as_deref().is_none_or(str::is_empty) {
-        *namespace = Some(DEFAULT_NAMESPACE.to_string());
+impl ConfigObject for Secret {
+    /// `stringData` into `data`, and the type.
+    fn apply_defaults(&mut self) {
+        default_secret(self);
+    }
+
+    fn validate(&self) -> Vec<FieldError> {
+        validate_secret(self)
+    }
+
+    fn validate_update(&self, old: &Self) -> Vec<FieldError> {
+        validate_secret_update(self, old)
     }
 }
 
-fn verdict(kind: &'static str, name: &Option<String>, errors: Vec<crate::FieldError>) -> Result<(), InvalidObject> {
-    if errors.is_empty() { Ok(()) } else { Err(InvalidObject::new(kind, name.clone().unwrap_or_default(), errors)) }
-}
-
-/// Default (the namespace) and validate a ConfigMap in place, as the API server does on create.
-pub fn admit_config_map(cm: &mut ConfigMap) -> Result<(), InvalidObject> {
-    default_namespace(&mut cm.metadata.namespace);
-    verdict("ConfigMap", &cm.metadata.name, validate_config_map(cm))
-}
-
-/// Default (the namespace, `stringData` into `data`, the type) and validate a Secret in place,
-/// as the API server does on create.
-pub fn admit_secret(secret: &mut Secret) -> Result<(), InvalidObject> {
-    default_namespace(&mut secret.metadata.namespace);
-    default_secret(secret);
-    verdict("Secret", &secret.metadata.name, validate_secret(secret))
+/// Default (the namespace, and the kind's own defaults) and validate a ConfigMap or Secret in
+/// place, as the API server does on create.
+pub fn admit_config_object<T: ConfigObject>(object: &mut T) -> Result<(), InvalidObject> {
+    set_if_empty(&mut object.metadata_mut().namespace, DEFAULT_NAMESPACE);
+    object.apply_defaults();
+    InvalidObject::check(T::KIND, object.metadata().name.as_deref(), object.validate())
 }
 
 /// Validate a RuntimeClass (cluster-scoped: no namespace is defaulted).
 pub fn admit_runtime_class(rc: &RuntimeClass) -> Result<(), InvalidObject> {
-    verdict("RuntimeClass", &rc.metadata.name, validate_runtime_class(rc))
+    InvalidObject::check("RuntimeClass", rc.metadata.name.as_deref(), validate_runtime_class(rc))
 }
 
 fn admit_all(objects: Vec<ManifestObject>) -> Result<Loaded, LoadError> {
@@ -96,8 +116,8 @@ fn admit_all(objects: Vec<ManifestObject>) -> Result<Loaded, LoadError> {
     for object in objects {
         let admitted = match object {
             ManifestObject::Pod(mut pod) => admit_pod(&mut pod).map(|warnings| loaded.pods.push((*pod, warnings))),
-            ManifestObject::ConfigMap(mut cm) => admit_config_map(&mut cm).map(|()| loaded.config_maps.push(cm)),
-            ManifestObject::Secret(mut s) => admit_secret(&mut s).map(|()| loaded.secrets.push(s)),
+            ManifestObject::ConfigMap(mut cm) => admit_config_object(&mut cm).map(|()| loaded.config_maps.push(cm)),
+            ManifestObject::Secret(mut s) => admit_config_object(&mut s).map(|()| loaded.secrets.push(s)),
             ManifestObject::RuntimeClass(rc) => admit_runtime_class(&rc).map(|()| loaded.runtime_classes.push(rc)),
         };
         if let Err(e) = admitted {

@@ -472,16 +472,17 @@ impl Ctx<'_> {
     fn duplicates(&mut self, objects: &[Found]) {
         let mut seen = std::collections::HashSet::new();
         for (object, doc, at) in objects {
-            let (resource, meta) = match object {
+            let (resource, meta, namespaced) = match object {
                 ManifestObject::Pod(_) => continue,
-                ManifestObject::ConfigMap(cm) => ("configmaps", &cm.metadata),
-                ManifestObject::Secret(s) => ("secrets", &s.metadata),
-                ManifestObject::RuntimeClass(rc) => ("runtimeclasses.node.k8s.io", &rc.metadata),
+                ManifestObject::ConfigMap(cm) => ("configmaps", &cm.metadata, true),
+                ManifestObject::Secret(s) => ("secrets", &s.metadata, true),
+                ManifestObject::RuntimeClass(rc) => ("runtimeclasses.node.k8s.io", &rc.metadata, false),
             };
             let Some(name) = meta.name.as_deref().filter(|n| !n.is_empty()) else { continue };
-            let namespace = match object {
-                ManifestObject::RuntimeClass(_) => "",
-                _ => meta.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or(crate::defaults::DEFAULT_NAMESPACE),
+            let namespace = match meta.namespace.as_deref() {
+                _ if !namespaced => "",
+                Some(ns) if !ns.is_empty() => ns,
+                _ => crate::defaults::DEFAULT_NAMESPACE,
             };
             if !seen.insert((resource, namespace.to_string(), name.to_string())) {
                 let message = format!("{resource} {name:?} already exists");

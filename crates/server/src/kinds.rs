@@ -7,14 +7,13 @@ use crate::request::{FieldValidation, decode};
 use crate::resources::Resource;
 use crate::store::{Store, meta_str};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, Secret, Service};
-use podwright_api::FieldError;
-use podwright_api::defaults::default_secret;
 use podwright_api::field_error::go_quote;
 use podwright_api::init_container_annotations::annotation_path;
-use podwright_api::validation::{
-    validate_config_map, validate_config_map_update, validate_pod_update, validate_secret, validate_secret_update,
-};
+use podwright_api::validation::validate_pod_update;
+use podwright_api::{ConfigObject, FieldError};
 use podwright_node::static_pods::CONFIG_MIRROR;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::net::Ipv4Addr;
 
@@ -30,12 +29,12 @@ pub struct Prepared {
 fn normalize(resource: Resource, input: &Value, v: FieldValidation, is_patch: bool) -> ApiResult<(Value, Vec<String>)> {
     let kind = resource.kind();
     let (mut out, w) = match resource {
-        Resource::Pods => reencoded::<Pod>(input, kind, v, is_patch)?,
-        Resource::Events => reencoded::<Event>(input, kind, v, is_patch)?,
-        Resource::ConfigMaps => reencoded::<ConfigMap>(input, kind, v, is_patch)?,
-        Resource::Secrets => reencoded::<Secret>(input, kind, v, is_patch)?,
-        Resource::Services => reencoded::<Service>(input, kind, v, is_patch)?,
-        Resource::Namespaces => reencoded::<Namespace>(input, kind, v, is_patch)?,
+        Resource::Pods => decode::<Pod>(input, kind, v, is_patch)?,
+        Resource::Events => decode::<Event>(input, kind, v, is_patch)?,
+        Resource::ConfigMaps => decode::<ConfigMap>(input, kind, v, is_patch)?,
+        Resource::Secrets => decode::<Secret>(input, kind, v, is_patch)?,
+        Resource::Services => decode::<Service>(input, kind, v, is_patch)?,
+        Resource::Namespaces => decode::<Namespace>(input, kind, v, is_patch)?,
     };
     out["kind"] = json!(kind);
     out["apiVersion"] = json!("v1");
@@ -102,7 +101,7 @@ pub fn prepare_create(
     let mut pod = None;
     match resource {
         Resource::Pods => {
-            let mut p: Pod = typed(obj)?;
+            let mut p: Pod = typed(&obj)?;
             let name = p.metadata.name.clone().unwrap_or_default();
             if annotation(&p, CONFIG_MIRROR).is_some() {
                 // Only the node makes mirror pods, from its static pod files.
@@ -134,53 +133,40 @@ pub fn prepare_create(
             obj["status"] = json!({"phase": "Active"});
             obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = obj["metadata"]["name"].clone();
         }
-        Resource::ConfigMaps | Resource::Secrets => obj = config_object(resource, obj, None)?,
+        Resource::ConfigMaps => obj = config_object::<ConfigMap>(resource, &obj, None)?,
+        Resource::Secrets => obj = config_object::<Secret>(resource, &obj, None)?,
         Resource::Services => default_service(store, &mut obj)?,
         Resource::Events => {}
     }
     Ok(Prepared { object: obj, warnings, pod })
 }
 
-fn reencoded<T: serde::de::DeserializeOwned + serde::Serialize>(
-    input: &Value,
-    kind: &str,
-    v: FieldValidation,
-    is_patch: bool,
-) -> ApiResult<(Value, Vec<String>)> {
-    let (t, warnings) = decode::<T>(input, kind, v, is_patch)?;
-    Ok((untyped(&t)?, warnings))
+fn typed<T: DeserializeOwned>(obj: &Value) -> ApiResult<T> {
+    T::deserialize(obj).map_err(|e| ApiError::internal(e.to_string()))
 }
 
-fn typed<T: serde::de::DeserializeOwned>(obj: Value) -> ApiResult<T> {
-    serde_json::from_value(obj).map_err(|e| ApiError::internal(e.to_string()))
-}
-
-fn untyped<T: serde::Serialize>(t: &T) -> ApiResult<Value> {
+fn untyped<T: Serialize>(t: &T) -> ApiResult<Value> {
     serde_json::to_value(t).map_err(|e| ApiError::internal(e.to_string()))
 }
 
-/// A ConfigMap or Secret as the API server takes it: a Secret's `stringData` folded into
-/// `data` (it is write-only) and its type defaulted; then validated, against `old`, the
-/// stored version, on update (an immutable one may not change).
-fn config_object(resource: Resource, obj: Value, old: Option<&Value>) -> ApiResult<Value> {
-    let name = meta_str(&obj, "name").unwrap_or_default().to_string();
-    let (errs, obj) = if resource == Resource::Secrets {
-        let mut secret: Secret = typed(obj)?;
-        default_secret(&mut secret);
-        let errs = match old {
-            Some(old) => validate_secret_update(&secret, &typed(old.clone())?),
-            None => validate_secret(&secret),
-        };
-        (errs, untyped(&secret)?)
-    } else {
-        let cm: ConfigMap = typed(obj)?;
-        let errs = match old {
-            Some(old) => validate_config_map_update(&cm, &typed(old.clone())?),
-            None => validate_config_map(&cm),
-        };
-        (errs, untyped(&cm)?)
+/// A ConfigMap or Secret as the API server takes it: its own defaults (a Secret's write-only
+/// `stringData` folded into `data`, its type), then validated, against `old`, the stored
+/// version, on update (an immutable one may not change).
+fn config_object<T: ConfigObject + DeserializeOwned + Serialize>(
+    resource: Resource,
+    obj: &Value,
+    old: Option<&Value>,
+) -> ApiResult<Value> {
+    let mut new: T = typed(obj)?;
+    new.apply_defaults();
+    let errs = match old {
+        Some(old) => new.validate_update(&typed(old)?),
+        None => new.validate(),
     };
-    if errs.is_empty() { Ok(obj) } else { Err(ApiError::invalid(resource, &name, &errs)) }
+    if !errs.is_empty() {
+        return Err(ApiError::invalid(resource, new.metadata().name.as_deref().unwrap_or_default(), &errs));
+    }
+    untyped(&new)
 }
 
 /// The first address of the service range (10.96.0.0/12) not yet taken; .1 is the API's own.
@@ -251,8 +237,8 @@ pub fn prepare_update(
     let mut pod = None;
     match resource {
         Resource::Pods => {
-            let mut new: Pod = typed(obj)?;
-            let old_pod: Pod = typed(old.clone())?;
+            let mut new: Pod = typed(&obj)?;
+            let old_pod: Pod = typed(old)?;
             if new.metadata.namespace.is_none() {
                 new.metadata.namespace = old_pod.metadata.namespace.clone();
             }
@@ -281,7 +267,8 @@ pub fn prepare_update(
             obj = untyped(&new)?;
             pod = Some(new);
         }
-        Resource::ConfigMaps | Resource::Secrets => obj = config_object(resource, obj, Some(old))?,
+        Resource::ConfigMaps => obj = config_object::<ConfigMap>(resource, &obj, Some(old))?,
+        Resource::Secrets => obj = config_object::<Secret>(resource, &obj, Some(old))?,
         Resource::Services => {
             obj["spec"]["clusterIP"] = old["spec"]["clusterIP"].clone();
             obj["spec"]["clusterIPs"] = old["spec"]["clusterIPs"].clone();

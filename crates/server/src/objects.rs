@@ -16,7 +16,7 @@ pub struct StoreObjects(pub Arc<Store>);
 impl StoreObjects {
     fn get<T: DeserializeOwned>(&self, resource: Resource, namespace: &str, name: &str) -> Option<T> {
         let obj = self.0.get(resource, namespace, name).ok()?;
-        serde_json::from_value((*obj).clone()).ok()
+        T::deserialize(obj.as_ref()).ok()
     }
 }
 

@@ -86,14 +86,14 @@ pub fn json_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))
 }
 
-/// A typed object decoded from JSON, the typed form re-encoded (unknown fields dropped), and
-/// the warnings for the unknown fields; with Strict validation they are an error instead.
+/// `input` decoded as a `T` and re-encoded (unknown fields dropped), and the warnings for the
+/// unknown fields; with Strict validation they are an error instead.
 pub fn decode<T: DeserializeOwned + serde::Serialize>(
     input: &Value,
     kind: &str,
     validation: FieldValidation,
     is_patch: bool,
-) -> ApiResult<(T, Vec<String>)> {
+) -> ApiResult<(Value, Vec<String>)> {
     let typed: T = serde_json::from_value(input.clone())
         .map_err(|e| ApiError::bad_request(format!("{kind} in version \"v1\" cannot be handled as a {kind}: {e}")))?;
     let output = serde_json::to_value(&typed).map_err(|e| ApiError::internal(e.to_string()))?;
@@ -109,7 +109,7 @@ pub fn decode<T: DeserializeOwned + serde::Serialize>(
         }
         return Err(ApiError::bad_request(format!("{kind} in version \"v1\" cannot be handled as a {kind}: {detail}")));
     }
-    Ok((typed, unknown))
+    Ok((output, unknown))
 }
 
 fn compact(v: &Value) -> String {

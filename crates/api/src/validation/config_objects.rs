@@ -36,11 +36,10 @@ const SSH_AUTH: &str = "kubernetes.io/ssh-auth";
 const SSH_AUTH_PRIVATE_KEY: &str = "ssh-privatekey";
 const TLS: &str = "kubernetes.io/tls";
 
-fn check_keys<'a>(keys: impl Iterator<Item = &'a String>, path: &FieldPath, errs: &mut Errors) {
-    for key in keys {
-        for msg in is_config_map_key(key) {
-            errs.push(FieldError::invalid(path.key(key), key, msg));
-        }
+/// `IsConfigMapKey` for a key of the map at `path`.
+fn check_key(key: &str, path: &FieldPath, errs: &mut Errors) {
+    for msg in is_config_map_key(key) {
+        errs.push(FieldError::invalid(path.key(key), key, msg));
     }
 }
 
@@ -52,14 +51,14 @@ pub fn validate_config_map(cm: &ConfigMap) -> Vec<FieldError> {
     let data = cm.data.iter().flatten();
     let binary = cm.binary_data.iter().flatten();
     for (key, _) in data.clone() {
-        for msg in is_config_map_key(key) {
-            errs.push(FieldError::invalid(data_path.key(key), key, msg));
-        }
+        check_key(key, &data_path, &mut errs);
         if cm.binary_data.as_ref().is_some_and(|b| b.contains_key(key)) {
             errs.push(FieldError::invalid(data_path.key(key), key, "duplicate of key present in binaryData"));
         }
     }
-    check_keys(binary.clone().map(|(k, _)| k), &binary_path, &mut errs);
+    for (key, _) in binary.clone() {
+        check_key(key, &binary_path, &mut errs);
+    }
     let total: usize = data.map(|(_, v)| v.len()).sum::<usize>() + binary.map(|(_, v)| v.0.len()).sum::<usize>();
     if total > MAX_SECRET_SIZE {
         // `field.NewPath("")`: the error is about the whole object.
@@ -98,7 +97,9 @@ pub fn validate_secret(secret: &Secret) -> Vec<FieldError> {
     let data_path = FieldPath::new("data");
     let empty = BTreeMap::new();
     let data = secret.data.as_ref().unwrap_or(&empty);
-    check_keys(data.keys(), &data_path, &mut errs);
+    for key in data.keys() {
+        check_key(key, &data_path, &mut errs);
+    }
     if data.values().map(|v| v.0.len()).sum::<usize>() > MAX_SECRET_SIZE {
         errs.push(FieldError::too_long(data_path.clone(), MAX_SECRET_SIZE));
     }

@@ -95,8 +95,7 @@ pub fn validate_pod(pod: &Pod) -> Vec<FieldError> {
 
 /// Validate, and wrap any errors in an [`InvalidObject`] (kubectl's message).
 pub fn check_pod(pod: &Pod) -> Result<(), InvalidObject> {
-    let errs = validate_pod(pod);
-    if errs.is_empty() { Ok(()) } else { Err(InvalidObject::pod(pod.metadata.name.clone().unwrap_or_default(), errs)) }
+    InvalidObject::check("Pod", pod.metadata.name.as_deref(), validate_pod(pod))
 }
 
 fn str_or_empty(s: &Option<String>) -> &str {

@@ -3,7 +3,7 @@
 //! for the fields podwright honours: user and group ids, a shared process namespace with the
 //! host's, seccomp profiles and `procMount`.
 
-use k8s_openapi::api::core::v1::{PodSpec, SeccompProfile, SecurityContext};
+use k8s_openapi::api::core::v1::{PodSecurityContext, PodSpec, SeccompProfile, SecurityContext};
 
 use super::Errors;
 use super::volumes::validate_local_descending_path;
@@ -21,7 +21,8 @@ fn validate_id(id: i64, path: FieldPath, errs: &mut Errors) {
 /// `shareProcessNamespace` sit in the internal type's security context, so their error is
 /// reported under it.
 pub(super) fn validate_pod_security_context(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
-    let sc = spec.security_context.clone().unwrap_or_default();
+    let empty = PodSecurityContext::default();
+    let sc = spec.security_context.as_ref().unwrap_or(&empty);
     if let Some(g) = sc.fs_group {
         validate_id(g, path.child("fsGroup"), errs);
     }
