@@ -1,0 +1,198 @@
+//! Image pulls for real, from a registry of the test's own (Debian's `docker-registry` on a
+//! loopback port, see `podwright_e2e::registry`): each pull policy and what it asks the registry
+//! for, the kubelet's `Pulled` wording, `ErrImageNeverPull`, and `ErrImagePull` then
+//! `ImagePullBackOff` for an image that is not there, until it is pushed.
+// Tests of the real binary: real timeouts.
+#![allow(clippy::disallowed_methods)]
+
+use podwright_e2e::registry::Registry;
+use podwright_e2e::*;
+use std::time::Duration;
+
+const BUSYBOX_ARCHIVE: &str = "busybox-1.36.tar";
+
+/// A one-container pod that prints `hi` and ends; `policy` is the `imagePullPolicy` line's value
+/// (none when empty).
+fn pod(name: &str, image: &str, policy: &str) -> String {
+    let policy = if policy.is_empty() { String::new() } else { format!("\n    imagePullPolicy: {policy}") };
+    format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: {image}{policy}
+    command: ["sh", "-c", "echo hi"]
+"#
+    )
+}
+
+/// Runs the pod to completion and returns its events' messages with reason `reason`.
+fn run_to_completion(manifest: &str, name: &str, reason: &str) -> (Outcome, Vec<String>) {
+    let o = run_manifest(manifest, &[]);
+    o.assert_code(0);
+    assert_eq!(phase(&o.pod(name)), "Succeeded", "{}", o.context());
+    let messages = o
+        .events_with_reason(name, "spec.containers{c}", reason)
+        .iter()
+        .map(|e| e["message"].as_str().unwrap_or_default().to_string())
+        .collect();
+    (o, messages)
+}
+
+/// Checks `message` against the kubelet's "Successfully pulled image "X" in D (D including
+/// waiting). Image size: N bytes." with Go durations and a positive size; returns the size.
+fn assert_pulled_wording(message: &str, image: &str) -> u64 {
+    let rest = message
+        .strip_prefix(&format!("Successfully pulled image \"{image}\" in "))
+        .unwrap_or_else(|| panic!("not a Pulled message for {image}: {message}"));
+    let (took, rest) = rest.split_once(" (").expect("the pull's duration");
+    let (waited, rest) = rest.split_once(" including waiting). Image size: ").expect("the time with waiting");
+    let size = rest.strip_suffix(" bytes.").expect("the size in bytes");
+    for d in [took, waited] {
+        let number = d.trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == 'µ');
+        let unit = &d[number.len()..];
+        assert!(["ns", "µs", "ms", "s"].contains(&unit), "not a Go duration: {d:?} in {message}");
+        assert!(number.parse::<f64>().is_ok_and(|n| n > 0.0), "not a Go duration: {d:?} in {message}");
+    }
+    let size: u64 = size.parse().unwrap_or_else(|_| panic!("size is not a number: {message}"));
+    assert!(size > 0, "{message}");
+    size
+}
+
+#[test]
+fn always_pulls_every_time_and_says_how_long_it_took() {
+    let registry = Registry::start();
+    let image = registry.push(BUSYBOX_ARCHIVE, "always/busybox:1.36");
+    let name = pod_name("pull-always");
+    let manifest = pod(&name, &image, "Always");
+
+    let (_, pulled) = run_to_completion(&manifest, &name, "Pulled");
+    assert_eq!(pulled.len(), 1, "{pulled:?}");
+    assert_pulled_wording(&pulled[0], &image);
+    let first = registry.manifest_requests("always/busybox");
+    assert!(!first.is_empty(), "the first pull asked the registry for nothing:\n{}", registry.log());
+
+    // Present now, and pulled again all the same.
+    let (o, pulled) = run_to_completion(&manifest, &name, "Pulled");
+    assert_eq!(pulled.len(), 1, "{pulled:?}");
+    assert_pulled_wording(&pulled[0], &image);
+    let pulling = o.events_with_reason(&name, "spec.containers{c}", "Pulling");
+    assert_eq!(pulling.len(), 1, "{}", o.context());
+    assert_eq!(pulling[0]["message"], format!("Pulling image \"{image}\""));
+    let second = registry.manifest_requests("always/busybox");
+    assert!(second.len() > first.len(), "the second run did not ask the registry:\n{}", registry.log());
+}
+
+#[test]
+fn latest_or_no_tag_defaults_to_always() {
+    let registry = Registry::start();
+    registry.push(BUSYBOX_ARCHIVE, "defaulted/busybox:latest");
+    // No tag means `latest`, and both mean Always.
+    for (run, image) in
+        [registry.image("defaulted/busybox:latest"), registry.image("defaulted/busybox")].into_iter().enumerate()
+    {
+        let before = registry.manifest_requests("defaulted/busybox").len();
+        let name = pod_name(&format!("pull-latest-{run}"));
+        let (_, pulled) = run_to_completion(&pod(&name, &image, ""), &name, "Pulled");
+        assert_eq!(pulled.len(), 1, "{pulled:?}");
+        // The second image is present by then (the same one under its full name): a pull anyway.
+        assert_pulled_wording(&pulled[0], &image);
+        let after = registry.manifest_requests("defaulted/busybox").len();
+        assert!(after > before, "{image} was not pulled:\n{}", registry.log());
+    }
+}
+
+#[test]
+fn if_not_present_uses_a_present_image_without_asking_the_registry() {
+    let registry = Registry::start();
+    let image = registry.push(BUSYBOX_ARCHIVE, "present/busybox:1.36");
+    // A tag other than `latest` defaults to IfNotPresent: the explicit policy and the default.
+    for policy in ["IfNotPresent", ""] {
+        let name = pod_name(&format!("pull-present-{}", if policy.is_empty() { "default" } else { "explicit" }));
+        let manifest = pod(&name, &image, policy);
+        let (_, pulled) = run_to_completion(&manifest, &name, "Pulled");
+        if policy == "IfNotPresent" {
+            // Not present yet: pulled.
+            assert_pulled_wording(&pulled[0], &image);
+        }
+        let asked = registry.manifest_requests("present/busybox");
+        assert!(!asked.is_empty(), "the image never came from the registry:\n{}", registry.log());
+        let (_, pulled) = run_to_completion(&manifest, &name, "Pulled");
+        assert_eq!(pulled, [format!("Container image \"{image}\" already present on machine")]);
+        assert_eq!(registry.manifest_requests("present/busybox"), asked, "the registry was asked again");
+    }
+}
+
+#[test]
+fn never_with_a_missing_image_waits_with_err_image_never_pull() {
+    let registry = Registry::start();
+    let image = registry.push(BUSYBOX_ARCHIVE, "never/busybox:1.36");
+    let name = pod_name("pull-never");
+    let o = interrupt_when(&pod(&name, &image, "Never"), &[], "ErrImageNeverPull", Duration::from_secs(20));
+    let message = format!("Container image \"{image}\" is not present with pull policy of Never");
+    let events = o.events_with_reason(&name, "spec.containers{c}", "ErrImageNeverPull");
+    assert!(events.iter().any(|e| e["message"] == message.as_str()), "{}", o.context());
+    let statuses = o.statuses(&name);
+    let waiting = statuses.iter().position(|s| s == "ErrImageNeverPull").expect("the waiting reason");
+    // Pending until the interrupt: never started, never Failed.
+    assert!(
+        statuses[..=waiting]
+            .iter()
+            .all(|s| ["", "Pending", "ContainerCreating", "ErrImageNeverPull"].contains(&s.as_str()))
+    );
+    assert!(o.output_of("c").is_empty(), "{}", o.context());
+    assert!(registry.manifest_requests("never/busybox").is_empty(), "Never asked the registry:\n{}", registry.log());
+}
+
+#[test]
+fn a_missing_image_backs_off_and_the_pod_goes_on_once_it_is_pushed() {
+    let registry = Registry::start();
+    let image = registry.image("late/busybox:1.36");
+    let name = pod_name("pull-late");
+    let m = Manifest::new(&pod(&name, &image, "IfNotPresent"));
+    let mut r = Running::spawn(&run_args(m.path_str(), &[]), None);
+    assert!(r.wait_for_stderr("ImagePullBackOff", Duration::from_secs(60)), "{}", r.stderr_so_far());
+    registry.push(BUSYBOX_ARCHIVE, "late/busybox:1.36");
+    // The back-off's first step is 10 s: the next try finds the image.
+    let o = r.wait();
+    o.assert_code(0);
+    assert_eq!(phase(&o.pod(&name)), "Succeeded", "{}", o.context());
+    assert_eq!(o.output_of("c"), ["hi"], "{}", o.context());
+    assert!(
+        is_subsequence(&o.statuses(&name), &["ErrImagePull", "ImagePullBackOff", "Completed"]),
+        "{:?}\n{}",
+        o.statuses(&name),
+        o.context()
+    );
+    let messages = |reason: &str| -> Vec<String> {
+        o.events_with_reason(&name, "spec.containers{c}", reason)
+            .iter()
+            .map(|e| e["message"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let failed = messages("Failed");
+    assert!(failed.iter().any(|m| m.starts_with(&format!("Failed to pull image \"{image}\": "))), "{failed:?}");
+    assert!(failed.iter().any(|m| m == "Error: ErrImagePull"), "{failed:?}");
+    assert!(failed.iter().any(|m| m == "Error: ImagePullBackOff"), "{failed:?}");
+    assert!(messages("BackOff").contains(&format!("Back-off pulling image \"{image}\"")), "{}", o.context());
+    assert_pulled_wording(messages("Pulled").last().expect("a Pulled event"), &image);
+}
+
+#[test]
+fn a_private_registry_refuses_a_pull_without_credentials() {
+    let registry = Registry::start_with_auth("puller", "s3cret-pw");
+    let image = registry.push(BUSYBOX_ARCHIVE, "private/busybox:1.36");
+    let name = pod_name("pull-private");
+    let o = interrupt_when(&pod(&name, &image, "IfNotPresent"), &[], "ErrImagePull", Duration::from_secs(20));
+    let failed = o.events_with_reason(&name, "spec.containers{c}", "Failed");
+    let refused = failed
+        .iter()
+        .filter_map(|e| e["message"].as_str())
+        .find(|m| m.starts_with(&format!("Failed to pull image \"{image}\": ")))
+        .unwrap_or_else(|| panic!("no pull failure\n{}", o.context()));
+    assert!(refused.contains("401 Unauthorized"), "{refused}");
+    assert!(o.output_of("c").is_empty(), "{}", o.context());
+}
