@@ -11,6 +11,7 @@ pub mod downward;
 pub mod events;
 pub mod eviction;
 pub mod executor;
+pub mod image_pulls;
 mod instrumented;
 pub mod layout;
 pub mod log_rotation;
@@ -32,6 +33,7 @@ pub mod volumes;
 pub mod worker;
 
 pub use events::{EventLog, EventSink, EventType};
+pub use image_pulls::ImagePulls;
 pub use metrics::Metrics;
 pub use node::Node;
 pub use pod_workers::PodWorkers;

@@ -5,6 +5,7 @@ use crate::cri::dns::{ClusterDns, HOST_RESOLV_CONF, ResolvConf};
 use crate::dispatch::Dispatcher;
 use crate::downward::NodeFacts;
 use crate::events::{EventLog, EventSink};
+use crate::image_pulls::{ImagePulls, PullQueue};
 use crate::logs::Output;
 use crate::metrics::Metrics;
 use crate::objects::{FixedObjects, Objects};
@@ -47,6 +48,8 @@ pub(crate) struct Engine {
     pub facts: Arc<NodeFacts>,
     /// Bumped whenever a ConfigMap or Secret changes.
     pub object_changes: Arc<watch::Sender<u64>>,
+    /// Whose image pull may go next, node-wide.
+    pub pulls: PullQueue,
 }
 
 /// The node layer's builder: a runtime and a root directory, and optionally the clock (virtual
@@ -66,6 +69,7 @@ pub struct Node {
     metrics: Option<Arc<Metrics>>,
     objects: Option<Arc<dyn Objects>>,
     facts: Option<NodeFacts>,
+    image_pulls: ImagePulls,
 }
 
 impl Node {
@@ -81,6 +85,7 @@ impl Node {
             metrics: None,
             objects: None,
             facts: None,
+            image_pulls: ImagePulls::default(),
         }
     }
 
@@ -139,6 +144,12 @@ impl Node {
         self
     }
 
+    /// How image pulls may overlap node-wide; one at a time unless given.
+    pub fn image_pulls(mut self, pulls: ImagePulls) -> Self {
+        self.image_pulls = pulls;
+        self
+    }
+
     /// The pod workers. Starts routing the runtime's events, so it must run inside a tokio
     /// runtime.
     pub fn build(self) -> PodWorkers {
@@ -161,6 +172,7 @@ impl Node {
                 self.facts.unwrap_or_else(|| NodeFacts::of_this_machine(crate::downward::host_name(), None)),
             ),
             object_changes: Arc::new(watch::Sender::new(0)),
+            pulls: PullQueue::new(self.image_pulls),
         };
         PodWorkers::new(engine, self.status.unwrap_or_else(|| Arc::new(Discard)))
     }

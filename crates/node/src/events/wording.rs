@@ -21,8 +21,8 @@ pub fn pulling(image: &str) -> String {
     format!("Pulling image {image:?}")
 }
 
-/// `Pulled` after a pull: the pull's time and the time including the wait for the puller (one
-/// and the same here: pulls are not queued), both cut to milliseconds, and the image's size.
+/// `Pulled` after a pull: the pull's time and the time including its wait in the node's pull
+/// queue, both cut to milliseconds, and the image's size.
 pub fn pulled(image: &str, pull: Duration, including_waiting: Duration, size: u64) -> String {
     format!(
         "Successfully pulled image {image:?} in {} ({} including waiting). Image size: {size} bytes.",

@@ -245,13 +245,20 @@ impl Engine {
             }
         }
         self.event(pod, Some(sc), EventType::Normal, "Pulling", wording::pulling(image));
+        let asked = self.clock.now();
+        let turn = self.pulls.turn().await;
         let started = self.clock.now();
-        match self.runtime.pull_image(image, None, sandbox_config).await {
+        let pulled = self.runtime.pull_image(image, None, sandbox_config).await;
+        let finished = self.clock.now();
+        drop(turn);
+        match pulled {
             Ok(_) => {
-                let took = self.clock.now().duration_since(started).unsigned_abs();
+                let took = finished.duration_since(started).unsigned_abs();
+                let including_waiting = finished.duration_since(asked).unsigned_abs();
                 // As the kubelet's puller, which asks for the size after the pull.
                 let size = self.runtime.image_size(image).await.unwrap_or_default();
-                self.event(pod, Some(sc), EventType::Normal, "Pulled", wording::pulled(image, took, took, size));
+                let message = wording::pulled(image, took, including_waiting, size);
+                self.event(pod, Some(sc), EventType::Normal, "Pulled", message);
                 Ok(())
             }
             Err(e) => {

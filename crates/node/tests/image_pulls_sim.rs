@@ -1,0 +1,153 @@
+//! The node-wide image pull queue against the fake runtime in virtual time: how many `PullImage`
+//! calls overlap under `serializeImagePulls` (the default), unbounded parallel pulls and
+//! `maxParallelImagePulls`, and that one pod never pulls two images at once.
+// Test harness: tokio's Instant is the virtual time of paused tests, as the Clock's is.
+#![allow(clippy::disallowed_methods)]
+
+mod common;
+use common::epoch;
+use k8s_openapi::api::core::v1::Pod;
+use podwright_node::{EventLog, ImagePulls, Node, PodWorkers};
+use podwright_runtime::Clock;
+use podwright_runtime::fake::{Call, FakeRuntime};
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Every pull takes this long.
+const PULL: Duration = Duration::from_secs(10);
+
+struct Node4 {
+    fake: Arc<FakeRuntime>,
+    workers: PodWorkers,
+    events: Arc<EventLog>,
+    _root: Dir,
+}
+
+struct Dir(std::path::PathBuf);
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn node(pulls: Option<ImagePulls>, images: &[String]) -> Node4 {
+    let clock = Clock::starting_at(epoch());
+    let fake = FakeRuntime::new(clock);
+    for image in images {
+        fake.allow_pull_taking(image, PULL);
+    }
+    let root = std::env::temp_dir().join(format!("pw-pulls-{}-{:?}", std::process::id(), std::thread::current().id()));
+    let events = Arc::new(EventLog::default());
+    let mut builder = Node::new(fake.clone(), root.clone()).clock(clock).events(events.clone());
+    if let Some(p) = pulls {
+        builder = builder.image_pulls(p);
+    }
+    Node4 { fake, workers: builder.build(), events, _root: Dir(root) }
+}
+
+/// A pod named `name` whose app containers use these images, pulled always.
+fn pod(name: &str, images: &[String]) -> Pod {
+    let containers: Vec<_> = images
+        .iter()
+        .enumerate()
+        .map(|(i, image)| serde_json::json!({"name": format!("c{i}"), "image": image, "imagePullPolicy": "Always"}))
+        .collect();
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")},
+        "spec": {"restartPolicy": "Always", "containers": containers}
+    }))
+    .unwrap()
+}
+
+fn images(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("localhost/image-{i}:1")).collect()
+}
+
+impl Node4 {
+    /// Runs the pods until every pull is over, then deletes them.
+    async fn run(&self, pods: Vec<Pod>) {
+        let uids: Vec<String> = pods.iter().map(|p| p.metadata.uid.clone().unwrap()).collect();
+        for p in pods {
+            self.workers.update(p).unwrap();
+        }
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        for uid in uids {
+            self.workers.delete(&uid, None);
+        }
+        self.workers.wait_finished().await;
+    }
+
+    /// The most `PullImage` calls under way at one moment (each takes [`PULL`]), and how many
+    /// there were.
+    fn overlap(&self) -> (usize, usize) {
+        let starts: Vec<_> = self
+            .fake
+            .calls()
+            .into_iter()
+            .filter(|(_, c)| matches!(c, Call::PullImage { .. }))
+            .map(|(at, _)| at)
+            .collect();
+        let pull = jiff::SignedDuration::try_from(PULL).unwrap();
+        let max = starts.iter().map(|&t| starts.iter().filter(|&&s| s <= t && t < s + pull).count()).max();
+        (max.unwrap_or(0), starts.len())
+    }
+
+    /// The "(… including waiting)" part of each `Pulled` event, in order.
+    fn waits(&self) -> Vec<String> {
+        let mut waits: Vec<String> = self
+            .events
+            .snapshot()
+            .iter()
+            .filter(|e| e.reason.as_deref() == Some("Pulled"))
+            .filter_map(|e| {
+                let m = e.message.as_deref()?;
+                assert!(m.contains(" in 10s ("), "every pull took 10 s: {m}");
+                Some(m.split_once(" (")?.1.split_once(" including")?.0.to_string())
+            })
+            .collect();
+        waits.sort_by_key(|w| w.trim_end_matches('s').parse::<u64>().unwrap_or(u64::MAX));
+        waits
+    }
+}
+
+fn four_pods(images: &[String]) -> Vec<Pod> {
+    images.iter().enumerate().map(|(i, image)| pod(&format!("p{i}"), std::slice::from_ref(image))).collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn serial_by_default_one_pull_at_a_time_node_wide() {
+    let images = images(4);
+    let node = node(None, &images);
+    node.run(four_pods(&images)).await;
+    assert_eq!(node.overlap(), (1, 4));
+    // Each waited for the ones before it; the time including waiting says so.
+    assert_eq!(node.waits(), ["10s", "20s", "30s", "40s"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn parallel_pulls_start_at_once() {
+    let images = images(4);
+    let node = node(Some(ImagePulls::Parallel { max: None }), &images);
+    node.run(four_pods(&images)).await;
+    assert_eq!(node.overlap(), (4, 4));
+    assert_eq!(node.waits(), ["10s", "10s", "10s", "10s"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_parallel_image_pulls_bounds_them() {
+    let images = images(4);
+    let node = node(Some(ImagePulls::Parallel { max: NonZeroUsize::new(2) }), &images);
+    node.run(four_pods(&images)).await;
+    assert_eq!(node.overlap(), (2, 4));
+    assert_eq!(node.waits(), ["10s", "10s", "20s", "20s"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_pod_pulls_its_images_one_after_another_even_in_parallel_mode() {
+    let images = images(3);
+    let node = node(Some(ImagePulls::Parallel { max: None }), &images);
+    node.run(vec![pod("p", &images)]).await;
+    assert_eq!(node.overlap(), (1, 3));
+}
