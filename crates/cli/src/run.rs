@@ -9,11 +9,11 @@ use podwright_containerd::EmbeddedRuntime;
 use podwright_node::objects::FixedObjects;
 use podwright_node::source::FileSource;
 use podwright_node::timeline::Recording;
-use podwright_node::{EventLog, EventSink, Node, StatusSink, logs};
+use podwright_node::{EventLog, EventSink, ImagePulls, Node, StatusSink, logs};
 use podwright_runtime::cri;
 use podwright_runtime::{Clock, RuntimeService};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::signal::unix::{SignalKind, signal};
@@ -43,6 +43,10 @@ pub struct RunArgs {
     /// this HTML file when the run ends.
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
+    /// A KubeletConfiguration-style YAML file: serializeImagePulls, maxParallelImagePulls (the
+    /// other fields `serve` takes are refused here).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 /// Connects to the given endpoint, or starts/reuses the embedded containerd.
@@ -64,7 +68,29 @@ pub(crate) async fn connect(args: &RuntimeArgs, in_flight: cri::InFlight) -> Res
     Ok(rt)
 }
 
+/// How image pulls may overlap, from `--config`; an error names the file and the field.
+fn image_pulls(config: Option<&Path>) -> Result<ImagePulls, String> {
+    let Some(path) = config else { return Ok(ImagePulls::default()) };
+    let c = crate::serve::read_config(path)?;
+    match c.serve_only_fields().as_slice() {
+        [] => Ok(c.image_pulls),
+        fields => Err(format!(
+            "{}: {}: Forbidden: only `podwright serve` honours {}",
+            path.display(),
+            fields.join(", "),
+            if fields.len() == 1 { "it" } else { "them" }
+        )),
+    }
+}
+
 pub async fn run(args: RunArgs) -> u8 {
+    let image_pulls = match image_pulls(args.config.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("podwright: {e}");
+            return exit::INVALID;
+        }
+    };
     let loaded = match crate::load(&args.file) {
         Ok(loaded) => loaded,
         Err(code) => return code,
@@ -104,7 +130,8 @@ pub async fn run(args: RunArgs) -> u8 {
         .clock(clock)
         .events(event_sink)
         .status(status_sink)
-        .objects(objects);
+        .objects(objects)
+        .image_pulls(image_pulls);
     let (log_tx, log_rx) = mpsc::unbounded_channel();
     if !args.quiet {
         node = node.follow_logs(log_tx);
@@ -179,5 +206,33 @@ async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_fields_only_serve_honours_are_refused_by_name() {
+        let dir = std::env::temp_dir().join(format!("podwright-run-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("c.yaml");
+        assert_eq!(image_pulls(None), Ok(ImagePulls::Serial));
+        std::fs::write(
+            &f,
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nserializeImagePulls: false\n",
+        )
+        .unwrap();
+        assert_eq!(image_pulls(Some(&f)), Ok(ImagePulls::Parallel { max: None }));
+        std::fs::write(&f, "serializeImagePulls: false\nport: 7000\nstaticPodPath: /etc/kubernetes/manifests\n")
+            .unwrap();
+        assert_eq!(
+            image_pulls(Some(&f)),
+            Err(format!("{}: port, staticPodPath: Forbidden: only `podwright serve` honours them", f.display()))
+        );
+        std::fs::write(&f, "imageGCHighThresholdPercent: 80\n").unwrap();
+        assert!(image_pulls(Some(&f)).unwrap_err().contains("unknown field `imageGCHighThresholdPercent`"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -9,7 +9,7 @@ use podwright_node::downward::NodeFacts;
 use podwright_node::log_rotation::{self, LogPolicy};
 use podwright_node::removal;
 use podwright_node::static_pods::{DEFAULT_CHECK_FREQUENCY, StaticPodSource};
-use podwright_node::{Metrics, Node};
+use podwright_node::{ImagePulls, Metrics, Node};
 use podwright_runtime::Clock;
 use podwright_runtime::Runtime;
 use podwright_server::dns::{DnsServer, DnsSockets, upstream::Upstream};
@@ -28,8 +28,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub runtime: RuntimeArgs,
     /// A KubeletConfiguration-style YAML file (address, port, containerLogMaxSize,
-    /// containerLogMaxFiles, clusterDNS, clusterDomain, staticPodPath, fileCheckFrequency);
-    /// flags override it.
+    /// containerLogMaxFiles, clusterDNS, clusterDomain, staticPodPath, fileCheckFrequency,
+    /// serializeImagePulls, maxParallelImagePulls); flags override it.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// The address to serve the API on (default 127.0.0.1).
@@ -76,11 +76,18 @@ pub struct ServeConfig {
     static_pod_path: Option<PathBuf>,
     /// How often the static-pod path is read again without a change notice (a Go duration).
     file_check_frequency: Option<String>,
+    /// One image pull at a time node-wide (true unless given).
+    serialize_image_pulls: Option<bool>,
+    /// At most this many image pulls at once when they are not serialized.
+    max_parallel_image_pulls: Option<i64>,
+    /// What the two above make, validated.
+    #[serde(skip)]
+    pub(crate) image_pulls: ImagePulls,
 }
 
-fn read_config(path: &Path) -> Result<ServeConfig, String> {
+pub(crate) fn read_config(path: &Path) -> Result<ServeConfig, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let c: ServeConfig = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut c: ServeConfig = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(k) = c.kind.as_deref().filter(|k| *k != "KubeletConfiguration") {
         return Err(format!(
             "{}: kind: Unsupported value: {k:?}: supported values: \"KubeletConfiguration\"",
@@ -94,10 +101,27 @@ fn read_config(path: &Path) -> Result<ServeConfig, String> {
             path.display()
         ));
     }
+    c.image_pulls = ImagePulls::from_config(c.serialize_image_pulls, c.max_parallel_image_pulls)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(c)
 }
 
 impl ServeConfig {
+    /// The fields given that only `serve` honours, by their configuration names.
+    pub(crate) fn serve_only_fields(&self) -> Vec<&'static str> {
+        let given = [
+            ("address", self.address.is_some()),
+            ("port", self.port.is_some()),
+            ("containerLogMaxSize", self.container_log_max_size.is_some()),
+            ("containerLogMaxFiles", self.container_log_max_files.is_some()),
+            ("clusterDNS", self.cluster_dns.is_some()),
+            ("clusterDomain", self.cluster_domain.is_some()),
+            ("staticPodPath", self.static_pod_path.is_some()),
+            ("fileCheckFrequency", self.file_check_frequency.is_some()),
+        ];
+        given.into_iter().filter(|(_, set)| *set).map(|(name, _)| name).collect()
+    }
+
     /// Without a trailing dot; `cluster.local` unless given.
     fn cluster_domain(&self) -> &str {
         self.cluster_domain.as_deref().unwrap_or(DEFAULT_CLUSTER_DOMAIN).trim_end_matches('.')
@@ -318,7 +342,8 @@ pub async fn serve(args: ServeArgs) -> u8 {
         .events(api.sink())
         .status(api.sink())
         .objects(api.objects())
-        .facts(NodeFacts::of_this_machine(node_name.clone(), host.clone()));
+        .facts(NodeFacts::of_this_machine(node_name.clone(), host.clone()))
+        .image_pulls(config.image_pulls);
     let workers = Arc::new(node.cluster_dns(cluster_dns(&config, &api)).build());
     // Pods follow their ConfigMaps and Secrets as they change.
     tokio::spawn({
@@ -431,6 +456,35 @@ mod tests {
         );
         std::fs::write(&f, "clusterDomain: \"\"\n").unwrap();
         assert!(read_config(&f).unwrap_err().contains("clusterDomain: Required value"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn image_pull_settings_are_read_and_invalid_ones_refused_naming_the_field() {
+        let dir = std::env::temp_dir().join(format!("podwright-serve-pulls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("c.yaml");
+        let two = std::num::NonZeroUsize::new(2);
+        for (text, pulls) in [
+            ("kind: KubeletConfiguration\n", ImagePulls::Serial),
+            ("serializeImagePulls: false\n", ImagePulls::Parallel { max: None }),
+            ("serializeImagePulls: false\nmaxParallelImagePulls: 2\n", ImagePulls::Parallel { max: two }),
+        ] {
+            std::fs::write(&f, text).unwrap();
+            assert_eq!(read_config(&f).unwrap().image_pulls, pulls, "{text}");
+        }
+        assert_eq!(ServeConfig::default().image_pulls, ImagePulls::Serial);
+        for (text, error) in [
+            ("maxParallelImagePulls: 2\n", "maxParallelImagePulls cannot be larger than 1 unless SerializeImagePulls"),
+            (
+                "serializeImagePulls: false\nmaxParallelImagePulls: 0\n",
+                "maxParallelImagePulls 0 must be a positive number",
+            ),
+        ] {
+            std::fs::write(&f, text).unwrap();
+            let e = read_config(&f).unwrap_err();
+            assert!(e.starts_with(&format!("{}: invalid configuration: ", f.display())) && e.contains(error), "{e}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -10,10 +10,13 @@
 //! parent-death signal), so a test binary that is itself killed leaves no registry running.
 
 use crate::containerd_socket;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A running registry; see the module documentation.
@@ -192,5 +195,101 @@ impl Drop for Registry {
             }
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A proxy in front of a [`Registry`] that holds every manifest request (each pull starts with
+/// one) for a while before passing it on, and counts how many it held at once: the number of
+/// pulls under way together. Pull through [`Self::image`]; push to the registry itself.
+pub struct CountingProxy {
+    /// `127.0.0.1:PORT` of the proxy.
+    pub host: String,
+    held: Arc<Mutex<(usize, usize)>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl CountingProxy {
+    /// Listens on a free loopback port and forwards to `registry`, holding each manifest
+    /// request `hold` long.
+    pub fn start(registry: &Registry, hold: Duration) -> CountingProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a free port for the proxy");
+        let host = listener.local_addr().expect("bound").to_string();
+        let upstream = registry.host.clone();
+        let held = Arc::new(Mutex::new((0, 0)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (held2, stop2) = (held.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                if stop2.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(client) = client else { continue };
+                let (upstream, held) = (upstream.clone(), held2.clone());
+                std::thread::spawn(move || forward(client, &upstream, &held, hold));
+            }
+        });
+        CountingProxy { host, held, stop }
+    }
+
+    /// `127.0.0.1:PROXYPORT/` + `repo_tag`.
+    pub fn image(&self, repo_tag: &str) -> String {
+        format!("{}/{repo_tag}", self.host)
+    }
+
+    /// The most manifest requests held at one moment so far.
+    pub fn max_at_once(&self) -> usize {
+        self.held.lock().unwrap().1
+    }
+}
+
+impl Drop for CountingProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept loop so that it sees the stop.
+        let _ = TcpStream::connect(&self.host);
+    }
+}
+
+/// One client connection: its requests (pulls send no bodies) go upstream one by one, manifest
+/// requests after `hold`; the answers come back as they are.
+fn forward(client: TcpStream, upstream: &str, held: &Mutex<(usize, usize)>, hold: Duration) {
+    let Ok(mut server) = TcpStream::connect(upstream) else { return };
+    let (Ok(mut back), Ok(server_read)) = (client.try_clone(), server.try_clone()) else { return };
+    std::thread::spawn(move || {
+        let mut from = server_read;
+        let _ = std::io::copy(&mut from, &mut back);
+        let _ = back.shutdown(std::net::Shutdown::Both);
+    });
+    let mut requests = BufReader::new(client);
+    loop {
+        let mut head = String::new();
+        // A request's head ends with an empty line.
+        loop {
+            let mut line = String::new();
+            match requests.read_line(&mut line) {
+                Ok(0) | Err(_) => {
+                    let _ = server.shutdown(std::net::Shutdown::Both);
+                    return;
+                }
+                Ok(_) => {}
+            }
+            head.push_str(&line);
+            if line == "\r\n" || line == "\n" {
+                break;
+            }
+        }
+        let manifest = head.lines().next().is_some_and(|l| l.contains("/manifests/"));
+        if manifest {
+            {
+                let mut h = held.lock().unwrap();
+                h.0 += 1;
+                h.1 = h.1.max(h.0);
+            }
+            std::thread::sleep(hold);
+            held.lock().unwrap().0 -= 1;
+        }
+        if server.write_all(head.as_bytes()).is_err() {
+            return;
+        }
     }
 }

@@ -5,7 +5,7 @@
 // Tests of the real binary: real timeouts.
 #![allow(clippy::disallowed_methods)]
 
-use podwright_e2e::registry::Registry;
+use podwright_e2e::registry::{CountingProxy, Registry};
 use podwright_e2e::*;
 use std::time::Duration;
 
@@ -195,4 +195,66 @@ fn a_private_registry_refuses_a_pull_without_credentials() {
         .unwrap_or_else(|| panic!("no pull failure\n{}", o.context()));
     assert!(refused.contains("401 Unauthorized"), "{refused}");
     assert!(o.output_of("c").is_empty(), "{}", o.context());
+}
+
+/// Four pods of four distinct images from one registry, through a proxy that holds each
+/// manifest request; returns how many pulls the registry saw under way at once.
+fn pulls_at_once(config: Option<&str>) -> usize {
+    let registry = Registry::start();
+    let proxy = CountingProxy::start(&registry, Duration::from_millis(1500));
+    let mut manifest = String::new();
+    let mut names = vec![];
+    for i in 0..4 {
+        registry.push(BUSYBOX_ARCHIVE, &format!("queue-{i}/busybox:1.36"));
+        let name = pod_name(&format!("pull-queue-{i}"));
+        manifest.push_str(&pod(&name, &proxy.image(&format!("queue-{i}/busybox:1.36")), "Always"));
+        manifest.push_str("---\n");
+        names.push(name);
+    }
+    let config_file = config.map(Manifest::new);
+    let mut extra = vec![];
+    if let Some(c) = &config_file {
+        extra.extend(["--config", c.path_str()]);
+    }
+    let o = run_manifest(&manifest, &extra);
+    o.assert_code(0);
+    for name in &names {
+        assert_eq!(phase(&o.pod(name)), "Succeeded", "{}", o.context());
+    }
+    proxy.max_at_once()
+}
+
+#[test]
+fn image_pulls_are_serial_by_default_parallel_or_bounded_by_the_config() {
+    const CONFIG: &str = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n";
+    assert_eq!(pulls_at_once(None), 1, "serializeImagePulls is true by default");
+    assert_eq!(pulls_at_once(Some(&format!("{CONFIG}serializeImagePulls: true\n"))), 1);
+    let bounded = pulls_at_once(Some(&format!("{CONFIG}serializeImagePulls: false\nmaxParallelImagePulls: 2\n")));
+    assert_eq!(bounded, 2, "maxParallelImagePulls: 2");
+    let parallel = pulls_at_once(Some(&format!("{CONFIG}serializeImagePulls: false\n")));
+    assert!(parallel > 2, "parallel pulls went {parallel} at a time");
+}
+
+#[test]
+fn invalid_image_pull_settings_stop_podwright_naming_the_field() {
+    let m = Manifest::new(&pod(&pod_name("never-started"), "localhost/busybox:1.36", ""));
+    for (config, field) in [
+        ("maxParallelImagePulls: 2\n", "maxParallelImagePulls cannot be larger than 1 unless SerializeImagePulls"),
+        ("serializeImagePulls: false\nmaxParallelImagePulls: 0\n", "maxParallelImagePulls 0 must be a positive number"),
+        ("imageMaximumGCAge: 1h\n", "unknown field `imageMaximumGCAge`"),
+    ] {
+        let c = Manifest::new(config);
+        let o = podwright(&[
+            "run",
+            "-f",
+            m.path_str(),
+            "--config",
+            c.path_str(),
+            "--root-dir",
+            test_root().to_str().unwrap(),
+        ]);
+        o.assert_code(2);
+        assert!(o.stderr.contains(field), "{}", o.context());
+        assert!(!o.stderr.contains("never-started"), "a pod ran: {}", o.context());
+    }
 }
