@@ -66,16 +66,14 @@ fn images(n: usize) -> Vec<String> {
 }
 
 impl Node4 {
-    /// Runs the pods until every pull is over, then deletes them.
+    /// Runs these pods besides those running already until every pull is over, then deletes
+    /// them all.
     async fn run(&self, pods: Vec<Pod>) {
-        let uids: Vec<String> = pods.iter().map(|p| p.metadata.uid.clone().unwrap()).collect();
         for p in pods {
             self.workers.update(p).unwrap();
         }
         tokio::time::sleep(Duration::from_secs(120)).await;
-        for uid in uids {
-            self.workers.delete(&uid, None);
-        }
+        self.workers.delete_all(None);
         self.workers.wait_finished().await;
     }
 
@@ -150,4 +148,36 @@ async fn one_pod_pulls_its_images_one_after_another_even_in_parallel_mode() {
     let node = node(Some(ImagePulls::Parallel { max: None }), &images);
     node.run(vec![pod("p", &images)]).await;
     assert_eq!(node.overlap(), (1, 3));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_deleted_while_waiting_for_its_turn_never_pulls() {
+    let images = images(2);
+    let node = node(None, &images);
+    let (first, second) = (pod("first", &images[..1]), pod("second", &images[1..]));
+    node.workers.update(first).unwrap();
+    // The first pod's pull is under way when the second asks for its own.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    node.workers.update(second).unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    node.workers.delete("uid-second", None);
+    node.run(vec![]).await;
+    let pulls = |name: &str| {
+        node.fake.calls_for_pod(name).into_iter().filter(|(_, c)| matches!(c, Call::PullImage { .. })).count()
+    };
+    assert_eq!((pulls("first"), pulls("second")), (1, 0));
+    let failed: Vec<String> = node
+        .events
+        .snapshot()
+        .iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some("second") && e.reason.as_deref() == Some("Failed"))
+        .filter_map(|e| e.message.clone())
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            "Failed to pull image \"localhost/image-1:1\": rpc error: code = Canceled desc = context canceled",
+            "Error: ErrImagePull"
+        ]
+    );
 }

@@ -85,7 +85,7 @@ impl Engine {
         let hostname = hosts::kernel_hostname(pod, &self.dns.domain).map_err(|msg| self.config_error(pod, &sc, msg))?;
         let dns = dns::pod_dns(pod, &self.dns).config;
         let sandbox_config = cri_config::sandbox_config(pod, &self.root, sandbox.attempt, hostname, dns);
-        self.ensure_image(pod, &sc, pull, &sandbox_config).await?;
+        self.ensure_image(sync, &sc, pull, &sandbox_config).await?;
         let ip = sandbox.ip.clone().unwrap_or_default();
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let message_file = layout::termination_message(&self.root, uid, &name, restart_count);
@@ -207,11 +207,12 @@ impl Engine {
     /// Makes sure the image is there as the planner's pull policy says.
     async fn ensure_image(
         &self,
-        pod: &Pod,
+        sync: &PodSync<'_>,
         sc: &SpecContainer<'_>,
         pull: PullPolicy,
         sandbox_config: &PodSandboxConfig,
     ) -> Result<(), StartFailure> {
+        let pod = sync.pod;
         let image = sc.image();
         if let Err(e) = podwright_api::image_ref::parse_image_ref(image) {
             let msg = format!("Failed to apply default image tag \"{image}\": {e}");
@@ -246,7 +247,15 @@ impl Engine {
         }
         self.event(pod, Some(sc), EventType::Normal, "Pulling", wording::pulling(image));
         let asked = self.clock.now();
-        let turn = self.pulls.turn().await;
+        let turn = tokio::select! {
+            biased;
+            turn = self.pulls.turn() => turn,
+            // As the kubelet, which cancels a pod's sync when the pod is to stop: a pull still
+            // waiting for its turn fails as a cancelled call, without reaching the runtime.
+            _ = deletion_asked(sync.desired.clone()) => {
+                return Err(self.pull_failed(pod, sc, "rpc error: code = Canceled desc = context canceled"));
+            }
+        };
         let started = self.clock.now();
         let pulled = self.runtime.pull_image(image, None, sandbox_config).await;
         let finished = self.clock.now();
@@ -261,17 +270,15 @@ impl Engine {
                 self.event(pod, Some(sc), EventType::Normal, "Pulled", message);
                 Ok(())
             }
-            Err(e) => {
-                self.event(
-                    pod,
-                    Some(sc),
-                    EventType::Warning,
-                    "Failed",
-                    format!("Failed to pull image \"{image}\": {e}"),
-                );
-                self.event(pod, Some(sc), EventType::Warning, "Failed", "Error: ErrImagePull".into());
-                Err(self.failure(StartFailureReason::ErrImagePull, e.to_string()))
-            }
+            Err(e) => Err(self.pull_failed(pod, sc, &e.to_string())),
         }
+    }
+
+    /// A pull that failed with `error`: the kubelet's events and `ErrImagePull`.
+    fn pull_failed(&self, pod: &Pod, sc: &SpecContainer<'_>, error: &str) -> StartFailure {
+        let message = format!("Failed to pull image \"{}\": {error}", sc.image());
+        self.event(pod, Some(sc), EventType::Warning, "Failed", message);
+        self.event(pod, Some(sc), EventType::Warning, "Failed", "Error: ErrImagePull".into());
+        self.failure(StartFailureReason::ErrImagePull, error.to_string())
     }
 }
