@@ -173,26 +173,7 @@ impl Drop for Registry {
         let _ = self.child.wait();
         // Its images in the suite's containerd would only pile up: nothing can pull them again.
         if !self.host.is_empty() {
-            let sock = containerd_socket();
-            let listed = Command::new("ctr").arg("-a").arg(&sock).args(["-n", "k8s.io", "images", "ls", "-q"]).output();
-            let prefix = format!("{}/", self.host);
-            if let Ok(out) = listed {
-                let ours: Vec<String> = String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .filter(|l| l.starts_with(&prefix))
-                    .map(str::to_string)
-                    .collect();
-                if !ours.is_empty() {
-                    let _ = Command::new("ctr")
-                        .arg("-a")
-                        .arg(&sock)
-                        .args(["-n", "k8s.io", "images", "rm"])
-                        .args(&ours)
-                        .stdout(Stdio::null())
-                        .stderr(Stdio::null())
-                        .status();
-                }
-            }
+            remove_images_from(&self.host);
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
@@ -247,6 +228,32 @@ impl Drop for CountingProxy {
         self.stop.store(true, Ordering::SeqCst);
         // Wakes the accept loop so that it sees the stop.
         let _ = TcpStream::connect(&self.host);
+        remove_images_from(&self.host);
+    }
+}
+
+/// Removes the images pulled from `host` (`127.0.0.1:PORT`) from the suite's containerd.
+fn remove_images_from(host: &str) {
+    let sock = containerd_socket();
+    let Ok(listed) = Command::new("ctr").arg("-a").arg(&sock).args(["-n", "k8s.io", "images", "ls", "-q"]).output()
+    else {
+        return;
+    };
+    let prefix = format!("{host}/");
+    let ours: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter(|l| l.starts_with(&prefix))
+        .map(str::to_string)
+        .collect();
+    if !ours.is_empty() {
+        let _ = Command::new("ctr")
+            .arg("-a")
+            .arg(&sock)
+            .args(["-n", "k8s.io", "images", "rm"])
+            .args(&ours)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
     }
 }
 
