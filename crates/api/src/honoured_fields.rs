@@ -105,7 +105,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("ephemeralContainers", Inert("validation forbids them on create")),
             ("hostAliases", Fields("HostAlias")),
             ("hostIPC", Honoured),
-            ("hostNetwork", UNSET_OR_FALSE),
+            ("hostNetwork", Honoured),
             ("hostPID", Honoured),
             ("hostUsers", Only(&[Unset, Bool(true)])),
             ("hostname", Honoured),
@@ -301,8 +301,10 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
         "ContainerPort",
         &[
             ("containerPort", Honoured),
-            ("hostIP", UNSET),
-            ("hostPort", Only(&[Unset, Int(0)])),
+            // Through the CNI portmap plugin, for the pod's containers (not its init containers:
+            // the kubelet maps those of `containers` only).
+            ("hostIP", Honoured),
+            ("hostPort", Honoured),
             ("name", Honoured),
             ("protocol", Honoured),
         ],

@@ -183,6 +183,8 @@ fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
     }
 
     dns::validate_dns_policy(spec, path, errs);
+    // The internal type's pod security context holds hostNetwork: checked first, as there.
+    security_context::validate_host_network(spec, &path.child("containers"), errs);
     security_context::validate_pod_security_context(spec, &path.child("securityContext"), errs);
     dns::validate_pod_dns_config(spec, path, errs);
 

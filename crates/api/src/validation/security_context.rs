@@ -1,7 +1,7 @@
 //! The API server's checks of pod and container security contexts
 //! (`validatePodSpecSecurityContext`, `ValidateSecurityContext`, `validateSeccompProfileField`)
-//! for the fields podwright honours: user and group ids, a shared process namespace with the
-//! host's, seccomp profiles and `procMount`.
+//! for the fields podwright honours: user and group ids, the host's network with container
+//! ports, a shared process namespace with the host's, seccomp profiles and `procMount`.
 
 use k8s_openapi::api::core::v1::{PodSecurityContext, PodSpec, SeccompProfile, SecurityContext};
 
@@ -43,6 +43,26 @@ pub(super) fn validate_pod_security_context(spec: &PodSpec, path: &FieldPath, er
         ));
     }
     validate_seccomp_profile(sc.seccomp_profile.as_ref(), &path.child("seccompProfile"), errs);
+}
+
+/// `validateHostNetwork`: on the host's network a container port is the host's port, so each
+/// must equal its `hostPort` (which defaulting sets to it when left out). The API server checks
+/// the pod's `containers`, not its init containers; `containers` is `spec.containers`.
+pub(super) fn validate_host_network(spec: &PodSpec, containers: &FieldPath, errs: &mut Errors) {
+    if spec.host_network != Some(true) {
+        return;
+    }
+    for (i, c) in spec.containers.iter().enumerate() {
+        for (j, port) in c.ports.iter().flatten().enumerate() {
+            if port.host_port.unwrap_or(0) != port.container_port {
+                errs.push(FieldError::invalid(
+                    containers.index(i).child("ports").index(j).child("containerPort"),
+                    port.container_port,
+                    "must match `hostPort` when `hostNetwork` is true",
+                ));
+            }
+        }
+    }
 }
 
 /// A container's security context; `path` is its `securityContext`. (`Unmasked` with the host's

@@ -537,6 +537,18 @@ fn container_fields() {
             s(&["spec.initContainers[0].ports[1].hostPort: Duplicate value: \"TCP//9090\""]),
         ),
         (
+            "on the host's network a container port is its host port",
+            spec_pod(
+                "  hostNetwork: true
+  initContainers: [{name: i, image: b, ports: [{containerPort: 80, hostPort: 8081}]}]
+  containers:
+  - {name: a, image: b, ports: [{containerPort: 80}, {containerPort: 81, hostPort: 81}, {containerPort: 82, hostPort: 8082}]}
+",
+            ),
+            // The left-out hostPort defaults to the containerPort; init containers are not checked.
+            s(&["spec.containers[0].ports[2].containerPort: Invalid value: 82: must match `hostPort` when `hostNetwork` is true"]),
+        ),
+        (
             "env names",
             spec_pod(
                 "  containers:
