@@ -5,7 +5,7 @@
 use crate::{RuntimeArgs, exit, run};
 use podwright_api::quantity::Quantity;
 use podwright_node::cri::dns::{ClusterDns, DEFAULT_CLUSTER_DOMAIN, HOST_RESOLV_CONF, ResolvConf};
-use podwright_node::downward::NodeFacts;
+use podwright_node::downward::{NodeFacts, host_ip};
 use podwright_node::log_rotation::{self, LogPolicy};
 use podwright_node::removal;
 use podwright_node::static_pods::{DEFAULT_CHECK_FREQUENCY, StaticPodSource};
@@ -174,14 +174,6 @@ fn log_policy(c: &ServeConfig) -> Result<LogPolicy, String> {
         policy.max_files = files as usize;
     }
     Ok(policy)
-}
-
-/// The address the host reaches the network from (the kubelet's node InternalIP): the source
-/// address of the default route, found without sending anything.
-fn host_ip() -> Option<String> {
-    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
-    socket.connect("8.8.8.8:53").ok()?;
-    Some(socket.local_addr().ok()?.ip().to_string()).filter(|ip| ip != "0.0.0.0")
 }
 
 /// The URL kubectl on this machine reaches the daemon at.

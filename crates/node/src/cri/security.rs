@@ -76,7 +76,7 @@ pub fn verify_run_as_non_root(pod: &Pod, c: &Container, image_user: &ImageUser) 
     }
 }
 
-/// The kubelet's `NamespacesForPod`: the node's IPC and PID namespaces when asked for, one PID
+/// The kubelet's `NamespacesForPod`: the node's network, IPC and PID namespaces when asked for, one PID
 /// namespace for the whole pod with `shareProcessNamespace`, else one per container.
 pub fn namespaces(pod: &Pod) -> NamespaceOption {
     let spec = spec(pod);

@@ -107,8 +107,11 @@ fn namespaces_of_the_pod() {
         (NamespaceMode::Pod as i32, NamespaceMode::Container as i32, NamespaceMode::Pod as i32)
     );
     assert_eq!(ns("  shareProcessNamespace: true\n").pid, NamespaceMode::Pod as i32);
-    let host = ns("  hostPID: true\n  hostIPC: true\n");
-    assert_eq!((host.pid, host.ipc), (NamespaceMode::Node as i32, NamespaceMode::Node as i32));
+    let host = ns("  hostNetwork: true\n  hostPID: true\n  hostIPC: true\n");
+    assert_eq!(
+        (host.network, host.pid, host.ipc),
+        (NamespaceMode::Node as i32, NamespaceMode::Node as i32, NamespaceMode::Node as i32)
+    );
 }
 
 #[test]
