@@ -216,7 +216,11 @@ spec:
     let o = run_manifest(&manifest, &[]);
     o.assert_code(0);
     let app = o.output_of("app");
-    assert!(app.first().is_some_and(|l| l.split(' ').any(|g| g == "2000")), "the fsGroup is a group of the container\n{}", o.context());
+    assert!(
+        app.first().is_some_and(|l| l.split(' ').any(|g| g == "2000")),
+        "the fsGroup is a group of the container\n{}",
+        o.context()
+    );
     assert_eq!(
         &app[1..],
         ["2000 2777", "2000", "2000 440", "s3cret", "2000 1000", "2000"],
@@ -255,7 +259,8 @@ spec:
     let message = "forbidden sysctl: \"kernel.msgmax\" not allowlisted";
     assert_eq!(pod["status"]["message"], format!("Pod was rejected: {message}").as_str(), "{}", o.context());
     let of_pod = |e: &Value| e["involvedObject"]["name"] == name.as_str() && e["involvedObject"]["fieldPath"].is_null();
-    let rejected: Vec<Value> = o.events().into_iter().filter(|e| of_pod(e) && e["reason"] == "SysctlForbidden").collect();
+    let rejected: Vec<Value> =
+        o.events().into_iter().filter(|e| of_pod(e) && e["reason"] == "SysctlForbidden").collect();
     assert_eq!(rejected.len(), 1, "{}", o.context());
     assert_eq!(rejected[0]["message"], message);
     assert_eq!(rejected[0]["type"], "Warning");
