@@ -60,6 +60,7 @@ pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32, hostname: String, dn
         dns_config: Some(dns),
         linux: Some(LinuxPodSandboxConfig {
             security_context: Some(security::sandbox_security(pod)),
+            sysctls: security::sysctls(pod),
             ..Default::default()
         }),
         ..Default::default()
