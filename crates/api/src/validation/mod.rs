@@ -162,12 +162,14 @@ fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
     }
 
     let volumes = validate_volumes(spec.volumes.as_deref().unwrap_or_default(), &path.child("volumes"), errs);
-    validate_containers(&spec.containers, &volumes, grace, &path.child("containers"), errs);
+    let host_users = spec.host_users != Some(false);
+    validate_containers(&spec.containers, &volumes, grace, host_users, &path.child("containers"), errs);
     validate_init_containers(
         spec.init_containers.as_deref().unwrap_or_default(),
         &spec.containers,
         &volumes,
         grace,
+        host_users,
         &path.child("initContainers"),
         errs,
     );

@@ -945,5 +945,54 @@ fn security_contexts() {
                 "spec.securityContext.seccompProfile.localhostProfile: Required value: must be set when seccomp type is Localhost",
             ]),
         ),
+        (
+            "sysctls, the fsGroup change policy",
+            spec_pod(
+                r#"  hostIPC: true
+  securityContext:
+    fsGroupChangePolicy: Sometimes
+    sysctls:
+    - {name: kernel.shm_rmid_forced, value: "1"}
+    - {name: "", value: "1"}
+    - {name: Net.Core, value: "1"}
+    - {name: net/ipv4/ip_local_port_range, value: "1024 2048"}
+    - {name: net/ipv4/ip_local_port_range, value: "1024 2048"}
+    - {name: kernel/msgmax, value: "1"}
+  containers: [{name: a, image: b}]
+"#,
+            ),
+            s(&[
+                "spec.securityContext.sysctls[0].name: Invalid value: \"kernel.shm_rmid_forced\": may not be specified when 'hostIPC' is true",
+                "spec.securityContext.sysctls[1].name: Required value",
+                "spec.securityContext.sysctls[2].name: Invalid value: \"Net.Core\": must have at most 253 characters and match regex ^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$",
+                "spec.securityContext.sysctls[4].name: Duplicate value: \"net/ipv4/ip_local_port_range\"",
+                "spec.securityContext.sysctls[5].name: Invalid value: \"kernel/msgmax\": may not be specified when 'hostIPC' is true",
+                "spec.securityContext.fsGroupChangePolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnRootMismatch\"",
+            ]),
+        ),
+        (
+            "a net sysctl with the host's network",
+            spec_pod(
+                r#"  hostNetwork: true
+  securityContext: {sysctls: [{name: net.ipv4.ip_local_port_range, value: "1024 2048"}]}
+  containers: [{name: a, image: b}]
+"#,
+            ),
+            s(&[
+                "spec.securityContext.sysctls[0].name: Invalid value: \"net.ipv4.ip_local_port_range\": may not be specified when 'hostNetwork' is true",
+            ]),
+        ),
+        (
+            "an unmasked /proc in the host's user namespace",
+            spec_pod(
+                "  initContainers: [{name: i, image: b, securityContext: {procMount: Unmasked}}]
+  containers: [{name: a, image: b, securityContext: {procMount: Unmasked}}]
+",
+            ),
+            s(&[
+                "spec.containers[0].securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`",
+                "spec.initContainers[0].securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`",
+            ]),
+        ),
     ]);
 }

@@ -61,6 +61,7 @@ pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32, hostname: String, dn
         port_mappings: ports::port_mappings(pod),
         linux: Some(LinuxPodSandboxConfig {
             security_context: Some(security::sandbox_security(pod)),
+            sysctls: security::sysctls(pod),
             ..Default::default()
         }),
         ..Default::default()

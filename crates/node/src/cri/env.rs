@@ -4,7 +4,6 @@
 
 use crate::downward::{NodeFacts, field_value, resource_value};
 use crate::objects::{FixedObjects, Objects};
-use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
 use podwright_api::field_error::go_quote;
 use podwright_api::formats::is_env_var_name;
@@ -98,35 +97,102 @@ pub struct Env {
     pub skipped: Vec<String>,
 }
 
+/// ConfigMaps and Secrets as the environment reads them, each looked up once per container
+/// (the kubelet's `makeEnvironmentVariables` keeps the same per-call maps).
+struct Lookups<'a> {
+    objects: &'a dyn Objects,
+    ns: &'a str,
+    seen: BTreeMap<(Kind, String), Option<BTreeMap<String, String>>>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    ConfigMap,
+    Secret,
+}
+
+impl Kind {
+    /// As envFrom's skipped-keys warning names the source.
+    fn source(self) -> &'static str {
+        match self {
+            Kind::ConfigMap => "configMap",
+            Kind::Secret => "secret",
+        }
+    }
+
+    /// As the kubelet's "couldn't find key" message names the kind.
+    fn kind(self) -> &'static str {
+        match self {
+            Kind::ConfigMap => "ConfigMap",
+            Kind::Secret => "Secret",
+        }
+    }
+
+    fn not_found(self, name: &str) -> String {
+        let resource = match self {
+            Kind::ConfigMap => "configmap",
+            Kind::Secret => "secret",
+        };
+        format!("{resource} {} not found", go_quote(name))
+    }
+}
+
+impl Lookups<'_> {
+    /// The object's data as text; `Ok(None)` when an optional one is missing.
+    fn data(
+        &mut self,
+        kind: Kind,
+        name: &str,
+        optional: Option<bool>,
+    ) -> Result<Option<&BTreeMap<String, String>>, String> {
+        let (objects, ns) = (self.objects, self.ns);
+        let found = self.seen.entry((kind, name.to_string())).or_insert_with(|| match kind {
+            Kind::ConfigMap => objects.config_map(ns, name).map(|cm| cm.data.unwrap_or_default()),
+            // Secret values are bytes; the environment takes them as text.
+            Kind::Secret => objects.secret(ns, name).map(|s| {
+                s.data.into_iter().flatten().map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned())).collect()
+            }),
+        });
+        match found {
+            Some(data) => Ok(Some(data)),
+            None if optional == Some(true) => Ok(None),
+            None => Err(kind.not_found(name)),
+        }
+    }
+
+    /// One key of the object; `Ok(None)` when optional and missing.
+    fn key(&mut self, kind: Kind, name: &str, key: &str, optional: Option<bool>) -> Result<Option<String>, String> {
+        let ns = self.ns;
+        let Some(data) = self.data(kind, name, optional)? else { return Ok(None) };
+        match data.get(key) {
+            Some(v) => Ok(Some(v.clone())),
+            None if optional == Some(true) => Ok(None),
+            None => Err(format!("couldn't find key {key} in {} {ns}/{name}", kind.kind())),
+        }
+    }
+}
+
 /// The container's environment as the kubelet's `makeEnvironmentVariables` makes it: every
 /// `envFrom` source in order, then every `env` entry, a later one replacing an earlier of the
 /// same name; a value sees only the variables before it. Err: why the container cannot be
 /// created (`CreateContainerConfigError`), in the kubelet's words.
 pub fn container_env(src: &EnvSources, c: &Container) -> Result<Env, String> {
     let ns = src.pod.metadata.namespace.as_deref().unwrap_or("default");
+    let mut lookups = Lookups { objects: src.objects, ns, seen: BTreeMap::new() };
     let mut env = Env::default();
     for from in c.env_from.iter().flatten() {
         let prefix = from.prefix.as_deref().unwrap_or_default();
-        let (kind, name, data): (&str, &str, Vec<(String, String)>) = if let Some(r) = &from.config_map_ref {
-            match src.objects.config_map(ns, &r.name) {
-                Some(cm) => ("configMap", &r.name, cm.data.unwrap_or_default().into_iter().collect()),
-                None if r.optional == Some(true) => continue,
-                None => return Err(format!("configmap {} not found", go_quote(&r.name))),
-            }
-        } else if let Some(r) = &from.secret_ref {
-            match src.objects.secret(ns, &r.name) {
-                Some(s) => ("secret", &r.name, secret_strings(s.data)),
-                None if r.optional == Some(true) => continue,
-                None => return Err(format!("secret {} not found", go_quote(&r.name))),
-            }
-        } else {
-            continue;
+        let (kind, name, optional) = match (&from.config_map_ref, &from.secret_ref) {
+            (Some(r), _) => (Kind::ConfigMap, &r.name, r.optional),
+            (None, Some(r)) => (Kind::Secret, &r.name, r.optional),
+            (None, None) => continue,
         };
+        let Some(data) = lookups.data(kind, name, optional)? else { continue };
         let mut invalid = Vec::new();
         for (k, v) in data {
             let k = format!("{prefix}{k}");
             if is_env_var_name(&k).is_empty() {
-                env.vars.insert(k, v);
+                env.vars.insert(k, v.clone());
             } else {
                 invalid.push(k);
             }
@@ -134,22 +200,18 @@ pub fn container_env(src: &EnvSources, c: &Container) -> Result<Env, String> {
         if !invalid.is_empty() {
             invalid.sort();
             env.skipped.push(format!(
-                "Keys [{}] from the EnvFrom {kind} {ns}/{name} were skipped since they are considered invalid environment variable names.",
-                invalid.join(", ")
+                "Keys [{}] from the EnvFrom {} {ns}/{name} were skipped since they are considered invalid environment variable names.",
+                invalid.join(", "),
+                kind.source()
             ));
         }
     }
     for var in c.env.iter().flatten() {
-        if let Some(v) = env_value(src, c, var, &env.vars)? {
+        if let Some(v) = env_value(src, &mut lookups, c, var, &env.vars)? {
             env.vars.insert(var.name.clone(), v);
         }
     }
     Ok(env)
-}
-
-/// Secret values are bytes; the environment takes them as text.
-fn secret_strings(data: Option<BTreeMap<String, ByteString>>) -> Vec<(String, String)> {
-    data.into_iter().flatten().map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned())).collect()
 }
 
 /// The value of an `env` entry: literal (with earlier variables expanded), or from its source;
@@ -157,6 +219,7 @@ fn secret_strings(data: Option<BTreeMap<String, ByteString>>) -> Vec<(String, St
 /// takes an empty `value` as none).
 fn env_value(
     src: &EnvSources,
+    lookups: &mut Lookups,
     c: &Container,
     var: &EnvVar,
     env: &BTreeMap<String, String>,
@@ -165,7 +228,6 @@ fn env_value(
     let Some(from) = var.value_from.as_ref().filter(|_| value.is_empty()) else {
         return Ok(Some(expand(value, env)));
     };
-    let ns = src.pod.metadata.namespace.as_deref().unwrap_or("default");
     if let Some(f) = &from.field_ref {
         return field_value(src.pod, &f.field_path, src.pod_ips, src.node).map(Some);
     }
@@ -173,26 +235,10 @@ fn env_value(
         return resource_value(src.pod, c, r, src.node).map(Some);
     }
     if let Some(r) = &from.config_map_key_ref {
-        let optional = r.optional == Some(true);
-        let Some(cm) = src.objects.config_map(ns, &r.name) else {
-            return if optional { Ok(None) } else { Err(format!("configmap {} not found", go_quote(&r.name))) };
-        };
-        return match cm.data.and_then(|mut d| d.remove(&r.key)) {
-            Some(v) => Ok(Some(v)),
-            None if optional => Ok(None),
-            None => Err(format!("couldn't find key {} in ConfigMap {ns}/{}", r.key, r.name)),
-        };
+        return lookups.key(Kind::ConfigMap, &r.name, &r.key, r.optional);
     }
     if let Some(r) = &from.secret_key_ref {
-        let optional = r.optional == Some(true);
-        let Some(s) = src.objects.secret(ns, &r.name) else {
-            return if optional { Ok(None) } else { Err(format!("secret {} not found", go_quote(&r.name))) };
-        };
-        return match s.data.and_then(|mut d| d.remove(&r.key)) {
-            Some(v) => Ok(Some(String::from_utf8_lossy(&v.0).into_owned())),
-            None if optional => Ok(None),
-            None => Err(format!("couldn't find key {} in Secret {ns}/{}", r.key, r.name)),
-        };
+        return lookups.key(Kind::Secret, &r.name, &r.key, r.optional);
     }
     Ok(Some(String::new()))
 }

@@ -144,3 +144,21 @@ fn run_as_non_root_is_checked_against_the_image_user() {
     );
     assert_eq!(verify_run_as_non_root(&overridden, first(&overridden), &ROOT), Ok(()));
 }
+
+#[test]
+fn the_sandbox_gets_the_pods_sysctls_by_their_dotted_names() {
+    let p = pod(r#"
+  securityContext:
+    sysctls:
+    - {name: kernel.shm_rmid_forced, value: "1"}
+    - {name: net/ipv4/ip_local_port_range, value: "1024 2048"}
+  containers:
+  - {name: app, image: busybox}
+"#);
+    let want = HashMap::from([
+        ("kernel.shm_rmid_forced".to_string(), "1".to_string()),
+        ("net.ipv4.ip_local_port_range".to_string(), "1024 2048".to_string()),
+    ]);
+    assert_eq!(sysctls(&p), want);
+    assert!(sysctls(&pod("  containers:\n  - {name: app, image: busybox}\n")).is_empty());
+}
