@@ -3,6 +3,9 @@
 //! in the aggregated form newer ones ask for first (client-go `discovery/discovery_client.go`).
 
 use crate::resources::Resource;
+use crate::server::ApiServer;
+use crate::usage;
+use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -69,11 +72,14 @@ pub async fn api(headers: HeaderMap) -> Response {
     .into_response()
 }
 
-pub async fn apis(headers: HeaderMap) -> Response {
+/// `/apis`: the `metrics.k8s.io` group once the node's usage is served, else none.
+pub async fn apis(State(s): State<ApiServer>, headers: HeaderMap) -> Response {
+    let metrics = s.serves_usage();
     if let Some(v) = aggregated_version(&headers) {
-        return aggregated(v, vec![]);
+        return aggregated(v, if metrics { vec![usage::aggregated_group()] } else { vec![] });
     }
-    axum::Json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})).into_response()
+    let groups = if metrics { vec![usage::api_group()] } else { vec![] };
+    axum::Json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})).into_response()
 }
 
 pub async fn api_v1() -> Response {
