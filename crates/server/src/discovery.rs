@@ -57,8 +57,21 @@ fn aggregated_core() -> Value {
             })
         })
         .collect();
+    let mut resources = resources;
+    resources.push(json!({
+        "resource": "nodes",
+        "responseKind": {"group": "", "version": "v1", "kind": "Node"},
+        "scope": "Cluster",
+        "singularResource": "node",
+        "verbs": NODE_VERBS,
+        "shortNames": ["no"],
+    }));
     json!({"metadata": {"creationTimestamp": null}, "versions": [{"version": "v1", "resources": resources, "freshness": "Current"}]})
 }
+
+/// The Node of this node is read-only: it is made from the machine on each read
+/// ([`crate::usage::node_object`]).
+const NODE_VERBS: [&str; 2] = ["get", "list"];
 
 pub async fn api(headers: HeaderMap) -> Response {
     if let Some(v) = aggregated_version(&headers) {
@@ -104,6 +117,9 @@ pub async fn api_v1() -> Response {
             }));
         }
     }
+    resources.push(json!({
+        "name": "nodes", "singularName": "node", "namespaced": false, "kind": "Node", "verbs": NODE_VERBS, "shortNames": ["no"],
+    }));
     axum::Json(json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": resources})).into_response()
 }
 
