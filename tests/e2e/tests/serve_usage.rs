@@ -45,7 +45,7 @@ spec:
 
     // `POD NAME CPU MEMORY` lines; the first reading counts from each container's start.
     let top = d.wait_for(&["top", "pod", "burner", "--containers", "--no-headers"], Duration::from_secs(60), |o| {
-        container_cpu(o, "busy").is_some_and(|m| m >= 200) && container_cpu(o, "idle").is_some()
+        container_cpu(o, "busy").is_some_and(|m| m >= 100) && container_cpu(o, "idle").is_some()
     });
     let (busy, idle) = (container_cpu(&top, "busy").unwrap(), container_cpu(&top, "idle").unwrap());
     assert!(busy > 10 * idle.max(1), "a busy loop against a sleep: {top}");
@@ -58,7 +58,7 @@ spec:
     let node = d.ok(&["top", "node", "--no-headers"]);
     let cells: Vec<&str> = node.split_whitespace().collect();
     assert_eq!(cells.len(), 5, "NAME CPU CPU% MEMORY MEMORY%: {node}");
-    assert!(millicores(cells[1]) >= 200 && cells[2].ends_with('%') && cells[4].ends_with('%'), "{node}");
+    assert!(millicores(cells[1]) >= 100 && cells[2].ends_with('%') && cells[4].ends_with('%'), "{node}");
 
     // The kubelet's endpoints, straight and through the node proxy path.
     let metrics = d.ok(&["get", "--raw", "/metrics/resource"]);
@@ -69,7 +69,7 @@ spec:
         })
         .unwrap_or_else(|| panic!("{metrics}"));
     let seconds: f64 = series.split_whitespace().nth(1).unwrap().parse().unwrap();
-    assert!(seconds > 0.2, "{series}");
+    assert!(seconds > 0.1, "{series}");
     assert!(metrics.contains("\npod_memory_working_set_bytes{namespace=\"default\",pod=\"burner\"} "), "{metrics}");
     assert!(metrics.contains("\nnode_cpu_usage_seconds_total ") && metrics.contains("\nresource_scrape_error 0\n"));
 
@@ -82,6 +82,6 @@ spec:
     let pod = summary["pods"].as_array().unwrap().iter().find(|p| p["podRef"]["name"] == "burner").unwrap();
     let names: Vec<_> = pod["containers"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["busy", "idle"]);
-    assert!(pod["cpu"]["usageNanoCores"].as_u64().unwrap() > 100_000_000, "{pod}");
+    assert!(pod["cpu"]["usageNanoCores"].as_u64().unwrap() > 50_000_000, "{pod}");
     assert!(pod["memory"]["workingSetBytes"].as_u64().unwrap() > 0, "{pod}");
 }
