@@ -1,7 +1,7 @@
 //! Resource usage: the kubelet's resource analyzer (its cadvisor and CRI stats providers) for
-//! podwright. CPU and memory of every running container come from CRI `ListContainerStats`
-//! (containerd 1.6 has no `ListPodSandboxStats`, so a pod's usage is the sum of its containers');
-//! the node's from `/proc`. Read on demand: each read is one round of runtime calls, and CPU
+//! podwright. CPU and memory of every running container come from CRI `ListContainerStats`, a
+//! pod's are the sum of its containers' (containerd 1.6's `ListPodSandboxStats` reads the pod's
+//! cgroup parent, which a sandbox without one does not have), the node's from `/proc`. Read on demand: each read is one round of runtime calls, and CPU
 //! rates (`usageNanoCores`) are taken against the sample the round before kept here, so nothing
 //! polls while nobody asks.
 
