@@ -24,13 +24,6 @@ pub struct HostMemory {
     pub working_set: u64,
 }
 
-/// What the node offers pods: its CPUs and memory (a Node's `status.capacity`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capacity {
-    pub cpus: u64,
-    pub memory_bytes: u64,
-}
-
 /// Reads `/proc/stat` and `/proc/meminfo`.
 pub fn sample() -> io::Result<HostSample> {
     let stat = std::fs::read_to_string("/proc/stat")?;
@@ -40,15 +33,6 @@ pub fn sample() -> io::Result<HostSample> {
     let memory = parse_meminfo(&meminfo).ok_or_else(|| invalid("MemTotal or MemFree"))?;
     let cpu_nanos = u64::try_from(u128::from(ticks) * 1_000_000_000 / u128::from(clock_ticks())).unwrap_or(u64::MAX);
     Ok(HostSample { cpu_nanos, boot_time, memory })
-}
-
-/// The node's CPUs online and its memory.
-pub fn capacity() -> io::Result<Capacity> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo")?;
-    let memory = parse_meminfo(&meminfo).map_or(0, |m| m.total);
-    // SAFETY: sysconf only reads a system setting.
-    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    Ok(Capacity { cpus: u64::try_from(cpus).unwrap_or(1).max(1), memory_bytes: memory })
 }
 
 fn clock_ticks() -> u64 {
@@ -113,6 +97,6 @@ mod tests {
     fn this_machine_reads() {
         let s = sample().unwrap();
         assert!(s.memory.working_set > 0 && s.memory.working_set <= s.memory.total);
-        assert!(capacity().unwrap().cpus >= 1);
+        assert!(s.cpu_nanos > 0 && s.boot_time > 0);
     }
 }
