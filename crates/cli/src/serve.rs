@@ -9,6 +9,7 @@ use podwright_node::downward::{NodeFacts, host_ip};
 use podwright_node::log_rotation::{self, LogPolicy};
 use podwright_node::removal;
 use podwright_node::static_pods::{DEFAULT_CHECK_FREQUENCY, StaticPodSource};
+use podwright_node::usage::UsageCollector;
 use podwright_node::{Metrics, Node};
 use podwright_runtime::Clock;
 use podwright_runtime::Runtime;
@@ -286,6 +287,8 @@ pub async fn serve(args: ServeArgs) -> u8 {
             return exit::FAILED;
         }
     };
+    // `kubectl top` and the kubelet's usage endpoints, read from the runtime on each request.
+    api.serve_usage(Arc::new(UsageCollector::new(counted.clone(), clock, &node_name, &root)));
     // The static pods are known before anything is removed (the kubelet waits for every source
     // to report once): a restart finds the same UIDs in the same files and adopts their pods.
     let mut static_pods = static_pod_path.map(|p| StaticPodSource::new(p, &node_name, file_check_frequency));
