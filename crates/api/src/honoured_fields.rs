@@ -105,7 +105,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("ephemeralContainers", Inert("validation forbids them on create")),
             ("hostAliases", Fields("HostAlias")),
             ("hostIPC", Honoured),
-            ("hostNetwork", UNSET_OR_FALSE),
+            ("hostNetwork", Honoured),
             ("hostPID", Honoured),
             ("hostUsers", Only(&[Unset, Bool(true)])),
             ("hostname", Honoured),
@@ -147,9 +147,12 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
         "PodSecurityContext",
         &[
             ("appArmorProfile", UNSET),
-            // Volume ownership is not changed yet.
-            ("fsGroup", UNSET),
-            ("fsGroupChangePolicy", UNSET),
+            // A supplemental group of every container, and the group owning its emptyDir,
+            // configMap, secret, downwardAPI and projected volumes.
+            ("fsGroup", Honoured),
+            // The kubelet applies it to persistent volumes only (podwright has none): the volumes
+            // above are changed whatever it says.
+            ("fsGroupChangePolicy", Inert("only persistent volumes, which are refused, heed it")),
             ("runAsGroup", Honoured),
             ("runAsNonRoot", Honoured),
             ("runAsUser", Honoured),
@@ -159,10 +162,12 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("supplementalGroups", Honoured),
             // Strict needs a runtime that reports it supports it; containerd 1.6 does not.
             ("supplementalGroupsPolicy", Only(&[Unset, Str("Merge")])),
-            ("sysctls", UNSET),
+            // The kubelet's safe sysctls; any other fails the pod (`SysctlForbidden`).
+            ("sysctls", Fields("Sysctl")),
             ("windowsOptions", UNSET),
         ],
     ),
+    ("Sysctl", &[("name", Honoured), ("value", Honoured)]),
     (
         "Volume",
         &[
@@ -301,8 +306,10 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
         "ContainerPort",
         &[
             ("containerPort", Honoured),
-            ("hostIP", UNSET),
-            ("hostPort", Only(&[Unset, Int(0)])),
+            // Through the CNI portmap plugin, for the pod's containers (not its init containers:
+            // the kubelet maps those of `containers` only).
+            ("hostIP", Honoured),
+            ("hostPort", Honoured),
             ("name", Honoured),
             ("protocol", Honoured),
         ],
@@ -325,8 +332,8 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("appArmorProfile", UNSET),
             ("capabilities", Fields("Capabilities")),
             ("privileged", Honoured),
-            // Unmasked needs a user namespace (hostUsers: false), which is refused.
-            ("procMount", Only(&[Unset, Str("Default")])),
+            // Validation allows Unmasked only with `hostUsers: false`, which is refused.
+            ("procMount", Honoured),
             ("readOnlyRootFilesystem", Honoured),
             ("runAsGroup", Honoured),
             ("runAsNonRoot", Honoured),

@@ -15,6 +15,7 @@
 //! * [`container_kind`] — init/regular/sidecar classification and container field paths;
 //! * [`image_ref`] — image reference parsing and the default pull policy;
 //! * [`quantity`] — resource quantities, compared and scaled by value;
+//! * [`sysctl`] — sysctl names and the kernel namespaces that isolate them;
 //! * [`load()`] — all of the above for a manifest file, pods and the objects beside them.
 
 pub mod container_kind;
@@ -29,6 +30,7 @@ pub mod kubectl_status;
 pub mod load;
 pub mod manifest;
 pub mod quantity;
+pub mod sysctl;
 pub mod validation;
 pub mod volume_sources;
 pub mod yaml_positions;

@@ -5,7 +5,8 @@
 
 use async_trait::async_trait;
 use podwright_runtime::cri_api::{
-    AttachRequest, AuthConfig, ContainerConfig, ContainerStatus, ExecRequest, PodSandboxConfig, PodSandboxStatus,
+    AttachRequest, AuthConfig, ContainerConfig, ContainerStats, ContainerStatus, ExecRequest, PodSandboxConfig,
+    PodSandboxStatus,
 };
 use podwright_runtime::{
     ContainerInfo, ExecResult, ImageService, Runtime, RuntimeEvent, RuntimeResult, RuntimeService, SandboxInfo,
@@ -97,6 +98,9 @@ impl RuntimeService for Counted {
     }
     async fn list_pod_sandboxes(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<SandboxInfo>> {
         self.call("ListPodSandbox", Kind::Read, self.inner.list_pod_sandboxes(labels)).await
+    }
+    async fn list_container_stats(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<ContainerStats>> {
+        self.call("ListContainerStats", Kind::Read, self.inner.list_container_stats(labels)).await
     }
     async fn create_container(
         &self,

@@ -2,7 +2,9 @@
 //! agent: its resident memory once it has settled with no pods; how long `kubectl apply` of a
 //! pod with 2 init + 1 app containers takes until a watch sees it Running, beside the floor of
 //! the same CRI calls issued by hand (interleaved); and its memory and CPU over a window of steady running
-//! with many pods (busybox `sleep 3600`, no probes) created through the API.
+//! with many pods (busybox `sleep 3600`, no probes) created through the API; and, with those
+//! pods running, what one round of usage collection (`/stats/summary`, what `kubectl top`
+//! costs) takes of the daemon's CPU and of containerd's.
 // A benchmark measures real time on purpose.
 #![allow(clippy::disallowed_methods)]
 
@@ -31,6 +33,8 @@ const POD_LIMIT: Duration = Duration::from_secs(60);
 /// How long the daemon may take to answer its first request.
 const START_LIMIT: Duration = Duration::from_secs(30);
 const SAMPLE: Duration = Duration::from_secs(1);
+/// Measured usage-collection rounds (CPU is counted in clock ticks: enough rounds to see them).
+const USAGE_ROUNDS: u32 = 20;
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -124,6 +128,18 @@ pub struct ServeReport {
     loaded: Usage,
     /// Runtime calls per second over the window.
     loaded_calls: f64,
+    usage_round: UsageRound,
+}
+
+/// One round of usage collection with the pods running, averaged over [`USAGE_ROUNDS`].
+#[derive(Debug, Default, Clone, Copy)]
+struct UsageRound {
+    wall: Duration,
+    /// The daemon's CPU.
+    cpu: Duration,
+    /// containerd's CPU (reading every container's cgroup); `None` on a runtime the benchmark
+    /// did not start.
+    containerd_cpu: Option<Duration>,
 }
 
 pub async fn run(args: &ServeArgs) -> Result<ServeReport, String> {
@@ -134,17 +150,17 @@ pub async fn run(args: &ServeArgs) -> Result<ServeReport, String> {
             .with_file_name("podwright"),
     };
     // Started here rather than by podwright, so that its start is not in podwright's figures.
-    let endpoint = match &args.runtime_endpoint {
-        Some(e) => e.clone(),
+    let (endpoint, containerd_pid) = match &args.runtime_endpoint {
+        Some(e) => (e.clone(), None),
         None => {
             let embedded = EmbeddedRuntime::new(&args.root_dir);
-            embedded.ensure_running().await.map_err(|e| {
+            let outcome = embedded.ensure_running().await.map_err(|e| {
                 format!(
                     "could not start the embedded containerd under {}: {e}\nRun scripts/setup first.",
                     args.root_dir.display()
                 )
             })?;
-            embedded.endpoint()
+            (embedded.endpoint(), Some(outcome.pid))
         }
     };
     let cri = podwright_runtime::connect(&endpoint).await.map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
@@ -153,6 +169,7 @@ pub async fn run(args: &ServeArgs) -> Result<ServeReport, String> {
     let bench = Bench {
         podwright,
         endpoint,
+        containerd_pid,
         cri: Arc::new(cri),
         handle: tokio::runtime::Handle::current(),
         template: pod::running_template()?,
@@ -175,6 +192,7 @@ pub async fn run(args: &ServeArgs) -> Result<ServeReport, String> {
 struct Bench {
     podwright: PathBuf,
     endpoint: String,
+    containerd_pid: Option<u32>,
     /// The runtime, for the floor's bare CRI calls, made on `handle` from the measuring thread.
     cri: Arc<dyn Runtime>,
     handle: tokio::runtime::Handle,
@@ -367,9 +385,20 @@ impl Bench {
             .try_for_each(|n| daemon.delete(n))
             .and_then(|()| self.wait_gone(daemon))
             .and_then(|()| daemon.wait_removed(&before, names.len(), self.ramp_limit));
-        let (ramp, loaded, loaded_calls) = loaded?;
+        let (ramp, loaded, loaded_calls, usage_round) = loaded?;
         gone?;
-        Ok(ServeReport { idle, validated, floor, apply, worker_start, pods: self.pods, ramp, loaded, loaded_calls })
+        Ok(ServeReport {
+            idle,
+            validated,
+            floor,
+            apply,
+            worker_start,
+            pods: self.pods,
+            ramp,
+            loaded,
+            loaded_calls,
+            usage_round,
+        })
     }
 
     /// The floor of an apply run: the pod's sandbox, its init containers run to their exit and
@@ -441,8 +470,8 @@ impl Bench {
 
     /// Creates the pods through the API, waits until all are Running and have settled, then
     /// measures the daemon over the window: how long the ramp took, the window's usage, and the
-    /// runtime calls per second over it.
-    fn steady(&self, daemon: &Daemon, names: &[String]) -> Result<(Duration, Usage, f64), String> {
+    /// runtime calls per second over it; then one usage-collection round's cost.
+    fn steady(&self, daemon: &Daemon, names: &[String]) -> Result<(Duration, Usage, f64, UsageRound), String> {
         let t0 = Instant::now();
         let (key, value) = LABEL.split_once('=').unwrap_or_default();
         for name in names {
@@ -472,7 +501,37 @@ impl Bench {
         let before = daemon.scrape()?;
         let usage = daemon.usage(self.window)?;
         let calls = (daemon.scrape()?.runtime_calls - before.runtime_calls) / usage.wall.as_secs_f64();
-        Ok((ramp, usage, calls))
+        Ok((ramp, usage, calls, self.usage_rounds(daemon, names.len())?))
+    }
+
+    /// [`USAGE_ROUNDS`] reads of `/stats/summary` after one unmeasured one, each checked to
+    /// hold every pod: the daemon's and containerd's CPU and the wall time of one.
+    fn usage_rounds(&self, daemon: &Daemon, pods: usize) -> Result<UsageRound, String> {
+        let round = || -> Result<(), String> {
+            let r = daemon.request("GET", "/stats/summary", None)?;
+            if r.status != 200 {
+                return Err(format!("GET /stats/summary: HTTP {}: {}", r.status, String::from_utf8_lossy(&r.body)));
+            }
+            let seen = r.json()?["pods"].as_array().map_or(0, Vec::len);
+            if seen < pods {
+                return Err(format!("/stats/summary has {seen} pods of {pods}"));
+            }
+            Ok(())
+        };
+        round()?;
+        let containerd = |pid: u32| proc_cpu(pid).map(|c| c.own);
+        let (t0, cpu0) = (Instant::now(), proc_cpu(daemon.pid())?.own);
+        let ctrd0 = self.containerd_pid.map(containerd).transpose()?;
+        for _ in 0..USAGE_ROUNDS {
+            round()?;
+        }
+        let wall = t0.elapsed() / USAGE_ROUNDS;
+        let cpu = proc_cpu(daemon.pid())?.own.saturating_sub(cpu0) / USAGE_ROUNDS;
+        let containerd_cpu = match (self.containerd_pid, ctrd0) {
+            (Some(pid), Some(before)) => Some(containerd(pid)?.saturating_sub(before) / USAGE_ROUNDS),
+            _ => None,
+        };
+        Ok(UsageRound { wall, cpu, containerd_cpu })
     }
 
     fn wait_gone(&self, daemon: &Daemon) -> Result<(), String> {
@@ -531,6 +590,17 @@ impl ServeReport {
             verdict(self.loaded.cores() <= TARGET_CPU_CORES)
         );
         println!("  runtime calls: {:.1}/s (from /metrics)", self.loaded_calls);
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let u = &self.usage_round;
+        let containerd = u
+            .containerd_cpu
+            .map_or("not measured (a runtime it did not start)".to_string(), |c| format!("{:.2} ms", ms(c)));
+        println!(
+            "  usage collection for {} pods (/stats/summary, {USAGE_ROUNDS} rounds): {:.2} ms wall, daemon CPU {:.2} ms, containerd CPU {containerd} per round",
+            self.pods,
+            ms(u.wall),
+            ms(u.cpu)
+        );
         println!("serve_idle_rss_kib: {:.0}", self.idle.rss_kib);
         println!("serve_idle_cpu_cores: {:.4}", self.idle.cores());
         println!("apply_floor_ms: {:.2}", floor.median);
@@ -544,6 +614,11 @@ impl ServeReport {
         println!("serve_rss_max_kib_{}_pods: {}", self.pods, self.loaded.rss_max_kib);
         println!("serve_cpu_cores_{}_pods: {:.4}", self.pods, self.loaded.cores());
         println!("serve_runtime_calls_per_s_{}_pods: {:.1}", self.pods, self.loaded_calls);
+        println!("usage_round_wall_ms_{}_pods: {:.2}", self.pods, ms(u.wall));
+        println!("usage_round_cpu_ms_{}_pods: {:.2}", self.pods, ms(u.cpu));
+        if let Some(c) = u.containerd_cpu {
+            println!("usage_round_containerd_cpu_ms_{}_pods: {:.2}", self.pods, ms(c));
+        }
     }
 }
 

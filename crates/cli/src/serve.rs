@@ -5,10 +5,11 @@
 use crate::{RuntimeArgs, exit, run};
 use podwright_api::quantity::Quantity;
 use podwright_node::cri::dns::{ClusterDns, DEFAULT_CLUSTER_DOMAIN, HOST_RESOLV_CONF, ResolvConf};
-use podwright_node::downward::NodeFacts;
+use podwright_node::downward::{NodeFacts, host_ip};
 use podwright_node::log_rotation::{self, LogPolicy};
 use podwright_node::removal;
 use podwright_node::static_pods::{DEFAULT_CHECK_FREQUENCY, StaticPodSource};
+use podwright_node::usage::UsageCollector;
 use podwright_node::{ImagePulls, Metrics, Node};
 use podwright_runtime::Clock;
 use podwright_runtime::Runtime;
@@ -200,14 +201,6 @@ fn log_policy(c: &ServeConfig) -> Result<LogPolicy, String> {
     Ok(policy)
 }
 
-/// The address the host reaches the network from (the kubelet's node InternalIP): the source
-/// address of the default route, found without sending anything.
-fn host_ip() -> Option<String> {
-    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
-    socket.connect("8.8.8.8:53").ok()?;
-    Some(socket.local_addr().ok()?.ip().to_string()).filter(|ip| ip != "0.0.0.0")
-}
-
 /// The URL kubectl on this machine reaches the daemon at.
 fn server_url(scheme: &str, addr: SocketAddr) -> String {
     let host = if addr.ip().is_unspecified() { IpAddr::V4(Ipv4Addr::LOCALHOST) } else { addr.ip() };
@@ -318,6 +311,8 @@ pub async fn serve(args: ServeArgs) -> u8 {
             return exit::FAILED;
         }
     };
+    // `kubectl top` and the kubelet's usage endpoints, read from the runtime on each request.
+    api.serve_usage(Arc::new(UsageCollector::new(counted.clone(), clock, &node_name, &root)));
     // The static pods are known before anything is removed (the kubelet waits for every source
     // to report once): a restart finds the same UIDs in the same files and adopts their pods.
     let mut static_pods = static_pod_path.map(|p| StaticPodSource::new(p, &node_name, file_check_frequency));

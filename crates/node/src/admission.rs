@@ -1,14 +1,18 @@
-//! The kubelet's admission of a pod by the node (`pkg/kubelet/lifecycle/predicate.go`), for the
-//! check that applies here: the pod's OS. A rejected pod never starts; it fails with the
-//! rejection's reason and a message of `Pod was rejected: ` and the rejection's.
+//! The kubelet's admission of a pod by the node (`pkg/kubelet/lifecycle/predicate.go`,
+//! `pkg/kubelet/sysctl/allowlist.go`), for the checks that apply here: the pod's sysctls and its
+//! OS. A rejected pod never starts; it fails with the rejection's reason and a message of
+//! `Pod was rejected: ` and the rejection's.
 
 use k8s_openapi::api::core::v1::Pod;
+use podwright_api::sysctl::{self, Namespace};
+use std::borrow::Cow;
+use std::sync::LazyLock;
 
 /// Why the node refuses a pod: the reason and message of the kubelet's `Warning` event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
     pub reason: &'static str,
-    pub message: &'static str,
+    pub message: Cow<'static, str>,
 }
 
 impl Rejection {
@@ -19,11 +23,86 @@ impl Rejection {
 }
 
 /// A pod whose `spec.os.name` is not this node's OS.
-pub const POD_OS_NOT_SUPPORTED: Rejection =
-    Rejection { reason: "PodOSNotSupported", message: "Failed to admit pod as the OS field doesn't match node OS" };
+pub const POD_OS_NOT_SUPPORTED: Rejection = Rejection {
+    reason: "PodOSNotSupported",
+    message: Cow::Borrowed("Failed to admit pod as the OS field doesn't match node OS"),
+};
 
-/// Whether the node admits the pod. A pod without `spec.os` runs on any node.
+/// The reason of a pod asking for a sysctl the node does not allow (`ForbiddenReason`).
+pub const SYSCTL_FORBIDDEN: &str = "SysctlForbidden";
+
+/// The kubelet's safe sysctls (`safeSysctls`), each with the kernel release from which the
+/// kernel isolates it in its namespace, if it has one.
+const SAFE_SYSCTLS: &[(&str, Option<(u32, u32)>)] = &[
+    ("kernel.shm_rmid_forced", None),
+    ("net.ipv4.ip_local_port_range", None),
+    ("net.ipv4.tcp_syncookies", None),
+    ("net.ipv4.ping_group_range", None),
+    ("net.ipv4.ip_unprivileged_port_start", None),
+    ("net.ipv4.ip_local_reserved_ports", Some((3, 16))),
+    ("net.ipv4.tcp_keepalive_time", Some((4, 5))),
+    ("net.ipv4.tcp_fin_timeout", Some((4, 6))),
+    ("net.ipv4.tcp_keepalive_intvl", Some((4, 5))),
+    ("net.ipv4.tcp_keepalive_probes", Some((4, 5))),
+    ("net.ipv4.tcp_rmem", Some((4, 15))),
+    ("net.ipv4.tcp_wmem", Some((4, 15))),
+];
+
+/// `getSafeSysctlAllowlist`: the safe sysctls this kernel (major, minor) isolates; those that
+/// need a release are left out when the kernel's is unknown.
+fn safe_sysctls(kernel: Option<(u32, u32)>) -> Vec<&'static str> {
+    SAFE_SYSCTLS
+        .iter()
+        .filter(|(_, since)| since.is_none_or(|since| kernel.is_some_and(|k| k >= since)))
+        .map(|&(name, _)| name)
+        .collect()
+}
+
+/// The major and minor numbers of a kernel release such as `6.1.0-13-amd64`.
+fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.trim().split(['.', '-']);
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+/// This node's allowlist, read once.
+static NODE_SAFE_SYSCTLS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let kernel = kernel_version(&release);
+    if kernel.is_none() {
+        tracing::error!(release, "unknown kernel version: sysctls namespaced in later kernels are not allowed");
+    }
+    safe_sysctls(kernel)
+});
+
+/// The allowlist's `Admit`: every sysctl of the pod must be allowed, and not be isolated by a
+/// namespace the pod shares with the host.
+fn check_sysctls(pod: &Pod, allowed: &[&str]) -> Result<(), Rejection> {
+    let Some(spec) = pod.spec.as_ref() else { return Ok(()) };
+    let sysctls = spec.security_context.as_ref().and_then(|sc| sc.sysctls.as_deref()).unwrap_or_default();
+    for s in sysctls {
+        let name = sysctl::normalize_name(&s.name);
+        let problem = if !allowed.contains(&name.as_str()) {
+            format!("{name:?} not allowlisted")
+        } else {
+            match sysctl::namespaced_by(&name) {
+                Some(ns @ Namespace::Ipc) if spec.host_ipc == Some(true) => {
+                    format!("{name:?} not allowed with host {ns} enabled")
+                }
+                Some(ns @ Namespace::Net) if spec.host_network == Some(true) => {
+                    format!("{name:?} not allowed with host {ns} enabled")
+                }
+                _ => continue,
+            }
+        };
+        return Err(Rejection { reason: SYSCTL_FORBIDDEN, message: format!("forbidden sysctl: {problem}").into() });
+    }
+    Ok(())
+}
+
+/// Whether the node admits the pod: its sysctls first, then its OS, in the kubelet's order. A
+/// pod without `spec.os` runs on any node.
 pub fn admit(pod: &Pod) -> Result<(), Rejection> {
+    check_sysctls(pod, &NODE_SAFE_SYSCTLS)?;
     let os = pod.spec.as_ref().and_then(|s| s.os.as_ref());
     match os {
         Some(os) if os.name != std::env::consts::OS => Err(POD_OS_NOT_SUPPORTED),
@@ -49,6 +128,63 @@ mod tests {
             rejection.status_message(),
             "Pod was rejected: Failed to admit pod as the OS field doesn't match node OS"
         );
+    }
+
+    fn pod_with_sysctls(host: &str, names: &[&str]) -> Pod {
+        let sysctls: Vec<_> = names.iter().map(|n| json!({"name": n, "value": "1"})).collect();
+        let spec = json!({"securityContext": {"sysctls": sysctls}, "containers": []});
+        let mut spec = spec.as_object().unwrap().clone();
+        if !host.is_empty() {
+            spec.insert(host.into(), true.into());
+        }
+        serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": spec})).unwrap()
+    }
+
+    #[test]
+    fn safe_sysctls_are_admitted_and_others_forbidden_in_the_kubelets_words() {
+        let allowed = safe_sysctls(Some((6, 1)));
+        let verdict = |host, names: &[&str]| check_sysctls(&pod_with_sysctls(host, names), &allowed);
+        let table: &[(&str, &[&str], Option<&str>)] = &[
+            ("", &["kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net/ipv4/tcp_rmem"], None),
+            (
+                "",
+                &["net.ipv4.ip_local_port_range", "kernel.msgmax"],
+                Some("forbidden sysctl: \"kernel.msgmax\" not allowlisted"),
+            ),
+            ("", &["net/core/somaxconn"], Some("forbidden sysctl: \"net.core.somaxconn\" not allowlisted")),
+            ("", &["vm.swappiness"], Some("forbidden sysctl: \"vm.swappiness\" not allowlisted")),
+            (
+                "hostNetwork",
+                &["kernel.shm_rmid_forced", "net.ipv4.tcp_syncookies"],
+                Some("forbidden sysctl: \"net.ipv4.tcp_syncookies\" not allowed with host net enabled"),
+            ),
+            (
+                "hostIPC",
+                &["kernel.shm_rmid_forced"],
+                Some("forbidden sysctl: \"kernel.shm_rmid_forced\" not allowed with host ipc enabled"),
+            ),
+        ];
+        for (host, names, want) in table {
+            let got = verdict(host, names).err();
+            assert_eq!(got.as_ref().map(|r| r.message.as_ref()), *want, "{host} {names:?}");
+            assert!(got.is_none_or(|r| r.reason == "SysctlForbidden"));
+        }
+        let rejection = verdict("", &["kernel.msgmax"]).unwrap_err();
+        assert_eq!(rejection.status_message(), "Pod was rejected: forbidden sysctl: \"kernel.msgmax\" not allowlisted");
+    }
+
+    #[test]
+    fn sysctls_namespaced_in_later_kernels_are_safe_only_there() {
+        assert_eq!(kernel_version("6.18.44-fc-v669"), Some((6, 18)));
+        assert_eq!(kernel_version("4.4.0"), Some((4, 4)));
+        assert_eq!(kernel_version("garbage"), None);
+        let old = safe_sysctls(kernel_version("4.4.0"));
+        assert!(old.contains(&"net.ipv4.ip_local_reserved_ports"));
+        assert!(!old.contains(&"net.ipv4.tcp_keepalive_time"));
+        assert!(!old.contains(&"net.ipv4.tcp_rmem"));
+        assert_eq!(safe_sysctls(Some((4, 15))).len(), SAFE_SYSCTLS.len());
+        assert_eq!(safe_sysctls(None), safe_sysctls(Some((3, 0))));
+        assert_eq!(safe_sysctls(None).len(), 5);
     }
 
     #[test]

@@ -55,6 +55,14 @@ pub fn host_name() -> String {
         .unwrap_or_else(|| "localhost".to_string())
 }
 
+/// The address the host reaches the network from (the kubelet's node InternalIP, every pod's
+/// `status.hostIP`): the source address of the default route, found without sending anything.
+pub fn host_ip() -> Option<String> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("8.8.8.8:53").ok()?;
+    Some(socket.local_addr().ok()?.ip().to_string()).filter(|ip| ip != "0.0.0.0")
+}
+
 /// A label or annotation map as a downward API file holds it: `key="value"` lines, sorted by
 /// key, values quoted as Go's `%q` does (`fieldpath.FormatMap`).
 pub fn format_map(m: Option<&BTreeMap<String, String>>) -> String {

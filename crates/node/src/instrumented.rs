@@ -4,7 +4,8 @@
 use crate::metrics::{Metrics, RuntimeOperation as Op};
 use async_trait::async_trait;
 use podwright_runtime::cri_api::{
-    AttachRequest, AuthConfig, ContainerConfig, ContainerStatus, ExecRequest, PodSandboxConfig, PodSandboxStatus,
+    AttachRequest, AuthConfig, ContainerConfig, ContainerStats, ContainerStatus, ExecRequest, PodSandboxConfig,
+    PodSandboxStatus,
 };
 use podwright_runtime::{
     Clock, ContainerInfo, ExecResult, ImageService, Listed, Runtime, RuntimeEvent, RuntimeResult, RuntimeService,
@@ -115,6 +116,10 @@ impl RuntimeService for Instrumented {
 
     async fn exec_sync(&self, container_id: &str, cmd: &[String], timeout: Duration) -> RuntimeResult<ExecResult> {
         self.timed(Op::ExecSync, self.inner.exec_sync(container_id, cmd, timeout)).await
+    }
+
+    async fn list_container_stats(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<ContainerStats>> {
+        self.timed(Op::ListContainerStats, self.inner.list_container_stats(labels)).await
     }
 
     async fn reopen_container_log(&self, container_id: &str) -> RuntimeResult<()> {

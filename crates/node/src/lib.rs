@@ -29,6 +29,7 @@ pub mod source;
 pub mod static_pods;
 pub mod termination_message;
 pub mod timeline;
+pub mod usage;
 pub mod volumes;
 pub mod worker;
 

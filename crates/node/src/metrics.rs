@@ -82,6 +82,7 @@ pub enum RuntimeOperation {
     Exec,
     ExecSync,
     ImageStatus,
+    ListContainerStats,
     ListContainers,
     ListPodSandbox,
     PodSandboxStatus,
@@ -98,13 +99,14 @@ pub enum RuntimeOperation {
 }
 
 impl RuntimeOperation {
-    const ALL: [RuntimeOperation; 19] = [
+    const ALL: [RuntimeOperation; 20] = [
         RuntimeOperation::Attach,
         RuntimeOperation::ContainerStatus,
         RuntimeOperation::CreateContainer,
         RuntimeOperation::Exec,
         RuntimeOperation::ExecSync,
         RuntimeOperation::ImageStatus,
+        RuntimeOperation::ListContainerStats,
         RuntimeOperation::ListContainers,
         RuntimeOperation::ListPodSandbox,
         RuntimeOperation::PodSandboxStatus,
@@ -128,6 +130,7 @@ impl RuntimeOperation {
             RuntimeOperation::Exec => "exec",
             RuntimeOperation::ExecSync => "exec_sync",
             RuntimeOperation::ImageStatus => "image_status",
+            RuntimeOperation::ListContainerStats => "list_container_stats",
             RuntimeOperation::ListContainers => "list_containers",
             RuntimeOperation::ListPodSandbox => "list_podsandbox",
             RuntimeOperation::PodSandboxStatus => "podsandbox_status",
@@ -269,7 +272,7 @@ impl Default for Metrics {
 }
 
 /// `# HELP` and `# TYPE` of a family.
-fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+pub(crate) fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }

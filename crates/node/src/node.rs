@@ -168,9 +168,9 @@ impl Node {
             dns: Arc::new(self.cluster_dns.unwrap_or_else(host_dns)),
             metrics,
             objects: self.objects.unwrap_or_else(|| Arc::new(FixedObjects::default())),
-            facts: Arc::new(
-                self.facts.unwrap_or_else(|| NodeFacts::of_this_machine(crate::downward::host_name(), None)),
-            ),
+            facts: Arc::new(self.facts.unwrap_or_else(|| {
+                NodeFacts::of_this_machine(crate::downward::host_name(), crate::downward::host_ip())
+            })),
             object_changes: Arc::new(watch::Sender::new(0)),
             pulls: PullQueue::new(self.image_pulls),
         };

@@ -78,7 +78,12 @@ mod tests {
     use std::collections::BTreeSet;
 
     fn listed(id: &str, uid: &str, state: i32) -> Listed {
-        Listed { id: id.into(), state, labels: HashMap::from([(labels::POD_UID.to_string(), uid.to_string())]) }
+        Listed {
+            id: id.into(),
+            state,
+            labels: HashMap::from([(labels::POD_UID.to_string(), uid.to_string())]),
+            created_at: 0,
+        }
     }
 
     fn diff(before: &[Listed], now: &[Listed]) -> BTreeSet<String> {
@@ -106,7 +111,7 @@ mod tests {
 
     #[test]
     fn objects_without_a_pod_uid_are_not_any_pods() {
-        let stray = Listed { id: "x".into(), state: 0, labels: HashMap::new() };
+        let stray = Listed { id: "x".into(), state: 0, labels: HashMap::new(), created_at: 0 };
         assert!(fingerprints([stray].into_iter()).is_empty());
     }
 }

@@ -13,7 +13,7 @@ use crate::node::Engine;
 use crate::probes::prober::Prober;
 use crate::sinks::StatusSink;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::core::v1::{HostIP, Pod, PodStatus};
 use podwright_planner::decide::pull_key;
 use podwright_planner::pod;
 use podwright_planner::{
@@ -346,6 +346,13 @@ impl PodWorker {
                 initialized_in: self.memory.initialized_in.clone(),
                 eviction: self.memory.eviction.clone(),
             };
+            // The kubelet's generateAPIPodStatus and SyncPod: a pod on the host's network has
+            // the node's IP for its own, in its status and for its containers, probes and hooks.
+            if pod::host_network(&self.pod)
+                && let Some(s) = observed.sandbox.as_mut().filter(|s| s.ip.is_none())
+            {
+                s.ip = self.engine.facts.host_ip.clone();
+            }
             let sandbox_running = observed.sandbox.as_ref().is_some_and(|s| s.ready);
             // Files of a running pod's volumes follow their objects (before the sandbox, the
             // executor writes them when it makes one).
@@ -364,7 +371,12 @@ impl PodWorker {
                 deleting: deletion.is_some(),
                 grace_override: deletion.and_then(|d| d.grace),
             };
-            let (status, phase) = pod_status_and_phase(&ctx, previous.as_deref());
+            let (mut status, phase) = pod_status_and_phase(&ctx, previous.as_deref());
+            // Every pod's, as the kubelet reports the node's address.
+            if let Some(ip) = &self.engine.facts.host_ip {
+                status.host_ip = Some(ip.clone());
+                status.host_ips = Some(vec![HostIP { ip: ip.clone() }]);
+            }
             let p = plan_in_phase(&ctx, phase);
             let finished = phase.is_terminal() && p.actions.is_empty();
             if previous.as_deref() != Some(&status) || finished {

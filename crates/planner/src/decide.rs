@@ -41,6 +41,14 @@ pub enum Decision {
     Wait { until: Timestamp, reason: WaitingReason, message: String },
 }
 
+/// Whether the newest sandbox can hold containers: ready, with an IP unless the pod is on the
+/// host's network, which has none of its own (the kubelet's `PodSandboxChanged`, whose other
+/// cases the observation already settles: the newest sandbox is the one looked at).
+pub fn sandbox_ready(ctx: &PodContext) -> bool {
+    let on_host = pod::host_network(ctx.pod);
+    ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready && (on_host || s.ip.is_some()))
+}
+
 /// Whether the newest instance should be replaced by a new one (the kubelet's
 /// `ShouldContainerBeRestarted`, with sidecars always restarting).
 pub fn should_restart(pod: &Pod, kind: ContainerKind, newest: Option<&ObservedContainer>) -> bool {

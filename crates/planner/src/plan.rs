@@ -93,7 +93,7 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
         p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
     }
     let grace = kill_grace(ctx);
-    let sandbox_ok = ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready && s.ip.is_some());
+    let sandbox_ok = decide::sandbox_ready(ctx);
     // Worked out while stopping too: a pod that completed its initialization just before its
     // deletion stays initialized while its containers stop.
     let init = sandbox_ok.then(|| decide::init_actions(ctx));

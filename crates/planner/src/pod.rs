@@ -99,6 +99,11 @@ pub fn has_init_containers(pod: &Pod) -> bool {
     spec(pod).init_containers.as_ref().is_some_and(|v| !v.is_empty())
 }
 
+/// Whether the pod runs in the node's network namespace (the kubelet's `IsHostNetworkPod`).
+pub fn host_network(pod: &Pod) -> bool {
+    spec(pod).host_network == Some(true)
+}
+
 pub fn grace_period_secs(pod: &Pod) -> i64 {
     spec(pod).termination_grace_period_seconds.unwrap_or(30).max(0)
 }

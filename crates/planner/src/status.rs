@@ -343,7 +343,7 @@ fn conditions(
     inits: &[(SpecContainer, ContainerStatus)],
     apps: &[(SpecContainer, ContainerStatus)],
 ) -> Vec<PodCondition> {
-    let sandbox_ready = ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready && s.ip.is_some());
+    let sandbox_ready = decide::sandbox_ready(ctx);
     let mut out = vec![condition("PodReadyToStartContainers", sandbox_ready, None, None)];
 
     let app_started = apps.iter().any(|(_, s)| is_running(s) || term(s).is_some());

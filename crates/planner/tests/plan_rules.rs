@@ -627,3 +627,23 @@ fn an_instance_whose_start_was_cut_short_by_podwrights_death_counts_for_nothing(
     };
     assert!(!failed.start_interrupted());
 }
+
+#[test]
+fn a_sandbox_on_the_hosts_network_needs_no_ip_of_its_own() {
+    let without_ip = |host_network: bool| {
+        let mut p = pod(&[], &["app"], "Always");
+        p.spec.as_mut().unwrap().host_network = Some(host_network);
+        let mut w = World::new(p);
+        let mut sb = sandbox();
+        sb.ip = None;
+        w.observed.sandbox = Some(sb);
+        w
+    };
+    // The kubelet's PodSandboxChanged: only a sandbox of the pod's own network lacks an IP.
+    let own = without_ip(false);
+    assert!(own.plan().actions.contains(&Action::CreateSandbox { attempt: 1 }));
+    let host = without_ip(true);
+    assert_eq!(starts(&host.plan()), vec![(App, 0, 0)]);
+    let ready = host.status().conditions.unwrap().into_iter().find(|c| c.type_ == "PodReadyToStartContainers");
+    assert_eq!(ready.unwrap().status, "True");
+}

@@ -392,12 +392,18 @@ impl RuntimeService for CriRuntime {
 
     async fn list_pod_sandbox_states(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<Listed>> {
         let items = self.pod_sandbox_list(labels).await?;
-        Ok(items.into_iter().map(|s| Listed { id: s.id, state: s.state, labels: s.labels }).collect())
+        Ok(items
+            .into_iter()
+            .map(|s| Listed { id: s.id, state: s.state, labels: s.labels, created_at: s.created_at })
+            .collect())
     }
 
     async fn list_container_states(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<Listed>> {
         let containers = self.container_list(labels).await?;
-        Ok(containers.into_iter().map(|c| Listed { id: c.id, state: c.state, labels: c.labels }).collect())
+        Ok(containers
+            .into_iter()
+            .map(|c| Listed { id: c.id, state: c.state, labels: c.labels, created_at: c.created_at })
+            .collect())
     }
 
     async fn create_container(
@@ -472,6 +478,20 @@ impl RuntimeService for CriRuntime {
         let resp = self.rt().exec_sync(timed(req, deadline)).await.map_err(|s| self.err("ExecSync", s))?;
         let resp = resp.into_inner();
         Ok(ExecResult { exit_code: resp.exit_code, stdout: resp.stdout, stderr: resp.stderr })
+    }
+
+    async fn list_container_stats(
+        &self,
+        labels: &BTreeMap<String, String>,
+    ) -> RuntimeResult<Vec<cri_api::ContainerStats>> {
+        let req = cri_api::ListContainerStatsRequest {
+            filter: Some(cri_api::ContainerStatsFilter {
+                label_selector: label_selector(labels),
+                ..Default::default()
+            }),
+        };
+        let resp = self.rt().list_container_stats(request(req)).await.map_err(|s| self.err("ListContainerStats", s))?;
+        Ok(resp.into_inner().stats)
     }
 
     async fn reopen_container_log(&self, container_id: &str) -> RuntimeResult<()> {

@@ -192,6 +192,7 @@ pub struct FakeStats {
     /// Cheap listings of states only (sandboxes and containers each count).
     pub list_states: u64,
     pub image_status: u64,
+    pub list_container_stats: u64,
     /// Sandboxes not yet removed.
     pub sandboxes: usize,
     /// Containers not yet removed.
@@ -221,6 +222,7 @@ struct ReadCounters {
     list_containers: AtomicU64,
     list_states: AtomicU64,
     image_status: AtomicU64,
+    list_container_stats: AtomicU64,
 }
 
 struct Script<T> {
@@ -303,6 +305,17 @@ struct State {
     calls: Vec<LoggedCall>,
     /// `None` unless changes are recorded.
     changes: Option<Vec<(Timestamp, Change)>>,
+    /// Container name → what containers of that name use, for `list_container_stats`.
+    usage: HashMap<String, FakeUsage>,
+}
+
+/// What the running containers of one name use, as [`FakeRuntime::set_usage`] scripts it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FakeUsage {
+    /// CPU used without pause, in thousandths of a core: the cumulative CPU time grows by
+    /// this much of the time since the container started.
+    pub millicores: u64,
+    pub working_set_bytes: u64,
 }
 
 impl State {
@@ -394,6 +407,7 @@ impl FakeRuntime {
                 log_calls: true,
                 calls: Vec::new(),
                 changes: None,
+                usage: HashMap::new(),
             }),
         })
     }
@@ -405,6 +419,12 @@ impl FakeRuntime {
     // A panic in one test thread must not cascade into every later call.
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Makes the running containers named `name` (in every pod) use `usage` from now on; an
+    /// unscripted container uses nothing.
+    pub fn set_usage(&self, name: &str, usage: FakeUsage) {
+        self.lock().usage.insert(name.to_string(), usage);
     }
 
     /// Scripts the containers named `name` in every pod: entry i applies to the i-th
@@ -527,6 +547,7 @@ impl FakeRuntime {
             list_containers: read(&self.reads.list_containers),
             list_states: read(&self.reads.list_states),
             image_status: read(&self.reads.image_status),
+            list_container_stats: read(&self.reads.list_container_stats),
             sandboxes: state.sandboxes.len(),
             containers: state.containers.len(),
         }

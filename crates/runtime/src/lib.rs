@@ -18,12 +18,13 @@ pub use cri::{CriRuntime, InFlight, connect, connect_with};
 pub use cri_events::EventStreamState;
 pub use error::{RuntimeError, RuntimeResult};
 pub use events::{RuntimeEvent, RuntimeEventKind};
-pub use fake::{Behaviour, Call, ExecBehaviour, FakeRuntime, FakeStats};
+pub use fake::{Behaviour, Call, ExecBehaviour, FakeRuntime, FakeStats, FakeUsage};
 pub use k8s_cri::v1 as cri_api;
 
 use async_trait::async_trait;
 use cri_api::{
-    AttachRequest, AuthConfig, ContainerConfig, ContainerStatus, ExecRequest, PodSandboxConfig, PodSandboxStatus,
+    AttachRequest, AuthConfig, ContainerConfig, ContainerStats, ContainerStatus, ExecRequest, PodSandboxConfig,
+    PodSandboxStatus,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -40,17 +41,19 @@ pub struct Listed {
     /// The CRI state (`PodSandboxState` or `ContainerState`).
     pub state: i32,
     pub labels: HashMap<String, String>,
+    /// When it was made, in nanoseconds since the epoch.
+    pub created_at: i64,
 }
 
 impl From<&PodSandboxStatus> for Listed {
     fn from(s: &PodSandboxStatus) -> Self {
-        Listed { id: s.id.clone(), state: s.state, labels: s.labels.clone() }
+        Listed { id: s.id.clone(), state: s.state, labels: s.labels.clone(), created_at: s.created_at }
     }
 }
 
 impl From<&ContainerStatus> for Listed {
     fn from(c: &ContainerStatus) -> Self {
-        Listed { id: c.id.clone(), state: c.state, labels: c.labels.clone() }
+        Listed { id: c.id.clone(), state: c.state, labels: c.labels.clone(), created_at: c.created_at }
     }
 }
 
@@ -96,6 +99,12 @@ pub trait RuntimeService: Send + Sync {
         Ok(self.list_containers(labels).await?.iter().map(Listed::from).collect())
     }
     async fn exec_sync(&self, container_id: &str, cmd: &[String], timeout: Duration) -> RuntimeResult<ExecResult>;
+    /// CPU and memory usage of the running containers whose labels include every pair of
+    /// `labels` (CRI `ListContainerStats`): cumulative CPU time and the memory working set, each
+    /// with the time it was read.
+    async fn list_container_stats(&self, _labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<ContainerStats>> {
+        Err(RuntimeError::Unimplemented("ListContainerStats".to_string()))
+    }
     /// Makes the runtime write a running container's output to a new file at its log path,
     /// after the old file was moved away (log rotation).
     async fn reopen_container_log(&self, container_id: &str) -> RuntimeResult<()> {

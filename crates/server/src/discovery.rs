@@ -3,6 +3,9 @@
 //! in the aggregated form newer ones ask for first (client-go `discovery/discovery_client.go`).
 
 use crate::resources::Resource;
+use crate::server::ApiServer;
+use crate::usage;
+use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -54,8 +57,21 @@ fn aggregated_core() -> Value {
             })
         })
         .collect();
+    let mut resources = resources;
+    resources.push(json!({
+        "resource": "nodes",
+        "responseKind": {"group": "", "version": "v1", "kind": "Node"},
+        "scope": "Cluster",
+        "singularResource": "node",
+        "verbs": NODE_VERBS,
+        "shortNames": ["no"],
+    }));
     json!({"metadata": {"creationTimestamp": null}, "versions": [{"version": "v1", "resources": resources, "freshness": "Current"}]})
 }
+
+/// The Node of this node is read-only: it is made from the machine on each read
+/// ([`crate::usage::node_object`]).
+const NODE_VERBS: [&str; 2] = ["get", "list"];
 
 pub async fn api(headers: HeaderMap) -> Response {
     if let Some(v) = aggregated_version(&headers) {
@@ -69,11 +85,14 @@ pub async fn api(headers: HeaderMap) -> Response {
     .into_response()
 }
 
-pub async fn apis(headers: HeaderMap) -> Response {
+/// `/apis`: the `metrics.k8s.io` group once the node's usage is served, else none.
+pub async fn apis(State(s): State<ApiServer>, headers: HeaderMap) -> Response {
+    let metrics = s.serves_usage();
     if let Some(v) = aggregated_version(&headers) {
-        return aggregated(v, vec![]);
+        return aggregated(v, if metrics { vec![usage::aggregated_group()] } else { vec![] });
     }
-    axum::Json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})).into_response()
+    let groups = if metrics { vec![usage::api_group()] } else { vec![] };
+    axum::Json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})).into_response()
 }
 
 pub async fn api_v1() -> Response {
@@ -98,6 +117,9 @@ pub async fn api_v1() -> Response {
             }));
         }
     }
+    resources.push(json!({
+        "name": "nodes", "singularName": "node", "namespaced": false, "kind": "Node", "verbs": NODE_VERBS, "shortNames": ["no"],
+    }));
     axum::Json(json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": resources})).into_response()
 }
 

@@ -24,8 +24,18 @@ impl ApiError {
     }
 
     pub fn not_found(resource: Resource, name: &str) -> Self {
-        let message = format!("{} \"{name}\" not found", resource.plural());
-        Self::new(404, "NotFound", message, Some(json!({"name": name, "kind": resource.plural()})))
+        Self::not_found_named(resource.plural(), name)
+    }
+
+    /// Not found, of a resource named as the API server names it: `nodes`, or with its group
+    /// (`podmetrics.metrics.k8s.io`).
+    pub fn not_found_named(resource: &str, name: &str) -> Self {
+        let message = format!("{resource} \"{name}\" not found");
+        let details = match resource.split_once('.') {
+            Some((kind, group)) => json!({"name": name, "group": group, "kind": kind}),
+            None => json!({"name": name, "kind": resource}),
+        };
+        Self::new(404, "NotFound", message, Some(details))
     }
 
     pub fn already_exists(resource: Resource, name: &str) -> Self {

@@ -27,6 +27,7 @@ pub mod static_pods;
 pub mod store;
 pub mod streaming;
 pub mod table;
+pub mod usage;
 pub mod watch;
 
 pub use server::{ApiServer, ServerConfig};

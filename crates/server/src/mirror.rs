@@ -20,8 +20,8 @@ pub fn node_uid(obj: &Value) -> &str {
     mirrored_uid(obj).or_else(|| crate::store::meta_str(obj, "uid")).unwrap_or_default()
 }
 
-/// The Node that owns mirror pods. No Node object is served; its UID is derived from the name
-/// so that it is the same in every run.
+/// The Node that owns mirror pods (and is served read-only, [`crate::usage::node_object`]); its
+/// UID is derived from the name so that it is the same in every run.
 #[derive(Debug, Clone)]
 pub struct NodeRef {
     pub name: String,

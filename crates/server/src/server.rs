@@ -7,17 +7,18 @@ use crate::persist::DiskError;
 use crate::resources::Resource;
 use crate::static_pods::StaticPods;
 use crate::store::Store;
-use crate::{api, discovery, openapi};
+use crate::{api, discovery, openapi, usage};
 use axum::Router;
 use axum::routing::get;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use podwright_node::timeline::Recording;
+use podwright_node::usage::UsageCollector;
 use podwright_runtime::{Clock, Runtime};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// How long an event is kept after it was last seen (the API server's `--event-ttl` default).
 pub const EVENT_TTL: SignedDuration = SignedDuration::from_hours(1);
@@ -53,6 +54,9 @@ struct Shared {
     recording: Arc<Recording>,
     /// Asked for the streaming URLs of exec, attach and port-forward.
     runtime: Arc<dyn Runtime>,
+    /// The node's usage, once the daemon gives it: `/stats/summary`, `/metrics/resource` and
+    /// `metrics.k8s.io` answer (and discovery lists the group) only then.
+    usage: OnceLock<Arc<UsageCollector>>,
 }
 
 /// The local Kubernetes-compatible API. Cheap to clone; clones share everything.
@@ -145,7 +149,8 @@ impl ApiServer {
         });
         let events = Arc::new(StoreEvents::new(store.clone(), config.node_name.clone()));
         let recording = Arc::new(Recording::new(clock, &[], status, events.clone()));
-        (ApiServer(Arc::new(Shared { store, link, statics, events, config, recording, runtime })), feed)
+        let usage = OnceLock::new();
+        (ApiServer(Arc::new(Shared { store, link, statics, events, config, recording, runtime, usage })), feed)
     }
 
     /// Runs forever: removes events an hour after they were last seen, every minute, as the
@@ -189,6 +194,21 @@ impl ApiServer {
 
     pub(crate) fn statics(&self) -> &StaticPods {
         &self.0.statics
+    }
+
+    /// Serves the node's resource usage from `collector` (see [`crate::usage`]); the first
+    /// collector given stays.
+    pub fn serve_usage(&self, collector: Arc<UsageCollector>) {
+        let _ = self.0.usage.set(collector);
+    }
+
+    /// The usage collector, or the API server's answer to a path it does not serve.
+    pub(crate) fn usage(&self) -> crate::errors::ApiResult<&UsageCollector> {
+        self.0.usage.get().map(|c| &**c).ok_or_else(crate::errors::ApiError::no_such_path)
+    }
+
+    pub(crate) fn serves_usage(&self) -> bool {
+        self.0.usage.get().is_some()
     }
 
     pub(crate) fn runtime(&self) -> &dyn Runtime {
@@ -258,6 +278,18 @@ impl ApiServer {
             .route("/healthz", get(|| async { "ok" }))
             .route("/readyz", get(|| async { "ok" }))
             .route("/livez", get(|| async { "ok" }))
+            .route("/api/v1/nodes", get(usage::list_nodes))
+            .route("/api/v1/nodes/{name}", get(usage::get_node))
+            .route("/api/v1/nodes/{name}/proxy/{*path}", get(usage::node_proxy))
+            .route("/stats/summary", get(usage::summary))
+            .route("/metrics/resource", get(usage::resource_metrics))
+            .route("/apis/metrics.k8s.io", get(usage::group))
+            .route("/apis/metrics.k8s.io/v1beta1", get(usage::resource_list))
+            .route("/apis/metrics.k8s.io/v1beta1/pods", get(usage::list_all_pods))
+            .route("/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods", get(usage::list_pods))
+            .route("/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods/{name}", get(usage::get_pod))
+            .route("/apis/metrics.k8s.io/v1beta1/nodes", get(usage::list_node_metrics))
+            .route("/apis/metrics.k8s.io/v1beta1/nodes/{name}", get(usage::get_node_metrics))
             .route("/api/v1/{resource}", get(api::list_all).post(api::create_cluster))
             .route(
                 "/api/v1/namespaces/{name}",

@@ -1,11 +1,13 @@
 //! The security context seen from inside containers on the embedded containerd: users and
 //! groups, a read-only root, a dropped capability, no_new_privs and seccomp, a shared process
-//! namespace, and `runAsNonRoot` refused for an image that runs as root, with the kubelet's
-//! reason and message.
+//! namespace, `fsGroup` owning the pod's volumes, safe sysctls set in the pod's namespaces, and,
+//! with the kubelet's reasons and messages, `runAsNonRoot` refused for an image that runs as
+//! root and an unsafe sysctl refused by the node.
 // Tests of the real binary: real timeouts and timings.
 #![allow(clippy::disallowed_methods)]
 
 use podwright_e2e::*;
+use serde_json::Value;
 
 const BUSYBOX: &str = "localhost/busybox:1.36";
 
@@ -150,4 +152,118 @@ spec:
     );
     assert_eq!(o.output_of("privileged"), ["mounted"], "{}", o.context());
     assert_eq!(o.output_of("unprivileged"), ["mount: permission denied (are you root?)", "rc=1"], "{}", o.context());
+}
+
+/// `fsGroup`: the container runs with the group besides its own; a new emptyDir (on disk and in
+/// memory) and a secret volume belong to it, directories with setgid so that what the
+/// container writes belongs to it too, and a secret file of mode 0400 is readable by the group
+/// (0440), so by a user who is not its owner. In a second pod, safe sysctls are set in the
+/// pod's own namespaces, as the pod's processes read them.
+#[test]
+fn fs_group_owns_the_volumes_and_safe_sysctls_are_set() {
+    let pod_name = pod_name("e2e-fsgroup");
+    let sysctls = format!("{pod_name}-sysctls");
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: Secret
+metadata: {{name: {pod_name}}}
+stringData: {{key: s3cret}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {pod_name}}}
+spec:
+  restartPolicy: Never
+  securityContext: {{runAsUser: 1000, fsGroup: 2000, fsGroupChangePolicy: OnRootMismatch}}
+  volumes:
+  - {{name: data, emptyDir: {{}}}}
+  - {{name: mem, emptyDir: {{medium: Memory}}}}
+  - {{name: secret, secret: {{secretName: {pod_name}, defaultMode: 0400}}}}
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    volumeMounts:
+    - {{name: data, mountPath: /data}}
+    - {{name: mem, mountPath: /mem}}
+    - {{name: secret, mountPath: /secret}}
+    command:
+    - sh
+    - -c
+    - |
+      id -G
+      stat -c '%g %a' /data
+      stat -c '%g' /mem
+      stat -L -c '%g %a' /secret/key
+      cat /secret/key; echo
+      echo hi > /data/f && stat -c '%g %u' /data/f
+      mkdir /mem/d && stat -c '%g' /mem/d
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {sysctls}}}
+spec:
+  restartPolicy: Never
+  securityContext:
+    sysctls:
+    - {{name: kernel.shm_rmid_forced, value: "1"}}
+    - {{name: net/ipv4/ip_local_port_range, value: "1024 2048"}}
+  containers:
+  - name: reader
+    image: {BUSYBOX}
+    command: [cat, /proc/sys/kernel/shm_rmid_forced, /proc/sys/net/ipv4/ip_local_port_range]
+"#
+    );
+    let o = run_manifest(&manifest, &[]);
+    o.assert_code(0);
+    let app = o.output_of("app");
+    assert!(
+        app.first().is_some_and(|l| l.split(' ').any(|g| g == "2000")),
+        "the fsGroup is a group of the container\n{}",
+        o.context()
+    );
+    assert_eq!(
+        &app[1..],
+        ["2000 2777", "2000", "2000 440", "s3cret", "2000 1000", "2000"],
+        "the volumes are the fsGroup's\n{}",
+        o.context()
+    );
+    assert_eq!(o.output_of("reader"), ["1", "1024\t2048"], "{}", o.context());
+}
+
+/// A sysctl outside the kubelet's safe set: the node rejects the pod before anything of it is
+/// made, with the kubelet's `SysctlForbidden` reason and message.
+#[test]
+fn an_unsafe_sysctl_is_forbidden_by_the_node() {
+    let name = pod_name("e2e-sysctl-unsafe");
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: Never
+  securityContext:
+    sysctls:
+    - {{name: kernel.shm_rmid_forced, value: "1"}}
+    - {{name: kernel.msgmax, value: "65536"}}
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: ["true"]
+"#
+    );
+    let o = run_manifest(&manifest, &[]);
+    o.assert_code(1);
+    let pod = o.single_pod();
+    assert_eq!(phase(&pod), "Failed", "{}", o.context());
+    assert_eq!(pod["status"]["reason"], "SysctlForbidden", "{}", o.context());
+    let message = "forbidden sysctl: \"kernel.msgmax\" not allowlisted";
+    assert_eq!(pod["status"]["message"], format!("Pod was rejected: {message}").as_str(), "{}", o.context());
+    let of_pod = |e: &Value| e["involvedObject"]["name"] == name.as_str() && e["involvedObject"]["fieldPath"].is_null();
+    let rejected: Vec<Value> =
+        o.events().into_iter().filter(|e| of_pod(e) && e["reason"] == "SysctlForbidden").collect();
+    assert_eq!(rejected.len(), 1, "{}", o.context());
+    assert_eq!(rejected[0]["message"], message);
+    assert_eq!(rejected[0]["type"], "Warning");
+    assert!(o.events_with_reason(&name, "spec.containers{app}", "Created").is_empty(), "{}", o.context());
+    assert_nothing_left(&pod);
 }

@@ -121,8 +121,7 @@ kind: Pod
 metadata:
   name: unsupported
 spec:
-  securityContext: {{fsGroup: 2000}}
-  hostNetwork: true
+  securityContext: {{seLinuxOptions: {{level: "s0:c1"}}}}
   volumes:
   - name: share
     nfs: {{server: nas, path: /export}}
@@ -139,8 +138,7 @@ spec:
         [
             r#"The Pod "unsupported" is invalid: "#,
             "* spec.containers[0].tty: Unsupported value: true: not supported by podwright yet",
-            "* spec.hostNetwork: Unsupported value: true: not supported by podwright yet",
-            "* spec.securityContext.fsGroup: Unsupported value: 2000: not supported by podwright yet",
+            "* spec.securityContext.seLinuxOptions: Unsupported value: not supported by podwright yet",
             "* spec.volumes[0].nfs: Unsupported value: not supported by podwright yet",
         ]
     );

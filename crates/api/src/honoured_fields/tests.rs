@@ -51,6 +51,7 @@ fn k8s_types() -> Vec<(&'static str, &'static [&'static str])> {
         fields::<core::HostAlias>(),
         fields::<core::PodOS>(),
         fields::<core::PodSecurityContext>(),
+        fields::<core::Sysctl>(),
         fields::<core::Volume>(),
         fields::<core::EmptyDirVolumeSource>(),
         fields::<core::ConfigMapVolumeSource>(),
@@ -162,13 +163,9 @@ spec:
     assert_eq!(
         refusals(yaml),
         [
-            "spec.containers[0].ports[0].hostPort: Unsupported value: 8080: not supported by podwright yet",
             "spec.containers[0].resources.limits[ephemeral-storage]: Unsupported value: \"1Gi\": not supported by podwright yet",
             "spec.containers[0].securityContext.seLinuxOptions: Unsupported value: not supported by podwright yet",
             "spec.containers[0].tty: Unsupported value: true: not supported by podwright yet",
-            "spec.hostNetwork: Unsupported value: true: not supported by podwright yet",
-            "spec.securityContext.fsGroup: Unsupported value: 2000: not supported by podwright yet",
-            "spec.securityContext.sysctls: Unsupported value: not supported by podwright yet",
             "spec.volumes[1].nfs: Unsupported value: not supported by podwright yet",
             "spec.volumes[3].emptyDir.medium: Unsupported value: \"HugePages\": not supported by podwright yet; supported values: \"Memory\"",
         ]

@@ -17,6 +17,7 @@ pub(super) fn validate_containers(
     containers: &[Container],
     volumes: &VolumeMap<'_>,
     grace: Option<i64>,
+    host_users: bool,
     path: &FieldPath,
     errs: &mut Errors,
 ) {
@@ -27,7 +28,7 @@ pub(super) fn validate_containers(
     let mut names = HashSet::new();
     for (i, c) in containers.iter().enumerate() {
         let p = path.index(i);
-        validate_container_common(c, volumes, &p, errs);
+        validate_container_common(c, volumes, host_users, &p, errs);
         if !names.insert(c.name.as_str()) {
             errs.push(FieldError::duplicate(p.child("name"), &c.name));
         }
@@ -54,13 +55,14 @@ pub(super) fn validate_init_containers(
     regular: &[Container],
     volumes: &VolumeMap<'_>,
     grace: Option<i64>,
+    host_users: bool,
     path: &FieldPath,
     errs: &mut Errors,
 ) {
     let mut names: HashSet<&str> = regular.iter().map(|c| c.name.as_str()).collect();
     for (i, c) in inits.iter().enumerate() {
         let p = path.index(i);
-        validate_container_common(c, volumes, &p, errs);
+        validate_container_common(c, volumes, host_users, &p, errs);
 
         let mut restart_always = false;
         if let Some(policy) = &c.restart_policy {
@@ -97,7 +99,13 @@ pub(super) fn validate_init_containers(
     }
 }
 
-fn validate_container_common(c: &Container, volumes: &VolumeMap<'_>, path: &FieldPath, errs: &mut Errors) {
+fn validate_container_common(
+    c: &Container,
+    volumes: &VolumeMap<'_>,
+    host_users: bool,
+    path: &FieldPath,
+    errs: &mut Errors,
+) {
     let name_path = path.child("name");
     if c.name.is_empty() {
         errs.push(FieldError::required(name_path, ""));
@@ -141,6 +149,7 @@ fn validate_container_common(c: &Container, volumes: &VolumeMap<'_>, path: &Fiel
     }
     super::security_context::validate_security_context(
         c.security_context.as_ref(),
+        host_users,
         &path.child("securityContext"),
         errs,
     );

@@ -162,12 +162,14 @@ fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
     }
 
     let volumes = validate_volumes(spec.volumes.as_deref().unwrap_or_default(), &path.child("volumes"), errs);
-    validate_containers(&spec.containers, &volumes, grace, &path.child("containers"), errs);
+    let host_users = spec.host_users != Some(false);
+    validate_containers(&spec.containers, &volumes, grace, host_users, &path.child("containers"), errs);
     validate_init_containers(
         spec.init_containers.as_deref().unwrap_or_default(),
         &spec.containers,
         &volumes,
         grace,
+        host_users,
         &path.child("initContainers"),
         errs,
     );
@@ -183,6 +185,8 @@ fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
     }
 
     dns::validate_dns_policy(spec, path, errs);
+    // The internal type's pod security context holds hostNetwork: checked first, as there.
+    security_context::validate_host_network(spec, &path.child("containers"), errs);
     security_context::validate_pod_security_context(spec, &path.child("securityContext"), errs);
     dns::validate_pod_dns_config(spec, path, errs);
 

@@ -1,7 +1,10 @@
 //! The API server's checks of pod and container security contexts
 //! (`validatePodSpecSecurityContext`, `ValidateSecurityContext`, `validateSeccompProfileField`)
-//! for the fields podwright honours: user and group ids, a shared process namespace with the
-//! host's, seccomp profiles and `procMount`.
+//! for the fields podwright honours: user and group ids, the host's network with container
+//! ports, a shared process namespace with the host's, sysctls, the `fsGroup` change policy,
+//! seccomp profiles and `procMount`.
+
+use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::{PodSecurityContext, PodSpec, SeccompProfile, SecurityContext};
 
@@ -9,6 +12,7 @@ use super::Errors;
 use super::volumes::validate_local_descending_path;
 use crate::field_error::{FieldError, FieldPath};
 use crate::formats::inclusive_range_error;
+use crate::sysctl::{self, Namespace};
 
 /// `IsValidUserID` / `IsValidGroupID`: 0 to MaxInt32.
 fn validate_id(id: i64, path: FieldPath, errs: &mut Errors) {
@@ -42,12 +46,71 @@ pub(super) fn validate_pod_security_context(spec: &PodSpec, path: &FieldPath, er
             "ShareProcessNamespace and HostPID cannot both be enabled",
         ));
     }
+    validate_sysctls(spec, sc, &path.child("sysctls"), errs);
+    if let Some(policy) = sc.fs_group_change_policy.as_deref()
+        && !matches!(policy, "Always" | "OnRootMismatch")
+    {
+        errs.push(FieldError::not_supported(path.child("fsGroupChangePolicy"), policy, &["Always", "OnRootMismatch"]));
+    }
     validate_seccomp_profile(sc.seccomp_profile.as_ref(), &path.child("seccompProfile"), errs);
 }
 
-/// A container's security context; `path` is its `securityContext`. (`Unmasked` with the host's
-/// user namespace is left to the table of honoured fields, which refuses both.)
-pub(super) fn validate_security_context(sc: Option<&SecurityContext>, path: &FieldPath, errs: &mut Errors) {
+/// `validateHostNetwork`: on the host's network a container port is the host's port, so each
+/// must equal its `hostPort` (which defaulting sets to it when left out). The API server checks
+/// the pod's `containers`, not its init containers; `containers` is `spec.containers`.
+pub(super) fn validate_host_network(spec: &PodSpec, containers: &FieldPath, errs: &mut Errors) {
+    if spec.host_network != Some(true) {
+        return;
+    }
+    for (i, c) in spec.containers.iter().enumerate() {
+        for (j, port) in c.ports.iter().flatten().enumerate() {
+            if port.host_port.unwrap_or(0) != port.container_port {
+                errs.push(FieldError::invalid(
+                    containers.index(i).child("ports").index(j).child("containerPort"),
+                    port.container_port,
+                    "must match `hostPort` when `hostNetwork` is true",
+                ));
+            }
+        }
+    }
+}
+
+/// `validateSysctls`: names valid and not repeated, and none isolated by a namespace the pod
+/// shares with the host (`ValidateHostSysctl`).
+fn validate_sysctls(spec: &PodSpec, sc: &PodSecurityContext, path: &FieldPath, errs: &mut Errors) {
+    let mut names = HashSet::new();
+    for (i, s) in sc.sysctls.iter().flatten().enumerate() {
+        let p = path.index(i).child("name");
+        if s.name.is_empty() {
+            errs.push(FieldError::required(p.clone(), ""));
+        } else if !sysctl::is_valid_name(&s.name) {
+            let detail =
+                format!("must have at most {} characters and match regex {}", sysctl::MAX_LENGTH, sysctl::NAME_REGEX);
+            errs.push(FieldError::invalid(p.clone(), &s.name, detail));
+        } else if names.contains(s.name.as_str()) {
+            errs.push(FieldError::duplicate(p.clone(), &s.name));
+        }
+        match sysctl::namespaced_by(&sysctl::normalize_name(&s.name)) {
+            Some(Namespace::Net) if spec.host_network == Some(true) => {
+                errs.push(FieldError::invalid(p, &s.name, "may not be specified when 'hostNetwork' is true"))
+            }
+            Some(Namespace::Ipc) if spec.host_ipc == Some(true) => {
+                errs.push(FieldError::invalid(p, &s.name, "may not be specified when 'hostIPC' is true"))
+            }
+            _ => {}
+        }
+        names.insert(s.name.as_str());
+    }
+}
+
+/// A container's security context; `path` is its `securityContext`. `host_users` is whether
+/// the pod runs in the host's user namespace (`hostUsers` unset or true).
+pub(super) fn validate_security_context(
+    sc: Option<&SecurityContext>,
+    host_users: bool,
+    path: &FieldPath,
+    errs: &mut Errors,
+) {
     let Some(sc) = sc else { return };
     if let Some(u) = sc.run_as_user {
         validate_id(u, path.child("runAsUser"), errs);
@@ -59,7 +122,10 @@ pub(super) fn validate_security_context(sc: Option<&SecurityContext>, path: &Fie
         let p = path.child("procMount");
         match mount {
             "Default" | "Unmasked" => {}
-            other => errs.push(FieldError::not_supported(p, other, &["Default", "Unmasked"])),
+            other => errs.push(FieldError::not_supported(p.clone(), other, &["Default", "Unmasked"])),
+        }
+        if host_users && mount == "Unmasked" {
+            errs.push(FieldError::invalid(p, mount, "`hostUsers` must be false to use `Unmasked`"));
         }
     }
     validate_seccomp_profile(sc.seccomp_profile.as_ref(), &path.child("seccompProfile"), errs);

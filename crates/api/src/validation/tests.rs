@@ -537,6 +537,18 @@ fn container_fields() {
             s(&["spec.initContainers[0].ports[1].hostPort: Duplicate value: \"TCP//9090\""]),
         ),
         (
+            "on the host's network a container port is its host port",
+            spec_pod(
+                "  hostNetwork: true
+  initContainers: [{name: i, image: b, ports: [{containerPort: 80, hostPort: 8081}]}]
+  containers:
+  - {name: a, image: b, ports: [{containerPort: 80}, {containerPort: 81, hostPort: 81}, {containerPort: 82, hostPort: 8082}]}
+",
+            ),
+            // The left-out hostPort defaults to the containerPort; init containers are not checked.
+            s(&["spec.containers[0].ports[2].containerPort: Invalid value: 82: must match `hostPort` when `hostNetwork` is true"]),
+        ),
+        (
             "env names",
             spec_pod(
                 "  containers:
@@ -931,6 +943,55 @@ fn security_contexts() {
                 "spec.containers[0].securityContext.seccompProfile.type: Unsupported value: \"Strict\": supported values: \"Localhost\", \"RuntimeDefault\", \"Unconfined\"",
                 "spec.containers[1].securityContext.seccompProfile.localhostProfile: Invalid value: \"../up.json\": must not contain '..'",
                 "spec.securityContext.seccompProfile.localhostProfile: Required value: must be set when seccomp type is Localhost",
+            ]),
+        ),
+        (
+            "sysctls, the fsGroup change policy",
+            spec_pod(
+                r#"  hostIPC: true
+  securityContext:
+    fsGroupChangePolicy: Sometimes
+    sysctls:
+    - {name: kernel.shm_rmid_forced, value: "1"}
+    - {name: "", value: "1"}
+    - {name: Net.Core, value: "1"}
+    - {name: net/ipv4/ip_local_port_range, value: "1024 2048"}
+    - {name: net/ipv4/ip_local_port_range, value: "1024 2048"}
+    - {name: kernel/msgmax, value: "1"}
+  containers: [{name: a, image: b}]
+"#,
+            ),
+            s(&[
+                "spec.securityContext.sysctls[0].name: Invalid value: \"kernel.shm_rmid_forced\": may not be specified when 'hostIPC' is true",
+                "spec.securityContext.sysctls[1].name: Required value",
+                "spec.securityContext.sysctls[2].name: Invalid value: \"Net.Core\": must have at most 253 characters and match regex ^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$",
+                "spec.securityContext.sysctls[4].name: Duplicate value: \"net/ipv4/ip_local_port_range\"",
+                "spec.securityContext.sysctls[5].name: Invalid value: \"kernel/msgmax\": may not be specified when 'hostIPC' is true",
+                "spec.securityContext.fsGroupChangePolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnRootMismatch\"",
+            ]),
+        ),
+        (
+            "a net sysctl with the host's network",
+            spec_pod(
+                r#"  hostNetwork: true
+  securityContext: {sysctls: [{name: net.ipv4.ip_local_port_range, value: "1024 2048"}]}
+  containers: [{name: a, image: b}]
+"#,
+            ),
+            s(&[
+                "spec.securityContext.sysctls[0].name: Invalid value: \"net.ipv4.ip_local_port_range\": may not be specified when 'hostNetwork' is true",
+            ]),
+        ),
+        (
+            "an unmasked /proc in the host's user namespace",
+            spec_pod(
+                "  initContainers: [{name: i, image: b, securityContext: {procMount: Unmasked}}]
+  containers: [{name: a, image: b, securityContext: {procMount: Unmasked}}]
+",
+            ),
+            s(&[
+                "spec.containers[0].securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`",
+                "spec.initContainers[0].securityContext.procMount: Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`",
             ]),
         ),
     ]);

@@ -2,7 +2,7 @@
 //! `generatePodSandboxConfig` / `generateContainerConfig` do for what podwright supports.
 
 use crate::cri::env::{Env, EnvSources, container_env, expand};
-use crate::cri::{hosts, labels, security};
+use crate::cri::{hosts, labels, ports, security};
 use crate::layout;
 use crate::volumes::mounts;
 use k8s_openapi::api::core::v1::{Container, Pod};
@@ -58,8 +58,10 @@ pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32, hostname: String, dn
         labels: pod_labels(pod, root),
         annotations: pod.metadata.annotations.clone().unwrap_or_default().into_iter().collect(),
         dns_config: Some(dns),
+        port_mappings: ports::port_mappings(pod),
         linux: Some(LinuxPodSandboxConfig {
             security_context: Some(security::sandbox_security(pod)),
+            sysctls: security::sysctls(pod),
             ..Default::default()
         }),
         ..Default::default()
@@ -187,6 +189,48 @@ pub fn container_config(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A pod as the API server stores it: parsed and defaulted.
+    fn defaulted(spec: &str) -> Pod {
+        let yaml = format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: web, namespace: ns, uid: u1}}\nspec:\n{spec}");
+        let mut pod = podwright_api::parse_manifests("p.yaml", &yaml).unwrap().remove(0);
+        podwright_api::apply_defaults(&mut pod);
+        pod
+    }
+
+    #[test]
+    fn the_sandbox_maps_the_containers_ports_and_joins_the_hosts_network_when_asked() {
+        use podwright_runtime::cri_api::{NamespaceMode, PortMapping, Protocol};
+        let network = |c: &PodSandboxConfig| {
+            let linux = c.linux.as_ref().unwrap();
+            linux.security_context.as_ref().unwrap().namespace_options.as_ref().unwrap().network
+        };
+        let own = defaulted("  containers:\n  - {name: a, image: b, ports: [{containerPort: 80, hostPort: 8080}]}\n");
+        let config = sandbox_config(&own, Path::new("/r"), 0, "web".into(), DnsConfig::default());
+        assert_eq!(network(&config), NamespaceMode::Pod as i32);
+        assert_eq!(
+            config.port_mappings,
+            [PortMapping {
+                protocol: Protocol::Tcp as i32,
+                container_port: 80,
+                host_port: 8080,
+                host_ip: String::new()
+            }]
+        );
+
+        // On the host's network the ports left without a hostPort default to theirs.
+        let host = defaulted(
+            "  hostNetwork: true\n  containers:\n  - {name: a, image: b, ports: [{containerPort: 53, protocol: UDP}]}\n",
+        );
+        let hostname = hosts::kernel_hostname(&host, "cluster.local").unwrap();
+        let config = sandbox_config(&host, Path::new("/r"), 0, hostname, DnsConfig::default());
+        assert_eq!(network(&config), NamespaceMode::Node as i32);
+        assert_eq!(config.hostname, "");
+        assert_eq!(
+            config.port_mappings,
+            [PortMapping { protocol: Protocol::Udp as i32, container_port: 53, host_port: 53, host_ip: String::new() }]
+        );
+    }
 
     /// (case, resources, cpu shares, cpu quota, memory limit): the kubelet's
     /// `TestCalculateLinuxResources` and `MilliCPUToShares`/`milliCPUToQuota` rules.

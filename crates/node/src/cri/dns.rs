@@ -104,12 +104,11 @@ enum Base {
 
 fn base(pod: &Pod) -> Base {
     let spec = pod.spec.as_ref();
-    let host_network = spec.and_then(|s| s.host_network).unwrap_or(false);
     match spec.and_then(|s| s.dns_policy.as_deref()).unwrap_or("ClusterFirst") {
         "None" => Base::Empty,
         "Default" => Base::Host,
         // On the host's network the cluster's servers need ClusterFirstWithHostNet.
-        "ClusterFirst" if host_network => Base::Host,
+        "ClusterFirst" if podwright_planner::pod::host_network(pod) => Base::Host,
         // Validation refuses any other policy; the kubelet would take it as ClusterFirst.
         _ => Base::Cluster,
     }

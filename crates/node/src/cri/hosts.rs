@@ -1,6 +1,7 @@
 //! A pod's host name and domain, as the kubelet gives them (`GeneratePodHostNameAndDomain`,
 //! `GetNodenameForKernel`), and the `/etc/hosts` the kubelet writes for its containers
-//! (`makeHostsMount`, `managedHostsFileContent`, `hostsEntriesFromHostAliases`).
+//! (`makeHostsMount`, `managedHostsFileContent`, `nodeHostsFileContent`,
+//! `hostsEntriesFromHostAliases`).
 //!
 //! The file lives in the pod's directory and is bind-mounted over each container's
 //! `/etc/hosts`; containerd then leaves out the copy of the host's file it mounts there
@@ -8,11 +9,13 @@
 
 use crate::layout;
 use k8s_openapi::api::core::v1::{Container, HostAlias, Pod};
+use podwright_planner::pod::host_network;
 use podwright_runtime::cri_api::Mount;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-/// Where the file goes in every container.
+/// Where the file goes in every container, and the node's own that a pod on the host's network
+/// gets a copy of.
 const ETC_HOSTS: &str = "/etc/hosts";
 
 /// The kernel takes at most 63 characters (64 bytes with the terminating NUL).
@@ -21,6 +24,7 @@ const HOSTNAME_MAX_LEN: usize = 63;
 const FQDN_MAX_LEN: usize = 64;
 
 const MANAGED_HOSTS_HEADER: &str = "# Kubernetes-managed hosts file.\n";
+const MANAGED_HOSTS_HEADER_WITH_HOST_NETWORK: &str = "# Kubernetes-managed hosts file (host network).\n";
 
 /// `spec.hostname`, else the pod's name, cut to 63 characters without a trailing `-` or `.`
 /// (the kubelet's `truncatePodHostnameIfNeeded`): a longer pod name is valid, and the pod runs.
@@ -42,8 +46,12 @@ pub fn domain(pod: &Pod, cluster_domain: &str) -> Option<String> {
 }
 
 /// The sandbox's host name: the FQDN with `setHostnameAsFQDN` and a domain, else the host
-/// name; the kubelet's error when the FQDN does not fit the kernel's field.
+/// name; the kubelet's error when the FQDN does not fit the kernel's field. None (empty) on the
+/// host's network: the pod shares the node's UTS namespace and so its host name.
 pub fn kernel_hostname(pod: &Pod, cluster_domain: &str) -> Result<String, String> {
+    if host_network(pod) {
+        return Ok(String::new());
+    }
     let hostname = hostname(pod);
     let as_fqdn = pod.spec.as_ref().and_then(|s| s.set_hostname_as_fqdn).unwrap_or(false);
     let Some(domain) = domain(pod, cluster_domain).filter(|_| as_fqdn) else { return Ok(hostname) };
@@ -73,11 +81,24 @@ pub fn hosts_file(pod_ips: &[&str], hostname: &str, domain: Option<&str>, aliase
             None => out.push_str(&format!("{ip}\t{hostname}\n")),
         }
     }
-    if !aliases.is_empty() {
-        out.push_str("\n# Entries added by HostAliases.\n");
-        for alias in aliases {
-            out.push_str(&format!("{}\t{}\n", alias.ip, alias.hostnames.as_deref().unwrap_or_default().join("\t")));
-        }
+    out.push_str(&alias_entries(aliases));
+    out
+}
+
+/// What the kubelet writes for a pod on the host's network: the node's hosts file, then the
+/// `hostAliases`.
+pub fn node_hosts_file(node_hosts: &str, aliases: &[HostAlias]) -> String {
+    format!("{MANAGED_HOSTS_HEADER_WITH_HOST_NETWORK}{node_hosts}{}", alias_entries(aliases))
+}
+
+/// The `hostAliases` section, each IP's names on one line; nothing without aliases.
+fn alias_entries(aliases: &[HostAlias]) -> String {
+    if aliases.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n# Entries added by HostAliases.\n");
+    for alias in aliases {
+        out.push_str(&format!("{}\t{}\n", alias.ip, alias.hostnames.as_deref().unwrap_or_default().join("\t")));
     }
     out
 }
@@ -102,10 +123,26 @@ pub fn hosts_mount(root: &Path, uid: &str) -> Mount {
 /// that already reads so is left alone: it is mounted in the pod's running containers, which
 /// would otherwise see it empty for a moment each time another container starts.
 pub fn write_hosts_file(root: &Path, pod: &Pod, pod_ip: &str, cluster_domain: &str) -> Result<(), String> {
+    write_hosts_file_from(root, pod, pod_ip, cluster_domain, Path::new(ETC_HOSTS))
+}
+
+/// [`write_hosts_file`], with the node's hosts file at `node_hosts`.
+fn write_hosts_file_from(
+    root: &Path,
+    pod: &Pod,
+    pod_ip: &str,
+    cluster_domain: &str,
+    node_hosts: &Path,
+) -> Result<(), String> {
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
     let path = layout::etc_hosts(root, uid);
     let aliases = pod.spec.as_ref().and_then(|s| s.host_aliases.as_deref()).unwrap_or_default();
-    let text = hosts_file(&[pod_ip], &hostname(pod), domain(pod, cluster_domain).as_deref(), aliases);
+    let text = if host_network(pod) {
+        let node = std::fs::read_to_string(node_hosts).map_err(|e| format!("open {}: {e}", node_hosts.display()))?;
+        node_hosts_file(&node, aliases)
+    } else {
+        hosts_file(&[pod_ip], &hostname(pod), domain(pod, cluster_domain).as_deref(), aliases)
+    };
     let written = std::fs::metadata(&path).is_ok_and(|m| m.permissions().mode() & 0o777 == 0o644)
         && std::fs::read(&path).is_ok_and(|old| old == text.as_bytes());
     if written {
@@ -174,6 +211,46 @@ mod tests {
                 "failed to construct FQDN from pod hostname and cluster domain, FQDN {over}.x.shop.svc.cluster.local is too long (64 characters is the max, 65 characters requested)"
             ))
         );
+    }
+
+    #[test]
+    fn on_the_hosts_network_the_pod_keeps_the_nodes_host_name() {
+        let p = pod(serde_json::json!({"hostNetwork": true, "hostname": "db", "subdomain": "cluster"}));
+        assert_eq!(kernel_hostname(&p, "cluster.local").as_deref(), Ok(""));
+        // Not even a name too long for the kernel fails it: none is asked for.
+        let long = pod(serde_json::json!({
+            "hostNetwork": true, "hostname": "h".repeat(63), "subdomain": "x", "setHostnameAsFQDN": true,
+        }));
+        assert_eq!(kernel_hostname(&long, "cluster.local").as_deref(), Ok(""));
+    }
+
+    #[test]
+    fn on_the_hosts_network_the_file_is_the_nodes_with_the_host_aliases() {
+        // Upstream's TestNodeHostsFileContent.
+        let node = "123.45.67.89\tsome.domain\n";
+        assert_eq!(node_hosts_file(node, &[]), format!("# Kubernetes-managed hosts file (host network).\n{node}"));
+        assert_eq!(
+            node_hosts_file(node, &[alias("123.45.67.89", &["foo", "bar", "baz"]), alias("10.0.0.1", &["q"])]),
+            format!(
+                "# Kubernetes-managed hosts file (host network).\n{node}\n# Entries added by HostAliases.\n123.45.67.89\tfoo\tbar\tbaz\n10.0.0.1\tq\n"
+            )
+        );
+
+        let root = std::env::temp_dir().join(format!("podwright-hosts-hostnet-{}", std::process::id()));
+        std::fs::create_dir_all(layout::pod_dir(&root, "u")).unwrap();
+        let node_hosts = root.join("node-hosts");
+        std::fs::write(&node_hosts, node).unwrap();
+        let p =
+            pod(serde_json::json!({"hostNetwork": true, "hostAliases": [{"ip": "10.1.2.3", "hostnames": ["foo"]}]}));
+        write_hosts_file_from(&root, &p, "192.0.2.2", "cluster.local", &node_hosts).unwrap();
+        let text = std::fs::read_to_string(layout::etc_hosts(&root, "u")).unwrap();
+        assert_eq!(text, node_hosts_file(node, &[alias("10.1.2.3", &["foo"])]));
+        let missing = root.join("missing");
+        assert_eq!(
+            write_hosts_file_from(&root, &p, "192.0.2.2", "cluster.local", &missing),
+            Err(format!("open {}: No such file or directory (os error 2)", missing.display()))
+        );
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! podwright's side of the CRI: the sandbox and container configs it asks for, the labels it
-//! puts on them, the containers' environment, the pods' DNS, host names and hosts files, and
-//! reading them back as the planner's `Observed`.
+//! puts on them, the containers' environment, the pods' DNS, host names, hosts files and port
+//! mappings, and reading them back as the planner's `Observed`.
 
 pub mod config;
 pub mod dns;
@@ -8,4 +8,5 @@ pub mod env;
 pub mod hosts;
 pub mod labels;
 pub mod observe;
+pub mod ports;
 pub mod security;

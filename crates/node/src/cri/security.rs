@@ -11,6 +11,7 @@ use podwright_runtime::cri_api::{
     Capability, Int64Value, LinuxContainerSecurityContext, LinuxSandboxSecurityContext, NamespaceMode, NamespaceOption,
     SecurityProfile, security_profile::ProfileType,
 };
+use std::collections::HashMap;
 use std::path::Path;
 
 /// The paths of `/proc` and `/sys` hidden from a container whose `procMount` is `Default` (the
@@ -76,7 +77,7 @@ pub fn verify_run_as_non_root(pod: &Pod, c: &Container, image_user: &ImageUser) 
     }
 }
 
-/// The kubelet's `NamespacesForPod`: the node's IPC and PID namespaces when asked for, one PID
+/// The kubelet's `NamespacesForPod`: the node's network, IPC and PID namespaces when asked for, one PID
 /// namespace for the whole pod with `shareProcessNamespace`, else one per container.
 pub fn namespaces(pod: &Pod) -> NamespaceOption {
     let spec = spec(pod);
@@ -113,6 +114,14 @@ fn seccomp(profile: Option<&SeccompProfile>, root: &Path) -> Result<SecurityProf
 fn supplemental_groups(pod: &Pod) -> Vec<i64> {
     let Some(p) = pod_context(pod) else { return Vec::new() };
     p.fs_group.into_iter().chain(p.supplemental_groups.iter().flatten().copied()).collect()
+}
+
+/// The pod's sysctls for its sandbox, by their dotted names
+/// (`ConvertPodSysctlsVariableToDotsSeparator`): runc takes no other form. Admission has
+/// refused the pod unless each is allowed.
+pub fn sysctls(pod: &Pod) -> HashMap<String, String> {
+    let sysctls = pod_context(pod).and_then(|p| p.sysctls.as_deref()).unwrap_or_default();
+    sysctls.iter().map(|s| (podwright_api::sysctl::normalize_name(&s.name), s.value.clone())).collect()
 }
 
 /// Whether any container of the pod is privileged (the kubelet's `HasPrivilegedContainer`): the

@@ -1,12 +1,15 @@
 //! Writes a volume's files so that a container never sees half of an update, as the kubelet's
 //! `AtomicWriter` does: the files go into a new hidden directory `..<timestamp>`, the symlink
 //! `..data` is switched to it by a rename, and each top-level name the container sees is a
-//! symlink through `..data`. Nothing is written when the files are already as asked.
+//! symlink through `..data`. Nothing is written when the files are already as asked. With the
+//! pod's `fsGroup`, a new version is given to the group before the swap, as the kubelet's
+//! volume plugins do from the writer's `setPerms`.
 
+use super::ownership;
 use jiff::Timestamp;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
-use std::os::unix::fs::{PermissionsExt, symlink};
+use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Component, Path};
 
 /// One file of a volume.
@@ -22,16 +25,17 @@ pub type Payload = BTreeMap<String, FileProjection>;
 const DATA_DIR: &str = "..data";
 const DATA_DIR_TMP: &str = "..data_tmp";
 
-/// Makes `dir` hold exactly `payload`; returns whether anything changed. `now` names the new
-/// version's directory.
-pub fn write(dir: &Path, payload: &Payload, now: Timestamp) -> io::Result<bool> {
+/// Makes `dir` hold exactly `payload`, owned by group `fs_group` if given (the volume is
+/// read-only to the group); returns whether anything changed. `now` names the new version's
+/// directory.
+pub fn write(dir: &Path, payload: &Payload, fs_group: Option<u32>, now: Timestamp) -> io::Result<bool> {
     for path in payload.keys() {
         check_path(path)?;
     }
     std::fs::create_dir_all(dir)?;
     let old = std::fs::read_link(dir.join(DATA_DIR)).ok();
     if let Some(old) = &old
-        && same(&dir.join(old), payload)?
+        && same(&dir.join(old), payload, fs_group)?
     {
         return Ok(false);
     }
@@ -47,6 +51,9 @@ pub fn write(dir: &Path, payload: &Payload, now: Timestamp) -> io::Result<bool> 
     let tmp = dir.join(DATA_DIR_TMP);
     let _ = std::fs::remove_file(&tmp);
     symlink(&version, &tmp)?;
+    if let Some(gid) = fs_group {
+        ownership::set_volume_ownership(dir, gid, true)?;
+    }
     std::fs::rename(&tmp, dir.join(DATA_DIR))?;
 
     let wanted: BTreeSet<&str> = payload.keys().filter_map(|p| p.split('/').next()).collect();
@@ -99,8 +106,8 @@ fn new_version_dir(dir: &Path, now: Timestamp) -> io::Result<String> {
     unreachable!("a free name among 2^32")
 }
 
-/// Whether `version` holds exactly `payload`, modes included.
-fn same(version: &Path, payload: &Payload) -> io::Result<bool> {
+/// Whether `version` holds exactly `payload`, modes included, and given to `fs_group`.
+fn same(version: &Path, payload: &Payload, fs_group: Option<u32>) -> io::Result<bool> {
     let mut on_disk = BTreeSet::new();
     collect_files(version, "", &mut on_disk)?;
     if on_disk.len() != payload.len() || payload.keys().any(|k| !on_disk.contains(k)) {
@@ -108,8 +115,13 @@ fn same(version: &Path, payload: &Payload) -> io::Result<bool> {
     }
     for (path, file) in payload {
         let target = version.join(path);
-        let mode = std::fs::metadata(&target)?.permissions().mode() & 0o7777;
-        if mode != file.mode & 0o7777 || std::fs::read(&target)? != file.data {
+        let meta = std::fs::metadata(&target)?;
+        let wanted = match fs_group {
+            Some(_) => ownership::mode_with_group(file.mode & 0o7777, false, true),
+            None => file.mode & 0o7777,
+        };
+        let owned = fs_group.is_none_or(|gid| meta.gid() == gid);
+        if meta.mode() & 0o7777 != wanted || !owned || std::fs::read(&target)? != file.data {
             return Ok(false);
         }
     }
@@ -156,7 +168,7 @@ mod tests {
     fn files_appear_through_the_data_symlink_and_updates_swap_it_whole() {
         let dir = tempdir("swap");
         let v1 = Payload::from([("a".into(), file("1", 0o644)), ("sub/b".into(), file("2", 0o400))]);
-        assert!(write(&dir, &v1, t(0)).unwrap());
+        assert!(write(&dir, &v1, None, t(0)).unwrap());
         assert_eq!(std::fs::read_to_string(dir.join("a")).unwrap(), "1");
         assert_eq!(std::fs::read_to_string(dir.join("sub/b")).unwrap(), "2");
         assert_eq!(std::fs::read_link(dir.join("a")).unwrap(), Path::new("..data/a"));
@@ -165,12 +177,12 @@ mod tests {
         assert_eq!(std::fs::metadata(dir.join("sub/b")).unwrap().permissions().mode() & 0o777, 0o400);
 
         // The same again: nothing written.
-        assert!(!write(&dir, &v1, t(1)).unwrap());
+        assert!(!write(&dir, &v1, None, t(1)).unwrap());
         assert_eq!(std::fs::read_link(dir.join(DATA_DIR)).unwrap(), first);
 
         // A change of content, a mode, a file gone and one added: a new version, the old removed.
         let v2 = Payload::from([("a".into(), file("one", 0o644)), ("c".into(), file("3", 0o600))]);
-        assert!(write(&dir, &v2, t(2)).unwrap());
+        assert!(write(&dir, &v2, None, t(2)).unwrap());
         assert_eq!(std::fs::read_to_string(dir.join("a")).unwrap(), "one");
         assert_eq!(std::fs::read_to_string(dir.join("c")).unwrap(), "3");
         assert!(std::fs::symlink_metadata(dir.join("sub")).is_err());
@@ -181,8 +193,26 @@ mod tests {
         assert_eq!(names.len(), 4, "{names:?}");
         assert_eq!(&names[2..], ["a", "c"]);
         // A mode alone changes too.
-        assert!(write(&dir, &Payload::from([("a".into(), file("one", 0o600))]), t(3)).unwrap());
+        assert!(write(&dir, &Payload::from([("a".into(), file("one", 0o600))]), None, t(3)).unwrap());
         assert_eq!(std::fs::metadata(dir.join("a")).unwrap().permissions().mode() & 0o777, 0o600);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn with_an_fs_group_the_files_are_the_groups_to_read_once_written() {
+        let dir = tempdir("group");
+        let v1 = Payload::from([("a".into(), file("1", 0o400)), ("sub/b".into(), file("2", 0o644))]);
+        assert!(write(&dir, &v1, Some(2345), t(0)).unwrap());
+        let meta = |p: &str| std::fs::metadata(dir.join(p)).unwrap();
+        assert_eq!((meta("a").mode() & 0o7777, meta("a").gid()), (0o440, 2345));
+        assert_eq!((meta("sub/b").mode() & 0o7777, meta("sub/b").gid()), (0o644, 2345));
+        assert_eq!((meta("sub").mode() & 0o7777, meta("sub").gid()), (0o2755, 2345));
+        assert_eq!(meta(".").gid(), 2345);
+        // Already so: nothing written again.
+        assert!(!write(&dir, &v1, Some(2345), t(1)).unwrap());
+        // Files of another group are rewritten.
+        assert!(write(&dir, &v1, Some(2346), t(2)).unwrap());
+        assert_eq!(meta("a").gid(), 2346);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -190,7 +220,7 @@ mod tests {
     fn refuses_paths_that_leave_the_volume() {
         let dir = tempdir("escape");
         for bad in ["../x", "/etc/x", "a/../../x", "..data/x", ""] {
-            assert!(write(&dir, &Payload::from([(bad.into(), file("x", 0o644))]), t(0)).is_err(), "{bad}");
+            assert!(write(&dir, &Payload::from([(bad.into(), file("x", 0o644))]), None, t(0)).is_err(), "{bad}");
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

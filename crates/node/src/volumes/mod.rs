@@ -1,7 +1,8 @@
 //! Pod volumes on the node, made before the pod's sandbox and removed with the pod: `emptyDir`
 //! volumes that live as long as the pod (on disk, or a tmpfs), `hostPath` volumes checked against
 //! their type, the files of `configMap`, `secret`, `downwardAPI` and `projected` volumes (kept up
-//! to date while the pod runs), and the mounts that put them into containers.
+//! to date while the pod runs), all but hostPath given to the pod's `fsGroup`, and the mounts
+//! that put them into containers.
 
 pub mod atomic_writer;
 pub mod empty_dir;
@@ -9,6 +10,7 @@ pub mod host_path;
 pub mod mount_points;
 pub mod mounts;
 mod os_error;
+pub mod ownership;
 pub mod projection;
 pub mod usage;
 
@@ -41,9 +43,9 @@ pub fn project(root: &Path, src: &Sources, now: Timestamp) -> Vec<SetUpError> {
         let dir = layout::volume_dir(root, uid, plugin, &v.name);
         let written = projection::payload(src, v).and_then(|payload| {
             // Secrets never touch the disk.
-            let place = if in_memory { empty_dir::ensure_tmpfs(&dir, None) } else { Ok(()) };
+            let place = if in_memory { empty_dir::ensure_tmpfs(&dir, None).map(drop) } else { Ok(()) };
             place.and_then(|()| {
-                atomic_writer::write(&dir, &payload, now)
+                atomic_writer::write(&dir, &payload, ownership::fs_group(pod), now)
                     .map_err(|e| format!("cannot write the volume's files in {}: {e}", dir.display()))
             })
         });
@@ -61,11 +63,12 @@ pub fn project(root: &Path, src: &Sources, now: Timestamp) -> Vec<SetUpError> {
 /// error; the others are set up all the same, as the kubelet mounts volumes one by one.
 pub fn prepare(root: &Path, pod: &Pod) -> Result<(), Vec<SetUpError>> {
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let fs_group = ownership::fs_group(pod);
     let mut errors = Vec::new();
     for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
         let set_up = if let Some(source) = &v.empty_dir {
             let propagates = mounts::propagates(pod, &v.name);
-            empty_dir::set_up(&layout::empty_dir(root, uid, &v.name), source, propagates)
+            empty_dir::set_up(&layout::empty_dir(root, uid, &v.name), source, propagates, fs_group)
         } else if let Some(source) = &v.host_path {
             host_path::check(&source.path, source.type_.as_deref().unwrap_or_default())
         } else {

@@ -2,7 +2,9 @@
 //! the parent module.
 
 use super::*;
-use crate::cri_api::{AttachRequest, ExecRequest};
+use crate::cri_api::{
+    AttachRequest, ContainerAttributes, ContainerStats, CpuUsage, ExecRequest, MemoryUsage, UInt64Value,
+};
 
 #[async_trait]
 impl RuntimeService for FakeRuntime {
@@ -330,6 +332,15 @@ impl RuntimeService for FakeRuntime {
         Ok(state.select_containers(labels).map(|c| Listed::from(&c.status)).collect())
     }
 
+    async fn list_container_stats(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<ContainerStats>> {
+        self.delay().await;
+        self.reads.list_container_stats.fetch_add(1, Ordering::Relaxed);
+        let now = nanos(self.clock.now());
+        let state = self.lock();
+        let running = state.select_containers(labels).filter(|c| c.is_running());
+        Ok(running.map(|c| container_stats(c, state.usage.get(c.name()).copied().unwrap_or_default(), now)).collect())
+    }
+
     async fn exec_sync(&self, container_id: &str, cmd: &[String], timeout: Duration) -> RuntimeResult<ExecResult> {
         self.delay().await;
         if let Some(e) = self.fault(|s| Call::ExecSync { name: s.container_name(container_id) }).await? {
@@ -523,4 +534,28 @@ fn streaming_url(state: &mut State, kind: &str) -> RuntimeResult<String> {
     };
     state.seq += 1;
     Ok(format!("{base}/{kind}/{:08x}", state.seq))
+}
+
+/// A running container's stats at `now` (nanoseconds since the epoch) under `usage`.
+fn container_stats(c: &Container, usage: FakeUsage, now: i64) -> ContainerStats {
+    let value = |value| Some(UInt64Value { value });
+    let ran = u64::try_from(now.saturating_sub(c.status.started_at)).unwrap_or(0);
+    let cpu_nanos = u64::try_from(u128::from(ran) * u128::from(usage.millicores) / 1000).unwrap_or(u64::MAX);
+    ContainerStats {
+        attributes: Some(ContainerAttributes {
+            id: c.status.id.clone(),
+            metadata: c.status.metadata.clone(),
+            labels: c.status.labels.clone(),
+            annotations: c.status.annotations.clone(),
+        }),
+        cpu: Some(CpuUsage { timestamp: now, usage_core_nano_seconds: value(cpu_nanos), usage_nano_cores: None }),
+        memory: Some(MemoryUsage {
+            timestamp: now,
+            working_set_bytes: value(usage.working_set_bytes),
+            usage_bytes: value(usage.working_set_bytes),
+            ..Default::default()
+        }),
+        writable_layer: None,
+        swap: None,
+    }
 }

@@ -2,7 +2,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use super::*;
-use crate::cri_api::{ImageSpec, PodSandboxMetadata};
+use crate::cri_api::{ContainerStats, ImageSpec, PodSandboxMetadata, UInt64Value};
 use std::time::Instant as WallInstant;
 use tokio::sync::broadcast::error::TryRecvError;
 
@@ -597,4 +597,31 @@ async fn a_start_whose_caller_goes_away_leaves_a_start_error() {
     );
     assert!(status.message.contains("context canceled"), "{}", status.message);
     assert_eq!(status.started_at, 0, "it never ran");
+}
+
+#[tokio::test(start_paused = true)]
+async fn container_stats_grow_with_scripted_usage() {
+    let rt = fake();
+    rt.set_usage("busy", FakeUsage { millicores: 1500, working_set_bytes: 4096 });
+    let sb = sandbox(&rt, "p").await;
+    let busy = run(&rt, &sb, "p", "busy", 0).await;
+    run(&rt, &sb, "p", "idle", 0).await;
+    rt.script("done", vec![Behaviour::Exit { code: 0, after: Duration::ZERO }]);
+    run(&rt, &sb, "p", "done", 0).await;
+    tokio::time::sleep(secs(10)).await;
+
+    let stats = rt.list_container_stats(&BTreeMap::new()).await.unwrap();
+    let cpu = |s: &ContainerStats| s.cpu.as_ref().and_then(|c| c.usage_core_nano_seconds.as_ref()).unwrap().value;
+    let names: Vec<_> =
+        stats.iter().map(|s| s.attributes.as_ref().unwrap().metadata.as_ref().unwrap().name.as_str()).collect();
+    assert_eq!(names, ["busy", "idle"], "exited containers have no stats");
+    assert_eq!(stats[0].attributes.as_ref().unwrap().id, busy);
+    assert_eq!(cpu(&stats[0]), 15_000_000_000);
+    assert_eq!(stats[0].cpu.as_ref().unwrap().timestamp, at(10));
+    assert_eq!(stats[0].memory.as_ref().unwrap().working_set_bytes, Some(UInt64Value { value: 4096 }));
+    assert_eq!(cpu(&stats[1]), 0);
+
+    let only = [("container".to_string(), "idle".to_string())].into();
+    assert_eq!(rt.list_container_stats(&only).await.unwrap().len(), 1);
+    assert_eq!(rt.stats().list_container_stats, 2);
 }

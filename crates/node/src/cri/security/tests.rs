@@ -107,8 +107,11 @@ fn namespaces_of_the_pod() {
         (NamespaceMode::Pod as i32, NamespaceMode::Container as i32, NamespaceMode::Pod as i32)
     );
     assert_eq!(ns("  shareProcessNamespace: true\n").pid, NamespaceMode::Pod as i32);
-    let host = ns("  hostPID: true\n  hostIPC: true\n");
-    assert_eq!((host.pid, host.ipc), (NamespaceMode::Node as i32, NamespaceMode::Node as i32));
+    let host = ns("  hostNetwork: true\n  hostPID: true\n  hostIPC: true\n");
+    assert_eq!(
+        (host.network, host.pid, host.ipc),
+        (NamespaceMode::Node as i32, NamespaceMode::Node as i32, NamespaceMode::Node as i32)
+    );
 }
 
 #[test]
@@ -140,4 +143,22 @@ fn run_as_non_root_is_checked_against_the_image_user() {
         "  securityContext: {runAsNonRoot: true}\n  containers:\n  - {name: app, image: busybox, securityContext: {runAsNonRoot: false}}\n",
     );
     assert_eq!(verify_run_as_non_root(&overridden, first(&overridden), &ROOT), Ok(()));
+}
+
+#[test]
+fn the_sandbox_gets_the_pods_sysctls_by_their_dotted_names() {
+    let p = pod(r#"
+  securityContext:
+    sysctls:
+    - {name: kernel.shm_rmid_forced, value: "1"}
+    - {name: net/ipv4/ip_local_port_range, value: "1024 2048"}
+  containers:
+  - {name: app, image: busybox}
+"#);
+    let want = HashMap::from([
+        ("kernel.shm_rmid_forced".to_string(), "1".to_string()),
+        ("net.ipv4.ip_local_port_range".to_string(), "1024 2048".to_string()),
+    ]);
+    assert_eq!(sysctls(&p), want);
+    assert!(sysctls(&pod("  containers:\n  - {name: app, image: busybox}\n")).is_empty());
 }
