@@ -12,8 +12,8 @@ use crate::defaults::{DEFAULT_NAMESPACE, apply_defaults, default_secret, set_if_
 use crate::field_error::{FieldError, InvalidObject};
 use crate::honoured_fields::unsupported_fields;
 use crate::init_container_annotations::convert_init_container_annotations;
-use crate::runtime_class_admission::admit_runtime_class_of;
 use crate::manifest::{ManifestError, ManifestObject, parse_objects, read_objects};
+use crate::runtime_class_admission::admit_runtime_class_of;
 use crate::validation::{
     validate_config_map, validate_config_map_update, validate_pod, validate_runtime_class, validate_secret,
     validate_secret_update,
@@ -116,8 +116,9 @@ pub fn admit_runtime_class(rc: &RuntimeClass) -> Result<(), InvalidObject> {
 fn admit_pod_with_classes(pod: &mut Pod, classes: &[RuntimeClass]) -> Result<Vec<String>, InvalidObject> {
     let warnings = admit_pod(pod)?;
     let class_of = |name: &str| classes.iter().find(|rc| rc.metadata.name.as_deref() == Some(name)).cloned();
-    admit_runtime_class_of(pod, class_of)
-        .map_err(|refusal| InvalidObject::new("Pod", pod.metadata.name.clone().unwrap_or_default(), vec![refusal.field_error()]))?;
+    admit_runtime_class_of(pod, class_of).map_err(|refusal| {
+        InvalidObject::new("Pod", pod.metadata.name.clone().unwrap_or_default(), vec![refusal.field_error()])
+    })?;
     Ok(warnings)
 }
 

@@ -5,6 +5,7 @@
 use crate::objects::Objects;
 use k8s_openapi::api::core::v1::Pod;
 use podwright_api::field_error::go_quote;
+use podwright_runtime::RuntimeError;
 
 /// The pod names a RuntimeClass that does not exist. Worded as the API's NotFound error the
 /// kubelet's lister returns, which ends up in the `FailedCreatePodSandBox` event.
@@ -21,6 +22,12 @@ fn class_name(pod: &Pod) -> Option<&str> {
 pub fn runtime_handler(objects: &dyn Objects, pod: &Pod) -> Result<String, NotFound> {
     let Some(name) = class_name(pod) else { return Ok(String::new()) };
     objects.runtime_class(name).map(|rc| rc.handler).ok_or_else(|| NotFound(name.to_string()))
+}
+
+/// The runtime refused the sandbox for want of the handler (containerd's `no runtime for "x"
+/// is configured`).
+pub fn handler_missing(e: &RuntimeError) -> bool {
+    matches!(e, RuntimeError::Failed(m) if m.contains("no runtime for") && m.contains("is configured"))
 }
 
 #[cfg(test)]
