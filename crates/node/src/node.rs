@@ -8,6 +8,7 @@ use crate::events::{EventLog, EventSink};
 use crate::logs::Output;
 use crate::metrics::Metrics;
 use crate::objects::{FixedObjects, Objects};
+use crate::pod_cgroup::PodCgroups;
 use crate::pod_workers::PodWorkers;
 use crate::relist;
 use crate::sinks::{Discard, StatusSink};
@@ -47,6 +48,8 @@ pub(crate) struct Engine {
     pub facts: Arc<NodeFacts>,
     /// Bumped whenever a ConfigMap or Secret changes.
     pub object_changes: Arc<watch::Sender<u64>>,
+    /// The pod-level cgroups, when the node makes them.
+    pub cgroups: Option<Arc<PodCgroups>>,
 }
 
 /// The node layer's builder: a runtime and a root directory, and optionally the clock (virtual
@@ -66,6 +69,7 @@ pub struct Node {
     metrics: Option<Arc<Metrics>>,
     objects: Option<Arc<dyn Objects>>,
     facts: Option<NodeFacts>,
+    cgroups: Option<PodCgroups>,
 }
 
 impl Node {
@@ -81,6 +85,7 @@ impl Node {
             metrics: None,
             objects: None,
             facts: None,
+            cgroups: None,
         }
     }
 
@@ -139,6 +144,13 @@ impl Node {
         self
     }
 
+    /// Make each pod's cgroup under `kubepods` before its sandbox, and remove it with the pod;
+    /// pods go straight under the runtime's own cgroup unless given.
+    pub fn cgroups(mut self, cgroups: PodCgroups) -> Self {
+        self.cgroups = Some(cgroups);
+        self
+    }
+
     /// The pod workers. Starts routing the runtime's events, so it must run inside a tokio
     /// runtime.
     pub fn build(self) -> PodWorkers {
@@ -161,6 +173,7 @@ impl Node {
                 self.facts.unwrap_or_else(|| NodeFacts::of_this_machine(crate::downward::host_name(), None)),
             ),
             object_changes: Arc::new(watch::Sender::new(0)),
+            cgroups: self.cgroups.map(Arc::new),
         };
         PodWorkers::new(engine, self.status.unwrap_or_else(|| Arc::new(Discard)))
     }

@@ -60,7 +60,17 @@ impl Engine {
             self.event(pod, None, EventType::Warning, e.reason, e.message);
         }
         let hostname = hosts::kernel_hostname(pod, &self.dns.domain).map_err(|e| failed(e.to_string()))?;
-        let config = cri_config::sandbox_config(pod, &self.root, attempt, hostname, dns.config);
+        let mut config = cri_config::sandbox_config(pod, &self.root, attempt, hostname, dns.config);
+        if let Some(cgroups) = &self.cgroups {
+            // The kubelet's pod container manager: the pod's cgroup exists before its sandbox.
+            let parent = cgroups.ensure(pod).map_err(|e| {
+                NotMade::Retry(vec![(
+                    "FailedCreatePodContainer",
+                    format!("unable to ensure pod container exists: {e}"),
+                )])
+            })?;
+            config.linux.get_or_insert_default().cgroup_parent = parent;
+        }
         volumes::prepare(&self.root, pod).map_err(|errors| {
             NotMade::Retry(errors.into_iter().map(|e| ("FailedMount", e.to_string())).collect::<Vec<_>>())
         })?;
@@ -111,7 +121,10 @@ impl Engine {
         // make the same one. The DNS events were recorded when the sandbox was made.
         let hostname = hosts::kernel_hostname(pod, &self.dns.domain).map_err(|msg| self.config_error(pod, &sc, msg))?;
         let dns = dns::pod_dns(pod, &self.dns).config;
-        let sandbox_config = cri_config::sandbox_config(pod, &self.root, sandbox.attempt, hostname, dns);
+        let mut sandbox_config = cri_config::sandbox_config(pod, &self.root, sandbox.attempt, hostname, dns);
+        if let Some(cgroups) = &self.cgroups {
+            sandbox_config.linux.get_or_insert_default().cgroup_parent = cgroups.parent(pod);
+        }
         self.ensure_image(pod, &sc, pull, &sandbox_config).await?;
         let ip = sandbox.ip.clone().unwrap_or_default();
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
