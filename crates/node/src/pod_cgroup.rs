@@ -10,7 +10,7 @@
 //! cgroup tree, and each removes the pod cgroups it finds that its pods no longer need.
 //!
 //! Cgroup v1 (a hierarchy per controller under the mount, `unified` beside them on hybrid
-//! hosts): the cgroup is made in every hierarchy, with `cpu.shares`, `cpu.cfs_quota_us`,
+//! hosts): the cgroup is made in every hierarchy (`unified` included), with `cpu.shares`, `cpu.cfs_quota_us`,
 //! `cpu.cfs_period_us` and `memory.limit_in_bytes`. Cgroup v2 (one tree, `cgroup.controllers`
 //! at the mount): the controllers are enabled down the path, with `cpu.weight`, `cpu.max` and
 //! `memory.max`.
@@ -109,9 +109,10 @@ impl PodCgroups {
             let Ok(entries) = std::fs::read_dir(mount) else { return Ok(None) };
             for entry in entries {
                 let path = entry?.path();
-                // Hybrid hosts mount the v2 tree beside the v1 hierarchies; containers are not
-                // put there. A controller mounted twice (`cpu` and `cpu,cpuacct`) counts once.
-                if path.file_name().is_some_and(|n| n == "unified") || !path.join("cgroup.procs").exists() {
+                // Hybrid hosts mount the v2 tree (`unified`) beside the v1 hierarchies: runc
+                // makes the containers' cgroups there too, so the pod's is made and removed
+                // there alike. A controller mounted twice (`cpu` and `cpu,cpuacct`) counts once.
+                if !path.join("cgroup.procs").exists() {
                     continue;
                 }
                 if seen.insert(std::fs::canonicalize(&path)?) {
