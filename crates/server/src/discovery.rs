@@ -2,7 +2,7 @@
 //! resource (`/api`, `/api/v1`, `/apis`, `/version`), in the legacy JSON every kubectl reads and
 //! in the aggregated form newer ones ask for first (client-go `discovery/discovery_client.go`).
 
-use crate::resources::Resource;
+use crate::resources::{NODE_GROUP, Resource};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -32,19 +32,28 @@ fn aggregated(version: &str, groups: Vec<Value>) -> Response {
 }
 
 fn aggregated_core() -> Value {
-    let resources: Vec<Value> = Resource::ALL
-        .into_iter()
+    json!({"metadata": {"creationTimestamp": null}, "versions": [{"version": "v1", "resources": aggregated_resources(""), "freshness": "Current"}]})
+}
+
+/// The `node.k8s.io` group, aggregated.
+fn aggregated_node_group() -> Value {
+    json!({"metadata": {"name": NODE_GROUP, "creationTimestamp": null},
+        "versions": [{"version": "v1", "resources": aggregated_resources(NODE_GROUP), "freshness": "Current"}]})
+}
+
+fn aggregated_resources(group: &str) -> Vec<Value> {
+    Resource::of_group(group)
         .map(|r| {
             let subs: Vec<Value> = r
                 .subresources()
                 .iter()
                 .map(|(sub, kind, verbs)| {
-                    json!({"subresource": sub, "responseKind": {"group": "", "version": "v1", "kind": kind}, "verbs": verbs})
+                    json!({"subresource": sub, "responseKind": {"group": group, "version": "v1", "kind": kind}, "verbs": verbs})
                 })
                 .collect();
             json!({
                 "resource": r.plural(),
-                "responseKind": {"group": "", "version": "v1", "kind": r.kind()},
+                "responseKind": {"group": group, "version": "v1", "kind": r.kind()},
                 "scope": if r.namespaced() { "Namespaced" } else { "Cluster" },
                 "singularResource": r.singular(),
                 "verbs": r.verbs(),
@@ -53,8 +62,7 @@ fn aggregated_core() -> Value {
                 "subresources": subs,
             })
         })
-        .collect();
-    json!({"metadata": {"creationTimestamp": null}, "versions": [{"version": "v1", "resources": resources, "freshness": "Current"}]})
+        .collect()
 }
 
 pub async fn api(headers: HeaderMap) -> Response {
@@ -71,14 +79,38 @@ pub async fn api(headers: HeaderMap) -> Response {
 
 pub async fn apis(headers: HeaderMap) -> Response {
     if let Some(v) = aggregated_version(&headers) {
-        return aggregated(v, vec![]);
+        return aggregated(v, vec![aggregated_node_group()]);
     }
-    axum::Json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})).into_response()
+    axum::Json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [node_group()]})).into_response()
+}
+
+/// The `node.k8s.io` group as `/apis` lists it.
+fn node_group() -> Value {
+    let version = json!({"groupVersion": "node.k8s.io/v1", "version": "v1"});
+    json!({"name": NODE_GROUP, "versions": [version.clone()], "preferredVersion": version})
+}
+
+/// `/apis/node.k8s.io`.
+pub async fn node_group_versions() -> Response {
+    let mut group = node_group();
+    group["kind"] = json!("APIGroup");
+    group["apiVersion"] = json!("v1");
+    axum::Json(group).into_response()
+}
+
+/// `/apis/node.k8s.io/v1`.
+pub async fn node_v1() -> Response {
+    axum::Json(resource_list("node.k8s.io/v1", NODE_GROUP)).into_response()
 }
 
 pub async fn api_v1() -> Response {
+    axum::Json(resource_list("v1", "")).into_response()
+}
+
+/// The legacy `APIResourceList` of a group version.
+fn resource_list(group_version: &str, group: &str) -> Value {
     let mut resources = vec![];
-    for r in Resource::ALL {
+    for r in Resource::of_group(group) {
         resources.push(json!({
             "name": r.plural(),
             "singularName": r.singular(),
@@ -98,7 +130,7 @@ pub async fn api_v1() -> Response {
             }));
         }
     }
-    axum::Json(json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": resources})).into_response()
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources})
 }
 
 /// `/version`: kubectl compares it with its own for its version-skew warning, so it claims
