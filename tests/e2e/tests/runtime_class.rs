@@ -129,3 +129,35 @@ fn a_pod_for_another_os_is_rejected() {
     assert!(o.events_with_reason(&name, "spec.containers{app}", "Created").is_empty(), "{}", o.context());
     assert_nothing_left(&pod);
 }
+
+/// Through `podwright serve` and kubectl: a RuntimeClass created and listed (`NAME HANDLER AGE`),
+/// a pod of it running on its handler with the class's overhead set on it, and a pod of a class
+/// that does not exist refused as the API server's RuntimeClass admission refuses it.
+#[test]
+fn runtime_classes_through_serve_and_kubectl() {
+    let d = podwright_e2e::serve::Daemon::start();
+    let name = pod_name("e2e-rtclass-serve");
+    let class = Manifest::new(&format!(
+        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {{name: {name}}}\nhandler: runc-alt\noverhead: {{podFixed: {{cpu: 10m, memory: 16Mi}}}}\n"
+    ));
+    d.ok(&["create", "-f", class.path_str()]);
+    let listed = d.ok(&["get", "runtimeclass"]);
+    let lines: Vec<Vec<&str>> = listed.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(lines[0], ["NAME", "HANDLER", "AGE"], "{listed}");
+    assert!(lines.iter().any(|l| l[..2] == [name.as_str(), "runc-alt"]), "{listed}");
+
+    let of_class = Manifest::new(&pod(&name, &format!("runtimeClassName: {name}"), "sleep 30").replace("---\n", ""));
+    d.ok(&["create", "-f", of_class.path_str()]);
+    d.wait_for(&["get", "pod", &name, "--no-headers"], Duration::from_secs(60), |o| o.contains("Running"));
+    assert_eq!(d.ok(&["get", "pod", &name, "-o", "jsonpath={.spec.overhead.memory}"]), "16Mi");
+    assert_eq!(sandbox_runtime_handlers(&name), ["runc-alt"]);
+
+    let unknown = Manifest::new(
+        &pod(&format!("{name}-x"), &format!("runtimeClassName: {name}-gvisor"), "true").replace("---\n", ""),
+    );
+    let err = d.fails(&["create", "-f", unknown.path_str()]);
+    let want = format!("pods \"{name}-x\" is forbidden: pod rejected: RuntimeClass \"{name}-gvisor\" not found");
+    assert!(err.contains("Error from server (Forbidden)") && err.contains(&want), "{err}");
+    d.ok(&["delete", "pod", &name, "--grace-period=1"]);
+    d.ok(&["delete", "runtimeclass", &name]);
+}
