@@ -114,7 +114,9 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("nodeName", SCHEDULING),
             ("nodeSelector", SCHEDULING),
             ("os", Fields("PodOS")),
-            ("overhead", UNSET),
+            // Set from the pod's RuntimeClass at admission; added to the effective pod
+            // resources and the pod-level cgroup.
+            ("overhead", Keys(&["cpu", "memory"])),
             ("preemptionPolicy", SCHEDULING),
             ("priority", SCHEDULING),
             ("priorityClassName", SCHEDULING),

@@ -9,6 +9,7 @@ use crate::image_pulls::{ImagePulls, PullQueue};
 use crate::logs::Output;
 use crate::metrics::Metrics;
 use crate::objects::{FixedObjects, Objects};
+use crate::pod_cgroup::PodCgroups;
 use crate::pod_workers::PodWorkers;
 use crate::relist;
 use crate::sinks::{Discard, StatusSink};
@@ -50,6 +51,8 @@ pub(crate) struct Engine {
     pub object_changes: Arc<watch::Sender<u64>>,
     /// Whose image pull may go next, node-wide.
     pub pulls: PullQueue,
+    /// The pod-level cgroups, when the node makes them.
+    pub cgroups: Option<Arc<PodCgroups>>,
 }
 
 /// The node layer's builder: a runtime and a root directory, and optionally the clock (virtual
@@ -70,6 +73,7 @@ pub struct Node {
     objects: Option<Arc<dyn Objects>>,
     facts: Option<NodeFacts>,
     image_pulls: ImagePulls,
+    cgroups: Option<PodCgroups>,
 }
 
 impl Node {
@@ -86,6 +90,7 @@ impl Node {
             objects: None,
             facts: None,
             image_pulls: ImagePulls::default(),
+            cgroups: None,
         }
     }
 
@@ -150,6 +155,13 @@ impl Node {
         self
     }
 
+    /// Make each pod's cgroup under `kubepods` before its sandbox, and remove it with the pod;
+    /// pods go straight under the runtime's own cgroup unless given.
+    pub fn cgroups(mut self, cgroups: PodCgroups) -> Self {
+        self.cgroups = Some(cgroups);
+        self
+    }
+
     /// The pod workers. Starts routing the runtime's events, so it must run inside a tokio
     /// runtime.
     pub fn build(self) -> PodWorkers {
@@ -173,6 +185,7 @@ impl Node {
             })),
             object_changes: Arc::new(watch::Sender::new(0)),
             pulls: PullQueue::new(self.image_pulls),
+            cgroups: self.cgroups.map(Arc::new),
         };
         PodWorkers::new(engine, self.status.unwrap_or_else(|| Arc::new(Discard)))
     }
