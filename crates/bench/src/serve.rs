@@ -339,6 +339,15 @@ fn free_port() -> Result<u16, String> {
 
 impl Bench {
     fn run(self) -> Result<ServeReport, String> {
+        // The daemon starts from an empty store: what earlier runs left in it (their events live
+        // an hour) would count in its idle memory.
+        let store = self.root.join(podwright_server::server::STORE_FILE);
+        match std::fs::remove_file(&store) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("cannot remove {}: {e}", store.display()));
+            }
+            _ => {}
+        }
         let port = free_port()?;
         let mut cmd = Command::new(&self.podwright);
         cmd.arg("serve")
