@@ -1,6 +1,7 @@
 //! [`Node`]: builds the node layer ([`PodWorkers`]) from a runtime and what the mode plugs in.
 //! `Engine`: what every pod worker of one node shares.
 
+use crate::credentials::DockerConfigPaths;
 use crate::cri::dns::{ClusterDns, HOST_RESOLV_CONF, ResolvConf};
 use crate::dispatch::Dispatcher;
 use crate::downward::NodeFacts;
@@ -50,6 +51,8 @@ pub(crate) struct Engine {
     pub object_changes: Arc<watch::Sender<u64>>,
     /// Whose image pull may go next, node-wide.
     pub pulls: PullQueue,
+    /// Where the node's own registry credentials are read from, at each pull.
+    pub node_credentials: Arc<DockerConfigPaths>,
 }
 
 /// The node layer's builder: a runtime and a root directory, and optionally the clock (virtual
@@ -70,6 +73,7 @@ pub struct Node {
     objects: Option<Arc<dyn Objects>>,
     facts: Option<NodeFacts>,
     image_pulls: ImagePulls,
+    node_credentials: Option<DockerConfigPaths>,
 }
 
 impl Node {
@@ -86,6 +90,7 @@ impl Node {
             objects: None,
             facts: None,
             image_pulls: ImagePulls::default(),
+            node_credentials: None,
         }
     }
 
@@ -150,6 +155,14 @@ impl Node {
         self
     }
 
+    /// Where the node's registry credentials are searched for; the kubelet's list (the root
+    /// directory, this process's working directory, `$HOME/.docker`, `/.docker`, then the
+    /// legacy `.dockercfg`) unless given.
+    pub fn node_credentials(mut self, paths: DockerConfigPaths) -> Self {
+        self.node_credentials = Some(paths);
+        self
+    }
+
     /// The pod workers. Starts routing the runtime's events, so it must run inside a tokio
     /// runtime.
     pub fn build(self) -> PodWorkers {
@@ -162,7 +175,6 @@ impl Node {
             dispatcher,
             runtime,
             clock,
-            root: self.root,
             events: self.events.unwrap_or_else(|| Arc::new(EventLog::default())),
             log_sink: self.log_sink,
             dns: Arc::new(self.cluster_dns.unwrap_or_else(host_dns)),
@@ -173,6 +185,10 @@ impl Node {
             })),
             object_changes: Arc::new(watch::Sender::new(0)),
             pulls: PullQueue::new(self.image_pulls),
+            node_credentials: Arc::new(
+                self.node_credentials.unwrap_or_else(|| DockerConfigPaths::of_this_process(&self.root)),
+            ),
+            root: self.root,
         };
         PodWorkers::new(engine, self.status.unwrap_or_else(|| Arc::new(Discard)))
     }
