@@ -43,11 +43,10 @@ pub enum Allowed {
     /// Null, `""`, `[]`, or an object whose fields are all unset: what leaving it out means.
     Unset,
     Bool(bool),
-    Int(i64),
     Str(&'static str),
 }
 
-use Allowed::{Bool, Int, Str, Unset};
+use Allowed::{Bool, Str, Unset};
 use Support::{Fields, Honoured, Inert, Keys, Only, Refused};
 
 const UNSET: Support = Only(&[Unset]);
@@ -115,7 +114,9 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("nodeName", SCHEDULING),
             ("nodeSelector", SCHEDULING),
             ("os", Fields("PodOS")),
-            ("overhead", UNSET),
+            // Set from the pod's RuntimeClass at admission; added to the effective pod
+            // resources and the pod-level cgroup.
+            ("overhead", Keys(&["cpu", "memory"])),
             ("preemptionPolicy", SCHEDULING),
             ("priority", SCHEDULING),
             ("priorityClassName", SCHEDULING),
@@ -453,7 +454,7 @@ fn check_field(support: Support, value: &Value, path: &FieldPath, errs: &mut Vec
                 .iter()
                 .filter_map(|a| match a {
                     Str(s) => Some(go_quote(s)),
-                    Unset | Bool(_) | Int(_) => None,
+                    Unset | Bool(_) => None,
                 })
                 .collect();
             let detail = if supported.is_empty() {
@@ -491,7 +492,6 @@ impl Allowed {
         match self {
             Unset => is_unset(value),
             Bool(b) => value.as_bool() == Some(b),
-            Int(n) => value.as_i64() == Some(n),
             Str(s) => value.as_str() == Some(s),
         }
     }

@@ -16,6 +16,8 @@
 //! * [`image_ref`] — image reference parsing and the default pull policy;
 //! * [`quantity`] — resource quantities, compared and scaled by value;
 //! * [`sysctl`] — sysctl names and the kernel namespaces that isolate them;
+//! * [`runtime_class_admission`] — the RuntimeClass admission plugin: unknown classes refused,
+//!   the class's overhead set on the pod;
 //! * [`load()`] — all of the above for a manifest file, pods and the objects beside them.
 
 pub mod container_kind;
@@ -30,6 +32,7 @@ pub mod kubectl_status;
 pub mod load;
 pub mod manifest;
 pub mod quantity;
+pub mod runtime_class_admission;
 pub mod sysctl;
 pub mod validation;
 pub mod volume_sources;

@@ -13,6 +13,7 @@ use crate::field_error::{FieldError, InvalidObject};
 use crate::honoured_fields::unsupported_fields;
 use crate::init_container_annotations::convert_init_container_annotations;
 use crate::manifest::{ManifestError, ManifestObject, parse_objects, read_objects};
+use crate::runtime_class_admission::admit_runtime_class_of;
 use crate::validation::{
     validate_config_map, validate_config_map_update, validate_pod, validate_runtime_class, validate_secret,
     validate_secret_update,
@@ -38,7 +39,7 @@ pub struct Loaded {
     pub config_maps: Vec<ConfigMap>,
     /// Namespace defaulted, `stringData` folded into `data`, type defaulted.
     pub secrets: Vec<Secret>,
-    /// Parsed and validated; nothing uses them yet.
+    /// Validated; pods are admitted against them (their overhead set on the pods).
     pub runtime_classes: Vec<RuntimeClass>,
 }
 
@@ -110,12 +111,32 @@ pub fn admit_runtime_class(rc: &RuntimeClass) -> Result<(), InvalidObject> {
     InvalidObject::check("RuntimeClass", rc.metadata.name.as_deref(), validate_runtime_class(rc))
 }
 
+/// [`admit_pod`], then the RuntimeClass admission against the classes beside the pod, its
+/// refusal naming the field.
+fn admit_pod_with_classes(pod: &mut Pod, classes: &[RuntimeClass]) -> Result<Vec<String>, InvalidObject> {
+    let warnings = admit_pod(pod)?;
+    let class_of = |name: &str| classes.iter().find(|rc| rc.metadata.name.as_deref() == Some(name)).cloned();
+    admit_runtime_class_of(pod, class_of).map_err(|refusal| {
+        InvalidObject::new("Pod", pod.metadata.name.clone().unwrap_or_default(), vec![refusal.field_error()])
+    })?;
+    Ok(warnings)
+}
+
 fn admit_all(objects: Vec<ManifestObject>) -> Result<Loaded, LoadError> {
     let mut loaded = Loaded::default();
     let mut invalid = Vec::new();
+    let classes: Vec<RuntimeClass> = objects
+        .iter()
+        .filter_map(|o| match o {
+            ManifestObject::RuntimeClass(rc) => Some(rc.clone()),
+            _ => None,
+        })
+        .collect();
     for object in objects {
         let admitted = match object {
-            ManifestObject::Pod(mut pod) => admit_pod(&mut pod).map(|warnings| loaded.pods.push((*pod, warnings))),
+            ManifestObject::Pod(mut pod) => {
+                admit_pod_with_classes(&mut pod, &classes).map(|warnings| loaded.pods.push((*pod, warnings)))
+            }
             ManifestObject::ConfigMap(mut cm) => admit_config_object(&mut cm).map(|()| loaded.config_maps.push(cm)),
             ManifestObject::Secret(mut s) => admit_config_object(&mut s).map(|()| loaded.secrets.push(s)),
             ManifestObject::RuntimeClass(rc) => admit_runtime_class(&rc).map(|()| loaded.runtime_classes.push(rc)),
@@ -300,6 +321,37 @@ handler: runsc
         let data = secret.data.as_ref().expect("data");
         assert_eq!((data["username"].0.as_slice(), data["password"].0.as_slice()), (&b"root"[..], &b"hunter2"[..]));
         assert_eq!(loaded.runtime_classes.len(), 1);
+    }
+
+    #[test]
+    fn pods_get_their_classes_overhead_and_an_unknown_class_is_refused() {
+        let text = "\
+apiVersion: v1
+kind: Pod
+metadata: {name: vm}
+spec: {runtimeClassName: kata, containers: [{name: a, image: busybox}]}
+---
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: kata}
+handler: runc-alt
+overhead: {podFixed: {memory: 64Mi}}
+";
+        let loaded = load_str("vm.yaml", text).unwrap_or_else(|e| panic!("{e}"));
+        let overhead = loaded.pods[0].0.spec.as_ref().and_then(|s| s.overhead.clone()).expect("overhead");
+        assert_eq!(overhead["memory"].0, "64Mi");
+
+        let unknown = "\
+apiVersion: v1
+kind: Pod
+metadata: {name: sandboxed}
+spec: {runtimeClassName: gvisor, containers: [{name: a, image: busybox}]}
+";
+        let err = load_str("gvisor.yaml", unknown).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "The Pod \"sandboxed\" is invalid: spec.runtimeClassName: Forbidden: pod rejected: RuntimeClass \"gvisor\" not found"
+        );
     }
 
     #[test]

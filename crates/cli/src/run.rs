@@ -9,7 +9,7 @@ use podwright_containerd::EmbeddedRuntime;
 use podwright_node::objects::FixedObjects;
 use podwright_node::source::FileSource;
 use podwright_node::timeline::Recording;
-use podwright_node::{EventLog, EventSink, ImagePulls, Node, StatusSink, logs};
+use podwright_node::{EventLog, EventSink, ImagePulls, Node, PodCgroups, StatusSink, logs};
 use podwright_runtime::cri;
 use podwright_runtime::{Clock, RuntimeService};
 use std::io::Write;
@@ -132,6 +132,9 @@ pub async fn run(args: RunArgs) -> u8 {
         .status(status_sink)
         .objects(objects)
         .image_pulls(image_pulls);
+    if let Some(cgroups) = PodCgroups::of_host(&args.runtime.root_dir) {
+        node = node.cgroups(cgroups);
+    }
     let (log_tx, log_rx) = mpsc::unbounded_channel();
     if !args.quiet {
         node = node.follow_logs(log_tx);

@@ -2,7 +2,7 @@
 
 use crate::exit;
 use clap::Subcommand;
-use podwright_node::removal;
+use podwright_node::{PodCgroups, removal};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -79,7 +79,9 @@ async fn clean(embedded: &podwright_containerd::EmbeddedRuntime, root: &Path) ->
             return exit::NO_RUNTIME;
         }
     };
-    let uids = match removal::remove_managed(&runtime, root, None, &BTreeSet::new()).await {
+    let uids = match removal::remove_managed(&runtime, root, PodCgroups::of_host(root).as_ref(), None, &BTreeSet::new())
+        .await
+    {
         Ok(u) => u,
         Err(e) => {
             eprintln!("podwright: cannot list the pods in {}: {e}", embedded.endpoint());

@@ -10,7 +10,7 @@ use podwright_node::log_rotation::{self, LogPolicy};
 use podwright_node::removal;
 use podwright_node::static_pods::{DEFAULT_CHECK_FREQUENCY, StaticPodSource};
 use podwright_node::usage::UsageCollector;
-use podwright_node::{ImagePulls, Metrics, Node};
+use podwright_node::{ImagePulls, Metrics, Node, PodCgroups};
 use podwright_runtime::Clock;
 use podwright_runtime::Runtime;
 use podwright_server::dns::{DnsServer, DnsSockets, upstream::Upstream};
@@ -319,7 +319,8 @@ pub async fn serve(args: ServeArgs) -> u8 {
     api.set_static_pods(static_pods.as_mut().map(StaticPodSource::list).unwrap_or_default());
     // What the runtime holds of pods the API does not know (deleted while podwright was down,
     // or from another run on this root) goes before anything new starts.
-    remove_orphans(runtime.as_ref(), &root, &api.pod_uids()).await;
+    let cgroups = PodCgroups::of_host(&root);
+    remove_orphans(runtime.as_ref(), &root, cgroups.as_ref(), &api.pod_uids()).await;
     tokio::spawn(api.clone().expire_events());
     if let Some(mut source) = static_pods {
         let api = api.clone();
@@ -331,7 +332,7 @@ pub async fn serve(args: ServeArgs) -> u8 {
         });
     }
     tokio::spawn(log_rotation::rotate_logs(counted, clock, log_policy));
-    let node = Node::new(runtime, &root)
+    let mut node = Node::new(runtime, &root)
         .clock(clock)
         .metrics(metrics.clone())
         .events(api.sink())
@@ -339,6 +340,9 @@ pub async fn serve(args: ServeArgs) -> u8 {
         .objects(api.objects())
         .facts(NodeFacts::of_this_machine(node_name.clone(), host.clone()))
         .image_pulls(config.image_pulls);
+    if let Some(cgroups) = cgroups {
+        node = node.cgroups(cgroups);
+    }
     let workers = Arc::new(node.cluster_dns(cluster_dns(&config, &api)).build());
     // Pods follow their ConfigMaps and Secrets as they change.
     tokio::spawn({
@@ -411,8 +415,8 @@ pub async fn serve(args: ServeArgs) -> u8 {
 
 /// Stops and removes every pod in the runtime that this podwright (its root directory) made and
 /// `known` does not name; other podwrights' pods on the same runtime are theirs.
-async fn remove_orphans(runtime: &dyn Runtime, root: &Path, known: &BTreeSet<String>) {
-    if let Err(e) = removal::remove_managed(runtime, root, Some(root), known).await {
+async fn remove_orphans(runtime: &dyn Runtime, root: &Path, cgroups: Option<&PodCgroups>, known: &BTreeSet<String>) {
+    if let Err(e) = removal::remove_managed(runtime, root, cgroups, Some(root), known).await {
         tracing::warn!(%e, "could not list the runtime's pods to remove those no longer known");
     }
 }

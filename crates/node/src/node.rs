@@ -10,6 +10,7 @@ use crate::image_pulls::{ImagePulls, PullQueue};
 use crate::logs::Output;
 use crate::metrics::Metrics;
 use crate::objects::{FixedObjects, Objects};
+use crate::pod_cgroup::PodCgroups;
 use crate::pod_workers::PodWorkers;
 use crate::relist;
 use crate::sinks::{Discard, StatusSink};
@@ -53,6 +54,8 @@ pub(crate) struct Engine {
     pub pulls: PullQueue,
     /// Where the node's own registry credentials are read from, at each pull.
     pub node_credentials: Arc<DockerConfigPaths>,
+    /// The pod-level cgroups, when the node makes them.
+    pub cgroups: Option<Arc<PodCgroups>>,
 }
 
 /// The node layer's builder: a runtime and a root directory, and optionally the clock (virtual
@@ -74,6 +77,7 @@ pub struct Node {
     facts: Option<NodeFacts>,
     image_pulls: ImagePulls,
     node_credentials: Option<DockerConfigPaths>,
+    cgroups: Option<PodCgroups>,
 }
 
 impl Node {
@@ -91,6 +95,7 @@ impl Node {
             facts: None,
             image_pulls: ImagePulls::default(),
             node_credentials: None,
+            cgroups: None,
         }
     }
 
@@ -163,6 +168,13 @@ impl Node {
         self
     }
 
+    /// Make each pod's cgroup under `kubepods` before its sandbox, and remove it with the pod;
+    /// pods go straight under the runtime's own cgroup unless given.
+    pub fn cgroups(mut self, cgroups: PodCgroups) -> Self {
+        self.cgroups = Some(cgroups);
+        self
+    }
+
     /// The pod workers. Starts routing the runtime's events, so it must run inside a tokio
     /// runtime.
     pub fn build(self) -> PodWorkers {
@@ -189,6 +201,7 @@ impl Node {
                 self.node_credentials.unwrap_or_else(|| DockerConfigPaths::of_this_process(&self.root)),
             ),
             root: self.root,
+            cgroups: self.cgroups.map(Arc::new),
         };
         PodWorkers::new(engine, self.status.unwrap_or_else(|| Arc::new(Discard)))
     }

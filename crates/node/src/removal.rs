@@ -3,6 +3,7 @@
 //! no longer has, and `podwright runtime clean` every pod podwright left in its runtime.
 
 use crate::cri::{config as cri_config, labels};
+use crate::pod_cgroup::PodCgroups;
 use crate::{relist, volumes};
 use podwright_runtime::{Runtime, RuntimeResult};
 use std::collections::BTreeSet;
@@ -10,9 +11,9 @@ use std::path::Path;
 use std::time::Duration;
 
 /// Stops and removes the containers and sandboxes of pod `uid` and removes its directory under
-/// `root`; returns the IDs of the containers removed. Best effort: a failure to remove one
-/// object does not keep the others.
-pub async fn remove_pod(runtime: &dyn Runtime, root: &Path, uid: &str) -> Vec<String> {
+/// `root` and its cgroup; returns the IDs of the containers removed. Best effort: a failure to
+/// remove one object does not keep the others.
+pub async fn remove_pod(runtime: &dyn Runtime, root: &Path, cgroups: Option<&PodCgroups>, uid: &str) -> Vec<String> {
     let sel = cri_config::pod_selector(uid);
     let mut removed = Vec::new();
     if let Ok(cs) = runtime.list_container_states(&sel).await {
@@ -31,23 +32,27 @@ pub async fn remove_pod(runtime: &dyn Runtime, root: &Path, uid: &str) -> Vec<St
     if let Err(e) = volumes::cleanup(root, uid) {
         tracing::warn!(%e, uid, "could not remove the pod's directory");
     }
+    if let Some(cgroups) = cgroups {
+        cgroups.remove(uid);
+    }
     removed
 }
 
 /// Stops and removes every pod podwright made (the podwright with root directory `owner`, when
 /// given) that `keep` does not name, with its files under `root`; returns their UIDs. The files
 /// of pods the runtime no longer has (a podwright that died between removing a pod's sandbox and
-/// its directory) go too, their mounts first.
+/// its directory) go too, their mounts first, and so do the cgroups of pods `keep` does not name.
 pub async fn remove_managed(
     runtime: &dyn Runtime,
     root: &Path,
+    cgroups: Option<&PodCgroups>,
     owner: Option<&Path>,
     keep: &BTreeSet<String>,
 ) -> RuntimeResult<Vec<String>> {
     let gone: Vec<String> = managed_pods(runtime, owner).await?.difference(keep).cloned().collect();
     for uid in &gone {
         tracing::info!(uid, "removing a pod");
-        remove_pod(runtime, root, uid).await;
+        remove_pod(runtime, root, cgroups, uid).await;
     }
     match volumes::pods_with_files(root) {
         Ok(uids) => {
@@ -58,6 +63,9 @@ pub async fn remove_managed(
             }
         }
         Err(e) => tracing::warn!(%e, "could not list the pods' directories"),
+    }
+    if let Some(cgroups) = cgroups {
+        cgroups.remove_all_but(keep);
     }
     Ok(gone)
 }

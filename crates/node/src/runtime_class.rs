@@ -1,12 +1,11 @@
 //! A pod's RuntimeClass as the kubelet's runtime class manager resolves it
-//! (`pkg/kubelet/runtimeclass`): the CRI runtime handler its sandbox is made with, and the fixed
-//! overhead the class adds to the pod's resources.
+//! (`pkg/kubelet/runtimeclass`): the CRI runtime handler its sandbox is made with. (The class's
+//! overhead is set on the pod at admission: `podwright_api::runtime_class_admission`.)
 
 use crate::objects::Objects;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use podwright_api::field_error::go_quote;
-use std::collections::BTreeMap;
+use podwright_runtime::RuntimeError;
 
 /// The pod names a RuntimeClass that does not exist. Worded as the API's NotFound error the
 /// kubelet's lister returns, which ends up in the `FailedCreatePodSandBox` event.
@@ -25,12 +24,10 @@ pub fn runtime_handler(objects: &dyn Objects, pod: &Pod) -> Result<String, NotFo
     objects.runtime_class(name).map(|rc| rc.handler).ok_or_else(|| NotFound(name.to_string()))
 }
 
-/// The class's `overhead.podFixed`, added to the pod's effective requests and limits (empty
-/// without a class or an overhead).
-pub fn pod_overhead(objects: &dyn Objects, pod: &Pod) -> Result<BTreeMap<String, Quantity>, NotFound> {
-    let Some(name) = class_name(pod) else { return Ok(BTreeMap::new()) };
-    let rc = objects.runtime_class(name).ok_or_else(|| NotFound(name.to_string()))?;
-    Ok(rc.overhead.and_then(|o| o.pod_fixed).unwrap_or_default())
+/// The runtime refused the sandbox for want of the handler (containerd's `no runtime for "x"
+/// is configured`).
+pub fn handler_missing(e: &RuntimeError) -> bool {
+    matches!(e, RuntimeError::Failed(m) if m.contains("no runtime for") && m.contains("is configured"))
 }
 
 #[cfg(test)]
@@ -66,16 +63,5 @@ mod tests {
         assert_eq!(runtime_handler(&objects, &pod(Some(""))).unwrap(), "");
         let err = runtime_handler(&objects, &pod(Some("gvisor"))).unwrap_err();
         assert_eq!(err.to_string(), "runtimeclasses.node.k8s.io \"gvisor\" not found");
-    }
-
-    #[test]
-    fn the_overhead_is_the_classes_pod_fixed() {
-        let objects = objects();
-        let overhead = pod_overhead(&objects, &pod(Some("vm"))).unwrap();
-        assert_eq!(overhead.get("cpu"), Some(&Quantity("250m".into())));
-        assert_eq!(overhead.get("memory"), Some(&Quantity("120Mi".into())));
-        assert!(pod_overhead(&objects, &pod(Some("alt"))).unwrap().is_empty());
-        assert!(pod_overhead(&objects, &pod(None)).unwrap().is_empty());
-        assert_eq!(pod_overhead(&objects, &pod(Some("gvisor"))), Err(NotFound("gvisor".into())));
     }
 }

@@ -242,6 +242,10 @@ impl PodWorker {
 
     /// Folds what a pass did into what the worker remembers.
     fn fold(&mut self, result: SyncResult) {
+        if let (Some(verdict), Some(at)) = (result.pod_failed.clone(), result.sandbox_failed) {
+            let message = verdict.message.clone();
+            self.end_by_node(verdict, message, at);
+        }
         let m = &mut self.memory;
         if result.sandbox_created {
             m.sandbox_failure = None;

@@ -317,3 +317,24 @@ async fn an_exec_probe_that_overruns_its_timeout_fails() {
     assert_eq!(unhealthy, vec![("Liveness probe failed: command \"sh -c sleep 5\" timed out".to_string(), 4)]);
     assert_eq!(stops(&sim)[0], (22.0, "app".to_string(), 30));
 }
+
+/// A class whose handler the runtime lacks: one `FailedCreatePodSandBox` event and the pod
+/// Failed with it, instead of a sandbox tried again after every back-off.
+#[tokio::test(start_paused = true)]
+async fn a_missing_runtime_handler_fails_the_pod() {
+    let class = serde_json::from_value(serde_json::json!({"metadata": {"name": "vm"}, "handler": "kata"})).unwrap();
+    let objects = podwright_node::objects::FixedObjects::default().with_runtime_classes([class]);
+    let sim = Sim::with_objects(std::sync::Arc::new(objects));
+    let mut p = pod(&[], &["app"], "Always");
+    p.spec.as_mut().unwrap().runtime_class_name = Some("vm".into());
+    let history = sim.run(p, Duration::from_secs(600)).await;
+    let last = history.last().unwrap();
+    let status = last.status.as_ref().unwrap();
+    let message = "Failed to create pod sandbox: no runtime for \"kata\" is configured";
+    assert_eq!(phase(last), "Failed");
+    assert_eq!(status.reason.as_deref(), Some("FailedCreatePodSandBox"));
+    assert_eq!(status.message.as_deref(), Some(message));
+    assert_eq!(events(&sim, "FailedCreatePodSandBox"), vec![(message.to_string(), 1)]);
+    let sandboxes = sim.fake.calls().into_iter().filter(|(_, c)| matches!(c, Call::RunPodSandbox { .. })).count();
+    assert_eq!(sandboxes, 1);
+}

@@ -77,14 +77,21 @@ fn max(into: &mut ResourceList, other: &ResourceList) {
 }
 
 /// The sum over app containers and sidecars, or the most any init container needs while it runs
-/// beside the sidecars before it, whichever is larger, resource by resource.
-fn aggregate(p: &Pod, of: impl Fn(&SpecContainer) -> ResourceList) -> ResourceList {
+/// beside the sidecars before it, whichever is larger, resource by resource. `each` sees what
+/// each container counts with (`PodResourcesOptions.ContainerFn`): an app container its own, a
+/// sidecar all sidecars so far, an init container its own and the sidecars before it.
+fn aggregate(
+    p: &Pod,
+    of: impl Fn(&SpecContainer) -> ResourceList,
+    mut each: impl FnMut(&ResourceList),
+) -> ResourceList {
     let mut total = ResourceList::new();
     let (mut sidecars, mut busiest_init) = (ResourceList::new(), ResourceList::new());
     for sc in pod::all_containers(p) {
         let own = of(&sc);
         let in_use = match sc.kind {
             ContainerKind::App => {
+                each(&own);
                 add(&mut total, &own);
                 continue;
             }
@@ -99,6 +106,7 @@ fn aggregate(p: &Pod, of: impl Fn(&SpecContainer) -> ResourceList) -> ResourceLi
                 running
             }
         };
+        each(&in_use);
         max(&mut busiest_init, &in_use);
     }
     max(&mut total, &busiest_init);
@@ -111,7 +119,8 @@ fn overhead(p: &Pod) -> ResourceList {
 
 /// The pod's effective requests (`PodRequests`), `spec.overhead` added.
 pub fn pod_requests(p: &Pod) -> ResourceList {
-    let mut requests = aggregate(p, |sc| list(sc.container.resources.as_ref().and_then(|r| r.requests.as_ref())));
+    let mut requests =
+        aggregate(p, |sc| list(sc.container.resources.as_ref().and_then(|r| r.requests.as_ref())), |_| {});
     add(&mut requests, &overhead(p));
     requests
 }
@@ -119,13 +128,35 @@ pub fn pod_requests(p: &Pod) -> ResourceList {
 /// The pod's effective limits (`PodLimits`); `spec.overhead` is added only to the resources
 /// that have a limit, since an unlimited resource stays unlimited.
 pub fn pod_limits(p: &Pod) -> ResourceList {
-    let mut limits = aggregate(p, |sc| list(sc.container.resources.as_ref().and_then(|r| r.limits.as_ref())));
+    pod_limits_declared(p).0
+}
+
+/// Whether every container counts with a non-zero limit of each resource, as the kubelet decides
+/// whether the pod-level cgroup gets a CPU quota and a memory limit (`ResourceConfigForPod`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitsDeclared {
+    pub cpu: bool,
+    pub memory: bool,
+}
+
+/// [`pod_limits`], and which limits every container declares.
+pub fn pod_limits_declared(p: &Pod) -> (ResourceList, LimitsDeclared) {
+    let mut declared = LimitsDeclared { cpu: true, memory: true };
+    let limited = |l: &ResourceList, name: &str| l.get(name).is_some_and(|q| q.value != Quantity::default());
+    let mut limits = aggregate(
+        p,
+        |sc| list(sc.container.resources.as_ref().and_then(|r| r.limits.as_ref())),
+        |l| {
+            declared.cpu &= limited(l, "cpu");
+            declared.memory &= limited(l, "memory");
+        },
+    );
     for (name, q) in overhead(p) {
         if let Some(limit) = limits.get_mut(&name) {
             limit.value = limit.value + q.value;
         }
     }
-    limits
+    (limits, declared)
 }
 
 /// `cpu: 100m, memory: 2200Mi`, or `none`.

@@ -5,7 +5,7 @@
 use crate::errors::{ApiError, ApiResult};
 use crate::kinds::{Prepared, prepare_create, prepare_update};
 use crate::request::{FieldValidation, Params, content_type, json_body, warning_headers};
-use crate::resources::Resource;
+use crate::resources::{NODE_GROUP, Resource};
 use crate::selectors::Filter;
 use crate::server::ApiServer;
 use crate::store::{meta_str, object_rv};
@@ -17,8 +17,14 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+/// A resource of the core group.
 pub fn resource(plural: &str) -> ApiResult<Resource> {
-    Resource::from_plural(plural).ok_or_else(ApiError::no_such_path)
+    Resource::from_plural("", plural).ok_or_else(ApiError::no_such_path)
+}
+
+/// A resource of the `node.k8s.io` group (all cluster-scoped).
+fn node_resource(plural: &str) -> ApiResult<Resource> {
+    Resource::from_plural(NODE_GROUP, plural).ok_or_else(ApiError::no_such_path)
 }
 
 fn with_warnings(code: StatusCode, body: Value, warnings: &[String]) -> Response {
@@ -72,7 +78,7 @@ async fn list_or_watch(
     }
     Ok(axum::Json(json!({
         "kind": format!("{}List", r.kind()),
-        "apiVersion": "v1",
+        "apiVersion": r.api_version(),
         "metadata": {"resourceVersion": rv.to_string()},
         "items": items,
     }))
@@ -272,8 +278,90 @@ pub async fn delete(
 fn success(r: Resource, obj: &Value) -> Value {
     json!({
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-        "details": {"name": meta_str(obj, "name"), "kind": r.plural(), "uid": meta_str(obj, "uid")},
+        "details": {"name": meta_str(obj, "name"), "group": r.group(), "kind": r.plural(), "uid": meta_str(obj, "uid")},
     })
+}
+
+/// `GET /apis/node.k8s.io/v1/{resource}`: list or watch.
+pub async fn node_list(
+    State(s): State<ApiServer>,
+    Path(plural): Path<String>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    list_or_watch(&s, node_resource(&plural)?, None, &p, &headers).await
+}
+
+/// `POST /apis/node.k8s.io/v1/{resource}`.
+pub async fn node_create(
+    State(s): State<ApiServer>,
+    Path(plural): Path<String>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    create_in(&s, node_resource(&plural)?, "", &p, &headers, &body).await
+}
+
+/// `GET /apis/node.k8s.io/v1/{resource}/{name}`.
+pub async fn node_get(
+    State(s): State<ApiServer>,
+    Path((plural, name)): Path<(String, String)>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let r = node_resource(&plural)?;
+    let obj = s.store().get(r, "", &name)?;
+    Ok(one(&s, r, &obj, &headers, &p))
+}
+
+/// `PUT /apis/node.k8s.io/v1/{resource}/{name}`.
+pub async fn node_replace(
+    State(s): State<ApiServer>,
+    Path((plural, name)): Path<(String, String)>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let r = node_resource(&plural)?;
+    let input = json_body(&headers, &body)?;
+    if meta_str(&input, "name").is_some_and(|n| n != name) {
+        return Err(ApiError::bad_request("the name of the object does not match the name on the URL"));
+    }
+    write(&s, r, "", &name, &p, false, |_| Ok(input))
+}
+
+/// `PATCH /apis/node.k8s.io/v1/{resource}/{name}`.
+pub async fn node_patch(
+    State(s): State<ApiServer>,
+    Path((plural, name)): Path<(String, String)>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let r = node_resource(&plural)?;
+    let ct = content_type(&headers);
+    write(&s, r, "", &name, &p, true, |old| crate::patching::apply(old, &body, ct))
+}
+
+/// `DELETE /apis/node.k8s.io/v1/{resource}/{name}`: at once (pods using a class keep running,
+/// as on a cluster).
+pub async fn node_delete(
+    State(s): State<ApiServer>,
+    Path((plural, name)): Path<(String, String)>,
+    Query(p): Query<Params>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let r = node_resource(&plural)?;
+    let options = crate::pods::DeleteOptions::parse(&headers, &body, &p)?;
+    let obj = s.store().get(r, "", &name)?;
+    options.check_preconditions(r, &obj)?;
+    if p.dry_run() {
+        return Ok(axum::Json(success(r, &obj)).into_response());
+    }
+    let gone = s.store().delete(r, "", &name)?;
+    Ok(axum::Json(success(r, &gone)).into_response())
 }
 
 /// `DELETE /api/v1/namespaces/{name}`: everything in it goes (pods gracefully), then the

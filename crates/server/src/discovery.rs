@@ -2,7 +2,7 @@
 //! resource (`/api`, `/api/v1`, `/apis`, `/version`), in the legacy JSON every kubectl reads and
 //! in the aggregated form newer ones ask for first (client-go `discovery/discovery_client.go`).
 
-use crate::resources::Resource;
+use crate::resources::{NODE_GROUP, Resource};
 use crate::server::ApiServer;
 use crate::usage;
 use axum::extract::State;
@@ -35,29 +35,7 @@ fn aggregated(version: &str, groups: Vec<Value>) -> Response {
 }
 
 fn aggregated_core() -> Value {
-    let resources: Vec<Value> = Resource::ALL
-        .into_iter()
-        .map(|r| {
-            let subs: Vec<Value> = r
-                .subresources()
-                .iter()
-                .map(|(sub, kind, verbs)| {
-                    json!({"subresource": sub, "responseKind": {"group": "", "version": "v1", "kind": kind}, "verbs": verbs})
-                })
-                .collect();
-            json!({
-                "resource": r.plural(),
-                "responseKind": {"group": "", "version": "v1", "kind": r.kind()},
-                "scope": if r.namespaced() { "Namespaced" } else { "Cluster" },
-                "singularResource": r.singular(),
-                "verbs": r.verbs(),
-                "shortNames": r.short_names(),
-                "categories": r.categories(),
-                "subresources": subs,
-            })
-        })
-        .collect();
-    let mut resources = resources;
+    let mut resources = aggregated_resources("");
     resources.push(json!({
         "resource": "nodes",
         "responseKind": {"group": "", "version": "v1", "kind": "Node"},
@@ -67,6 +45,36 @@ fn aggregated_core() -> Value {
         "shortNames": ["no"],
     }));
     json!({"metadata": {"creationTimestamp": null}, "versions": [{"version": "v1", "resources": resources, "freshness": "Current"}]})
+}
+
+/// The `node.k8s.io` group, aggregated.
+fn aggregated_node_group() -> Value {
+    json!({"metadata": {"name": NODE_GROUP, "creationTimestamp": null},
+        "versions": [{"version": "v1", "resources": aggregated_resources(NODE_GROUP), "freshness": "Current"}]})
+}
+
+fn aggregated_resources(group: &str) -> Vec<Value> {
+    Resource::of_group(group)
+        .map(|r| {
+            let subs: Vec<Value> = r
+                .subresources()
+                .iter()
+                .map(|(sub, kind, verbs)| {
+                    json!({"subresource": sub, "responseKind": {"group": group, "version": "v1", "kind": kind}, "verbs": verbs})
+                })
+                .collect();
+            json!({
+                "resource": r.plural(),
+                "responseKind": {"group": group, "version": "v1", "kind": r.kind()},
+                "scope": if r.namespaced() { "Namespaced" } else { "Cluster" },
+                "singularResource": r.singular(),
+                "verbs": r.verbs(),
+                "shortNames": r.short_names(),
+                "categories": r.categories(),
+                "subresources": subs,
+            })
+        })
+        .collect()
 }
 
 /// The Node of this node is read-only: it is made from the machine on each read
@@ -89,15 +97,50 @@ pub async fn api(headers: HeaderMap) -> Response {
 pub async fn apis(State(s): State<ApiServer>, headers: HeaderMap) -> Response {
     let metrics = s.serves_usage();
     if let Some(v) = aggregated_version(&headers) {
-        return aggregated(v, if metrics { vec![usage::aggregated_group()] } else { vec![] });
+        let mut groups = vec![aggregated_node_group()];
+        if metrics {
+            groups.push(usage::aggregated_group());
+        }
+        return aggregated(v, groups);
     }
-    let groups = if metrics { vec![usage::api_group()] } else { vec![] };
+    let mut groups = vec![node_group()];
+    if metrics {
+        groups.push(usage::api_group());
+    }
     axum::Json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})).into_response()
 }
 
+/// The `node.k8s.io` group as `/apis` lists it.
+fn node_group() -> Value {
+    let version = json!({"groupVersion": "node.k8s.io/v1", "version": "v1"});
+    json!({"name": NODE_GROUP, "versions": [version.clone()], "preferredVersion": version})
+}
+
+/// `/apis/node.k8s.io`.
+pub async fn node_group_versions() -> Response {
+    let mut group = node_group();
+    group["kind"] = json!("APIGroup");
+    group["apiVersion"] = json!("v1");
+    axum::Json(group).into_response()
+}
+
+/// `/apis/node.k8s.io/v1`.
+pub async fn node_v1() -> Response {
+    axum::Json(resource_list("node.k8s.io/v1", NODE_GROUP)).into_response()
+}
+
 pub async fn api_v1() -> Response {
+    let mut list = resource_list("v1", "");
+    list["resources"].as_array_mut().expect("a list").push(json!({
+        "name": "nodes", "singularName": "node", "namespaced": false, "kind": "Node", "verbs": NODE_VERBS, "shortNames": ["no"],
+    }));
+    axum::Json(list).into_response()
+}
+
+/// The legacy `APIResourceList` of a group version.
+fn resource_list(group_version: &str, group: &str) -> Value {
     let mut resources = vec![];
-    for r in Resource::ALL {
+    for r in Resource::of_group(group) {
         resources.push(json!({
             "name": r.plural(),
             "singularName": r.singular(),
@@ -117,10 +160,7 @@ pub async fn api_v1() -> Response {
             }));
         }
     }
-    resources.push(json!({
-        "name": "nodes", "singularName": "node", "namespaced": false, "kind": "Node", "verbs": NODE_VERBS, "shortNames": ["no"],
-    }));
-    axum::Json(json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": resources})).into_response()
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources})
 }
 
 /// `/version`: kubectl compares it with its own for its version-skew warning, so it claims

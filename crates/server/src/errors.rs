@@ -24,7 +24,7 @@ impl ApiError {
     }
 
     pub fn not_found(resource: Resource, name: &str) -> Self {
-        Self::not_found_named(resource.plural(), name)
+        Self::not_found_named(&resource.qualified(), name)
     }
 
     /// Not found, of a resource named as the API server names it: `nodes`, or with its group
@@ -39,16 +39,16 @@ impl ApiError {
     }
 
     pub fn already_exists(resource: Resource, name: &str) -> Self {
-        let message = format!("{} \"{name}\" already exists", resource.plural());
-        Self::new(409, "AlreadyExists", message, Some(json!({"name": name, "kind": resource.plural()})))
+        let message = format!("{} \"{name}\" already exists", resource.qualified());
+        Self::new(409, "AlreadyExists", message, Some(details(resource, name)))
     }
 
     pub fn conflict(resource: Resource, name: &str) -> Self {
         let message = format!(
             "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
-            resource.plural()
+            resource.qualified()
         );
-        Self::new(409, "Conflict", message, Some(json!({"name": name, "kind": resource.plural()})))
+        Self::new(409, "Conflict", message, Some(details(resource, name)))
     }
 
     /// 422 with one cause per field error: kubectl prints `The Pod "x" is invalid: ...`.
@@ -78,8 +78,8 @@ impl ApiError {
     }
 
     pub fn forbidden(resource: Resource, name: &str, why: &str) -> Self {
-        let message = format!("{} \"{name}\" is forbidden: {why}", resource.plural());
-        Self::new(403, "Forbidden", message, Some(json!({"name": name, "kind": resource.plural()})))
+        let message = format!("{} \"{name}\" is forbidden: {why}", resource.qualified());
+        Self::new(403, "Forbidden", message, Some(details(resource, name)))
     }
 
     pub fn method_not_allowed(verb: &str, resource: &str) -> Self {
@@ -132,6 +132,16 @@ impl ApiError {
         }
         s
     }
+}
+
+/// A Status's `details` for an object: its name, resource (as `kind`) and group, if any.
+fn details(resource: Resource, name: &str) -> Value {
+    let mut d = json!({"name": name});
+    if !resource.group().is_empty() {
+        d["group"] = json!(resource.group());
+    }
+    d["kind"] = json!(resource.plural());
+    d
 }
 
 impl IntoResponse for ApiError {

@@ -7,8 +7,9 @@ use crate::request::{FieldValidation, decode};
 use crate::resources::Resource;
 use crate::store::{Store, meta_str};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, Secret, Service};
-use podwright_api::field_error::go_quote;
+use k8s_openapi::api::node::v1::RuntimeClass;
 use podwright_api::init_container_annotations::annotation_path;
+use podwright_api::runtime_class_admission::admit_runtime_class_of;
 use podwright_api::validation::validate_pod_update;
 use podwright_api::{ConfigObject, FieldError};
 use podwright_node::static_pods::CONFIG_MIRROR;
@@ -35,9 +36,10 @@ fn normalize(resource: Resource, input: &Value, v: FieldValidation, is_patch: bo
         Resource::Secrets => decode::<Secret>(input, kind, v, is_patch)?,
         Resource::Services => decode::<Service>(input, kind, v, is_patch)?,
         Resource::Namespaces => decode::<Namespace>(input, kind, v, is_patch)?,
+        Resource::RuntimeClasses => decode::<RuntimeClass>(input, kind, v, is_patch)?,
     };
     out["kind"] = json!(kind);
-    out["apiVersion"] = json!("v1");
+    out["apiVersion"] = json!(resource.api_version());
     Ok((out, w))
 }
 
@@ -94,7 +96,7 @@ pub fn prepare_create(
         store.get(Resource::Namespaces, "", ns).map_err(|_| ApiError::not_found(Resource::Namespaces, ns))?;
     }
     generate_name(&mut obj);
-    if !matches!(resource, Resource::ConfigMaps | Resource::Secrets) {
+    if !matches!(resource, Resource::ConfigMaps | Resource::Secrets | Resource::RuntimeClasses) {
         // Validated whole below, the name with the rest.
         check_name(resource, &obj)?;
     }
@@ -111,13 +113,11 @@ pub fn prepare_create(
             }
             warnings
                 .extend(podwright_api::admit_pod(&mut p).map_err(|e| ApiError::invalid(resource, &name, &e.errors))?);
-            // The API server's RuntimeClass admission refuses a class it does not have, and the
-            // local API has none yet.
-            if let Some(class) = p.spec.as_ref().and_then(|s| s.runtime_class_name.as_deref()).filter(|c| !c.is_empty())
-            {
-                let why = format!("pod rejected: RuntimeClass {} not found", go_quote(class));
-                return Err(ApiError::forbidden(resource, &name, &why));
-            }
+            // The API server's RuntimeClass admission: the class must exist, and its overhead
+            // becomes the pod's.
+            let class_of = |class: &str| typed(store.get(Resource::RuntimeClasses, "", class).ok()?.as_ref()).ok();
+            admit_runtime_class_of(&mut p, class_of)
+                .map_err(|refusal| ApiError::forbidden(resource, &name, &refusal.to_string()))?;
             let spec = p.spec.get_or_insert_default();
             if spec.node_name.as_deref().is_none_or(str::is_empty) {
                 spec.node_name = Some(node_name.to_string());
@@ -135,6 +135,7 @@ pub fn prepare_create(
         }
         Resource::ConfigMaps => obj = config_object::<ConfigMap>(resource, &obj, None)?,
         Resource::Secrets => obj = config_object::<Secret>(resource, &obj, None)?,
+        Resource::RuntimeClasses => obj = runtime_class(&obj, None)?,
         Resource::Services => default_service(store, &mut obj)?,
         Resource::Events => {}
     }
@@ -165,6 +166,23 @@ fn config_object<T: ConfigObject + DeserializeOwned + Serialize>(
     };
     if !errs.is_empty() {
         return Err(ApiError::invalid(resource, new.metadata().name.as_deref().unwrap_or_default(), &errs));
+    }
+    untyped(&new)
+}
+
+/// A RuntimeClass validated as the API server does (`ValidateRuntimeClass`), and on update
+/// with its handler unchanged (`ValidateRuntimeClassUpdate`).
+fn runtime_class(obj: &Value, old: Option<&Value>) -> ApiResult<Value> {
+    let new: RuntimeClass = typed(obj)?;
+    let name = new.metadata.name.clone().unwrap_or_default();
+    let mut errs = podwright_api::admit_runtime_class(&new).err().map(|e| e.errors).unwrap_or_default();
+    if let Some(old) = old.map(typed::<RuntimeClass>).transpose()?
+        && old.handler != new.handler
+    {
+        errs.push(FieldError::invalid("handler", new.handler.as_str(), "field is immutable"));
+    }
+    if !errs.is_empty() {
+        return Err(ApiError::invalid(Resource::RuntimeClasses, &name, &errs));
     }
     untyped(&new)
 }
@@ -269,6 +287,7 @@ pub fn prepare_update(
         }
         Resource::ConfigMaps => obj = config_object::<ConfigMap>(resource, &obj, Some(old))?,
         Resource::Secrets => obj = config_object::<Secret>(resource, &obj, Some(old))?,
+        Resource::RuntimeClasses => obj = runtime_class(&obj, Some(old))?,
         Resource::Services => {
             obj["spec"]["clusterIP"] = old["spec"]["clusterIP"].clone();
             obj["spec"]["clusterIPs"] = old["spec"]["clusterIPs"].clone();

@@ -1,4 +1,4 @@
-//! The ConfigMaps and Secrets of the local API as the node layer looks them up, and the
+//! The ConfigMaps, Secrets and RuntimeClasses of the local API as the node layer looks them up, and the
 //! changes to them that the pods referring to them follow.
 
 use crate::resources::Resource;
@@ -29,10 +29,8 @@ impl Objects for StoreObjects {
         self.get(Resource::Secrets, namespace, name)
     }
 
-    /// The local API serves no RuntimeClasses yet: every class is unknown (and a pod naming one
-    /// is refused when it is created).
-    fn runtime_class(&self, _name: &str) -> Option<RuntimeClass> {
-        None
+    fn runtime_class(&self, name: &str) -> Option<RuntimeClass> {
+        self.get(Resource::RuntimeClasses, "", name)
     }
 }
 

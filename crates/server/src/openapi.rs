@@ -44,7 +44,7 @@ struct PatchOperation {
 /// list them.
 fn patch_operations() -> Vec<PatchOperation> {
     let mut ops = vec![];
-    for r in Resource::ALL {
+    for r in Resource::of_group("") {
         let item = if r.namespaced() {
             format!("/api/v1/namespaces/{{namespace}}/{}/{{name}}", r.plural())
         } else {
@@ -453,7 +453,7 @@ mod tests {
         let v3: Value = serde_json::from_slice(&d.v3_group).unwrap();
         let v2: Value = serde_json::from_slice(&d.v2_json).unwrap();
         for doc in [&v3, &v2] {
-            for r in Resource::ALL {
+            for r in Resource::of_group("") {
                 let ops: Vec<&Value> = doc["paths"]
                     .as_object()
                     .unwrap()

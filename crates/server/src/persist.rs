@@ -65,8 +65,10 @@ impl Disk {
             let (k, v) = row.map_err(|e| err(&e))?;
             let k = k.value();
             let plural = k.split('/').next().unwrap_or_default();
-            let resource =
-                Resource::from_plural(plural).ok_or_else(|| err(&format!("{k}: no such resource \"{plural}\"")))?;
+            let resource = Resource::ALL
+                .into_iter()
+                .find(|r| r.plural() == plural)
+                .ok_or_else(|| err(&format!("{k}: no such resource \"{plural}\"")))?;
             let obj: Value = serde_json::from_slice(v.value()).map_err(|e| err(&format!("{k}: {e}")))?;
             loaded.objects.push((resource, obj));
         }

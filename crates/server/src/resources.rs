@@ -1,6 +1,9 @@
 //! The resources the local API serves, with the names discovery and errors use.
 
-/// A served resource of the core `v1` group.
+/// The `node.k8s.io` group, of RuntimeClasses.
+pub const NODE_GROUP: &str = "node.k8s.io";
+
+/// A served resource: of the core `v1` group, or `node.k8s.io/v1`'s RuntimeClasses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Resource {
     Namespaces,
@@ -9,17 +12,49 @@ pub enum Resource {
     ConfigMaps,
     Secrets,
     Services,
+    RuntimeClasses,
 }
 
 impl Resource {
-    pub const ALL: [Resource; 6] = [
+    pub const ALL: [Resource; 7] = [
         Resource::Namespaces,
         Resource::Pods,
         Resource::Events,
         Resource::ConfigMaps,
         Resource::Secrets,
         Resource::Services,
+        Resource::RuntimeClasses,
     ];
+
+    /// The API group: empty for the core group.
+    pub fn group(self) -> &'static str {
+        match self {
+            Resource::RuntimeClasses => NODE_GROUP,
+            _ => "",
+        }
+    }
+
+    /// The objects' `apiVersion`.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Resource::RuntimeClasses => "node.k8s.io/v1",
+            _ => "v1",
+        }
+    }
+
+    /// The resources of a group, in [`Resource::ALL`]'s order.
+    pub fn of_group(group: &str) -> impl Iterator<Item = Resource> + '_ {
+        Resource::ALL.into_iter().filter(move |r| r.group() == group)
+    }
+
+    /// `pods`, or `runtimeclasses.node.k8s.io` for a resource of a named group, as errors
+    /// name it.
+    pub fn qualified(self) -> String {
+        match self.group() {
+            "" => self.plural().to_string(),
+            group => format!("{}.{group}", self.plural()),
+        }
+    }
 
     pub fn plural(self) -> &'static str {
         match self {
@@ -29,6 +64,7 @@ impl Resource {
             Resource::ConfigMaps => "configmaps",
             Resource::Secrets => "secrets",
             Resource::Services => "services",
+            Resource::RuntimeClasses => "runtimeclasses",
         }
     }
 
@@ -40,6 +76,7 @@ impl Resource {
             Resource::ConfigMaps => "ConfigMap",
             Resource::Secrets => "Secret",
             Resource::Services => "Service",
+            Resource::RuntimeClasses => "RuntimeClass",
         }
     }
 
@@ -51,11 +88,12 @@ impl Resource {
             Resource::ConfigMaps => "configmap",
             Resource::Secrets => "secret",
             Resource::Services => "service",
+            Resource::RuntimeClasses => "runtimeclass",
         }
     }
 
     pub fn namespaced(self) -> bool {
-        self != Resource::Namespaces
+        !matches!(self, Resource::Namespaces | Resource::RuntimeClasses)
     }
 
     pub fn short_names(self) -> &'static [&'static str] {
@@ -66,6 +104,7 @@ impl Resource {
             Resource::ConfigMaps => &["cm"],
             Resource::Secrets => &[],
             Resource::Services => &["svc"],
+            Resource::RuntimeClasses => &[],
         }
     }
 
@@ -77,8 +116,9 @@ impl Resource {
         }
     }
 
-    pub fn from_plural(s: &str) -> Option<Resource> {
-        Resource::ALL.into_iter().find(|r| r.plural() == s)
+    /// The resource of `group` with this plural name.
+    pub fn from_plural(group: &str, s: &str) -> Option<Resource> {
+        Resource::of_group(group).find(|r| r.plural() == s)
     }
 
     pub fn verbs(self) -> &'static [&'static str] {

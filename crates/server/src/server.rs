@@ -270,6 +270,13 @@ impl ApiServer {
             .route("/api", get(discovery::api))
             .route("/api/v1", get(discovery::api_v1))
             .route("/apis", get(discovery::apis))
+            .route("/apis/node.k8s.io", get(discovery::node_group_versions))
+            .route("/apis/node.k8s.io/v1", get(discovery::node_v1))
+            .route("/apis/node.k8s.io/v1/{resource}", get(api::node_list).post(api::node_create))
+            .route(
+                "/apis/node.k8s.io/v1/{resource}/{name}",
+                get(api::node_get).put(api::node_replace).patch(api::node_patch).delete(api::node_delete),
+            )
             .route("/version", get(discovery::version))
             .route("/openapi/v2", get(openapi::v2))
             .route("/swagger-2.0.0.pb-v1", get(openapi::v2_protobuf_legacy))

@@ -135,6 +135,17 @@ pub fn columns(resource: Resource) -> Vec<Value> {
             ),
         ],
         Resource::Namespaces => vec![name, col("Status", "string", "", "The status of the namespace", 0), age],
+        Resource::RuntimeClasses => vec![
+            name,
+            col(
+                "Handler",
+                "string",
+                "",
+                "handler specifies the underlying runtime and configuration that the CRI implementation will use to handle pods of this class.",
+                0,
+            ),
+            age,
+        ],
     }
 }
 
@@ -253,6 +264,7 @@ pub fn cells(resource: Resource, obj: &Value, now: Timestamp) -> Vec<Value> {
             ]
         }
         Resource::Namespaces => vec![json!(name), json!(s(obj, "/status/phase")), json!(age(obj, now))],
+        Resource::RuntimeClasses => vec![json!(name), json!(s(obj, "/handler")), json!(age(obj, now))],
     }
 }
 

@@ -70,8 +70,7 @@ impl Watch {
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        let ev =
-            json!({"type": "BOOKMARK", "object": {"kind": self.resource.kind(), "apiVersion": "v1", "metadata": meta}});
+        let ev = json!({"type": "BOOKMARK", "object": {"kind": self.resource.kind(), "apiVersion": self.resource.api_version(), "metadata": meta}});
         self.send(ev).await
     }
 }

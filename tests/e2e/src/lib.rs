@@ -663,6 +663,29 @@ pub fn sandbox_runtime_handlers(pod: &str) -> Vec<String> {
 
 /// Panics unless containerd holds no container or sandbox of this pod (by uid and by name)
 /// and its directory under the root is gone.
+/// The cgroup directories of pod `uid` under every cgroup hierarchy of the host
+/// (`<hierarchy>/podwright<root>/kubepods[/<qos>]/pod<uid>`, from any podwright).
+pub fn pod_cgroup_dirs(uid: &str) -> Vec<PathBuf> {
+    let entries = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir).map(|rd| rd.flatten().map(|e| e.path()).collect()).unwrap_or_default()
+    };
+    let mut found = Vec::new();
+    for hierarchy in entries(Path::new("/sys/fs/cgroup")) {
+        let podwrights = entries(&hierarchy)
+            .into_iter()
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("podwright")));
+        for kubepods in podwrights.map(|p| p.join("kubepods")) {
+            for level in [kubepods.clone(), kubepods.join("burstable"), kubepods.join("besteffort")] {
+                let dir = level.join(format!("pod{uid}"));
+                if dir.is_dir() {
+                    found.push(dir);
+                }
+            }
+        }
+    }
+    found
+}
+
 pub fn assert_nothing_left(pod: &Value) {
     let uid = uid(pod);
     let name = name(pod);
@@ -673,6 +696,8 @@ pub fn assert_nothing_left(pod: &Value) {
     // The pod's directory (volumes, logs, checkpoint) goes too, as the kubelet removes it.
     let dir = test_root().join("pods").join(&uid);
     assert!(!dir.exists(), "pod {name}'s directory {} is left behind", dir.display());
+    let cgroups = pod_cgroup_dirs(&uid);
+    assert!(cgroups.is_empty(), "pod {name}'s cgroups are left behind: {cgroups:?}");
 }
 
 #[cfg(test)]

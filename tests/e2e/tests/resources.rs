@@ -124,3 +124,96 @@ spec:
         assert!(o.stdout.contains(want), "check should print {want:?}\n{}", o.context());
     }
 }
+
+/// The pod-level cgroup the kubelet's cgroupfs driver makes, read from the host's cgroup
+/// filesystem while the pod runs: under `kubepods/burstable`, CPU shares from the requests, CFS
+/// quota and memory limit from the limits, each with its RuntimeClass's overhead added; the
+/// container's own cgroup is inside it; and it goes with the pod.
+#[test]
+fn the_pod_cgroup_holds_effective_resources_with_overhead() {
+    let name = pod_name("podcgroup");
+    let go = std::env::temp_dir().join(format!("{name}-go"));
+    std::fs::create_dir_all(&go).unwrap();
+    let manifest = format!(
+        r#"apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {{name: {name}}}
+handler: runc-alt
+overhead: {{podFixed: {{cpu: 250m, memory: 64Mi}}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  runtimeClassName: {name}
+  restartPolicy: Never
+  volumes: [{{name: go, hostPath: {{path: {go}}}}}]
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: [sh, -c, "grep :memory: /proc/self/cgroup; until [ -e /go/done ]; do sleep 0.1; done"]
+    volumeMounts: [{{name: go, mountPath: /go}}]
+    resources:
+      requests: {{cpu: 100m, memory: 100Mi}}
+      limits: {{cpu: 200m, memory: 200Mi}}
+"#,
+        go = go.display()
+    );
+    let file = Manifest::new(&manifest);
+    let mut running = Running::spawn(&run_args(file.path_str(), &[]), None);
+    let found = running.wait_for_stderr(":memory:/", std::time::Duration::from_secs(60));
+    let stderr = running.stderr_so_far();
+    let _ = std::fs::write(go.join("done"), "");
+    assert!(found, "{stderr}");
+    // `[app] 4:memory:/podwright<root>/kubepods/burstable/pod<uid>/<container id>`
+    let container = stderr.lines().find_map(|l| l.split(":memory:").nth(1)).unwrap().trim().to_string();
+    let pod_cgroup = std::path::Path::new(&container).parent().unwrap().to_path_buf();
+    let read = |hierarchy: &str, file: &str| {
+        let path = std::path::Path::new("/sys/fs/cgroup")
+            .join(hierarchy)
+            .join(pod_cgroup.strip_prefix("/").unwrap())
+            .join(file);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).trim().to_string()
+    };
+    let values = [
+        read("cpu", "cpu.shares"),
+        read("cpu", "cpu.cfs_quota_us"),
+        read("cpu", "cpu.cfs_period_us"),
+        read("memory", "memory.limit_in_bytes"),
+    ];
+    let o = running.wait();
+    let _ = std::fs::remove_dir_all(&go);
+    o.assert_code(0);
+    let p = o.single_pod();
+    let level = pod_cgroup.parent().unwrap();
+    assert!(level.ends_with("kubepods/burstable"), "{}", pod_cgroup.display());
+    assert_eq!(pod_cgroup.file_name().unwrap().to_string_lossy(), format!("pod{}", uid(&p)));
+    // 100m + 250m requested: 358 shares; 200m + 250m: 45 ms a 100 ms period; 200Mi + 64Mi.
+    assert_eq!(values, ["358", "45000", "100000", &(264u64 << 20).to_string()], "{}", o.context());
+    assert_nothing_left(&p);
+}
+
+#[test]
+fn check_adds_the_runtime_class_overhead() {
+    let m = Manifest::new(&format!(
+        r#"apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {{name: vm}}
+handler: runc-alt
+overhead: {{podFixed: {{cpu: 250m, memory: 120Mi}}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: effective}}
+spec:
+  runtimeClassName: vm
+  containers:
+  - {{name: app, image: {BUSYBOX}, resources: {{requests: {{cpu: 100m}}, limits: {{memory: 1Gi}}}}}}
+"#
+    ));
+    let o = podwright(&["check", "-f", m.path_str()]);
+    o.assert_code(0);
+    for want in ["effective requests: cpu: 350m, memory: 1144Mi", "effective limits: memory: 1144Mi"] {
+        assert!(o.stdout.contains(want), "check should print {want:?}\n{}", o.context());
+    }
+}

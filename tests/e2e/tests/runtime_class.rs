@@ -1,7 +1,8 @@
 //! RuntimeClass and Pod OS for real, on the embedded containerd and its second runc-based
-//! handler `runc-alt`. Expected results are the kubelet's: an unknown class or handler fails the
-//! sandbox with `FailedCreatePodSandBox` and the pod waits (tried again after the back-off); a
-//! pod for another OS is rejected by the node's admission and fails.
+//! handler `runc-alt`. An unknown class is refused at admission (the API server's RuntimeClass
+//! plugin); a handler the runtime lacks fails the pod with the kubelet's `FailedCreatePodSandBox`
+//! event and message instead of retrying forever; a pod for another OS is rejected by the node's
+//! admission and fails.
 // Tests of the real binary: real timeouts.
 #![allow(clippy::disallowed_methods)]
 
@@ -65,38 +66,44 @@ fn a_pod_of_a_class_runs_on_its_handler() {
     assert_nothing_left(&pod);
 }
 
-/// An unknown class, and a class whose handler containerd does not have: no sandbox, the
-/// kubelet's `FailedCreatePodSandBox` event with its message, and the pods wait (Pending).
+/// A pod of a class that does not exist is refused at load, as the API server's RuntimeClass
+/// admission refuses it, naming the field; nothing starts.
 #[test]
-fn an_unknown_class_or_handler_fails_the_sandbox() {
+fn an_unknown_class_is_refused() {
     let name = pod_name("e2e-rtclass-unknown");
-    let unknown = format!("{name}-a");
-    let no_handler = format!("{name}-b");
-    let manifest = classes(&name)
-        + &pod(&unknown, &format!("runtimeClassName: {name}-gvisor"), "true")
-        + &pod(&no_handler, &format!("runtimeClassName: {name}-kata"), "true");
-    let o = run_manifest(&manifest, &["--timeout", "2"]);
-    o.assert_code(124);
-    for p in [&unknown, &no_handler] {
-        assert_eq!(phase(&o.pod(p)), "Pending", "{}", o.context());
-        assert!(o.events_with_reason(p, "spec.containers{app}", "Created").is_empty(), "{}", o.context());
-    }
-    let messages = |p: &str| -> Vec<String> {
-        pod_events(&o, p, "FailedCreatePodSandBox").iter().map(|e| e["message"].as_str().unwrap().to_string()).collect()
-    };
-    let unknown_messages = messages(&unknown);
-    assert!(!unknown_messages.is_empty(), "{}", o.context());
-    for m in unknown_messages {
-        assert_eq!(m, format!("Failed to create pod sandbox: runtimeclasses.node.k8s.io \"{name}-gvisor\" not found"));
-    }
-    let no_handler_messages = messages(&no_handler);
-    assert!(!no_handler_messages.is_empty(), "{}", o.context());
-    for m in no_handler_messages {
-        assert!(
-            m.starts_with("Failed to create pod sandbox: ") && m.contains("no runtime for \"kata\" is configured"),
-            "{m}"
-        );
-    }
+    let o = run_manifest(&(classes(&name) + &pod(&name, &format!("runtimeClassName: {name}-gvisor"), "true")), &[]);
+    o.assert_code(2);
+    let want = format!(
+        "The Pod \"{name}\" is invalid: spec.runtimeClassName: Forbidden: pod rejected: RuntimeClass \"{name}-gvisor\" not found"
+    );
+    assert!(o.stderr.contains(&want), "{}", o.context());
+    assert!(o.all_progress().is_empty(), "{}", o.context());
+}
+
+/// A class whose handler containerd does not have: no sandbox, and instead of retrying forever
+/// the pod fails with the kubelet's `FailedCreatePodSandBox` event, once, its message the pod's
+/// status message.
+#[test]
+fn a_missing_handler_fails_the_pod() {
+    let name = pod_name("e2e-rtclass-nohandler");
+    let o = run_manifest(&(classes(&name) + &pod(&name, &format!("runtimeClassName: {name}-kata"), "true")), &[]);
+    o.assert_code(1);
+    let p = o.single_pod();
+    assert_eq!(phase(&p), "Failed", "{}", o.context());
+    assert_eq!(p["status"]["reason"], "FailedCreatePodSandBox", "{}", o.context());
+    let message = p["status"]["message"].as_str().unwrap_or_default().to_string();
+    assert!(
+        message.starts_with("Failed to create pod sandbox: ")
+            && message.contains("no runtime for \"kata\" is configured"),
+        "{}",
+        o.context()
+    );
+    let events = pod_events(&o, &name, "FailedCreatePodSandBox");
+    assert_eq!(events.len(), 1, "{}", o.context());
+    assert_eq!(events[0]["message"], message.as_str());
+    assert_eq!(events[0]["type"], "Warning");
+    assert!(o.events_with_reason(&name, "spec.containers{app}", "Created").is_empty(), "{}", o.context());
+    assert_nothing_left(&p);
 }
 
 /// A pod for Windows is rejected by the node: it fails with the kubelet's reason and message,
@@ -121,4 +128,36 @@ fn a_pod_for_another_os_is_rejected() {
     assert_eq!(rejected[0]["type"], "Warning");
     assert!(o.events_with_reason(&name, "spec.containers{app}", "Created").is_empty(), "{}", o.context());
     assert_nothing_left(&pod);
+}
+
+/// Through `podwright serve` and kubectl: a RuntimeClass created and listed (`NAME HANDLER AGE`),
+/// a pod of it running on its handler with the class's overhead set on it, and a pod of a class
+/// that does not exist refused as the API server's RuntimeClass admission refuses it.
+#[test]
+fn runtime_classes_through_serve_and_kubectl() {
+    let d = podwright_e2e::serve::Daemon::start();
+    let name = pod_name("e2e-rtclass-serve");
+    let class = Manifest::new(&format!(
+        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {{name: {name}}}\nhandler: runc-alt\noverhead: {{podFixed: {{cpu: 10m, memory: 16Mi}}}}\n"
+    ));
+    d.ok(&["create", "-f", class.path_str()]);
+    let listed = d.ok(&["get", "runtimeclass"]);
+    let lines: Vec<Vec<&str>> = listed.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(lines[0], ["NAME", "HANDLER", "AGE"], "{listed}");
+    assert!(lines.iter().any(|l| l[..2] == [name.as_str(), "runc-alt"]), "{listed}");
+
+    let of_class = Manifest::new(&pod(&name, &format!("runtimeClassName: {name}"), "sleep 30").replace("---\n", ""));
+    d.ok(&["create", "-f", of_class.path_str()]);
+    d.wait_for(&["get", "pod", &name, "--no-headers"], Duration::from_secs(60), |o| o.contains("Running"));
+    assert_eq!(d.ok(&["get", "pod", &name, "-o", "jsonpath={.spec.overhead.memory}"]), "16Mi");
+    assert_eq!(sandbox_runtime_handlers(&name), ["runc-alt"]);
+
+    let unknown = Manifest::new(
+        &pod(&format!("{name}-x"), &format!("runtimeClassName: {name}-gvisor"), "true").replace("---\n", ""),
+    );
+    let err = d.fails(&["create", "-f", unknown.path_str()]);
+    let want = format!("pods \"{name}-x\" is forbidden: pod rejected: RuntimeClass \"{name}-gvisor\" not found");
+    assert!(err.contains("Error from server (Forbidden)") && err.contains(&want), "{err}");
+    d.ok(&["delete", "pod", &name, "--grace-period=1"]);
+    d.ok(&["delete", "runtimeclass", &name]);
 }

@@ -69,7 +69,7 @@ pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32, hostname: String, dn
 }
 
 /// CFS period of the kubelet's `--cpu-cfs-quota-period`, in microseconds.
-const CPU_PERIOD: i64 = 100_000;
+pub(crate) const CPU_PERIOD: i64 = 100_000;
 /// The least CFS quota the kernel takes, in microseconds.
 const MIN_CPU_QUOTA: i64 = 1_000;
 /// The least and most cpu shares cgroups take.
@@ -77,13 +77,13 @@ const MIN_CPU_SHARES: i64 = 2;
 const MAX_CPU_SHARES: i64 = 262_144;
 
 /// `MilliCPUToShares`: 1024 shares a core.
-fn milli_cpu_to_shares(milli: i128) -> i64 {
+pub(crate) fn milli_cpu_to_shares(milli: i128) -> i64 {
     let shares = milli.saturating_mul(1024) / 1000;
     i64::try_from(shares).unwrap_or(MAX_CPU_SHARES).clamp(MIN_CPU_SHARES, MAX_CPU_SHARES)
 }
 
 /// `milliCPUToQuota`: no limit is no quota (0); a limit is at least the kernel's least quota.
-fn milli_cpu_to_quota(milli: i128) -> i64 {
+pub(crate) fn milli_cpu_to_quota(milli: i128) -> i64 {
     if milli <= 0 {
         return 0;
     }

@@ -130,10 +130,10 @@ impl Engine {
         stopped
     }
 
-    /// Removes every container and sandbox of a finished pod, and its files.
+    /// Removes every container and sandbox of a finished pod, its files and its cgroup.
     pub(crate) async fn remove_pod(&self, pod: &Pod) {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        for id in removal::remove_pod(self.runtime.as_ref(), &self.root, uid).await {
+        for id in removal::remove_pod(self.runtime.as_ref(), &self.root, self.cgroups.as_deref(), uid).await {
             self.dispatcher.unregister(&id);
         }
     }

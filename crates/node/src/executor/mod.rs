@@ -14,7 +14,7 @@ use crate::worker::Desired;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use podwright_planner::pod::{self, SpecContainer};
-use podwright_planner::{Action, Observed, StartFailure, StartFailureReason};
+use podwright_planner::{Action, Eviction, Observed, StartFailure, StartFailureReason};
 use std::sync::Arc;
 use tokio::sync::{Notify, watch};
 
@@ -24,6 +24,9 @@ pub struct SyncResult {
     pub sandbox_created: bool,
     /// Creating the sandbox failed at this time.
     pub sandbox_failed: Option<Timestamp>,
+    /// The sandbox can never be made (its RuntimeClass or runtime handler is missing): the pod
+    /// fails with this reason and message.
+    pub pod_failed: Option<Eviction>,
     /// Containers (by name) whose new instance started: earlier start failures are over.
     pub started: Vec<String>,
     /// Containers (by name) whose start failed, and why.

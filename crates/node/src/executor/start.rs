@@ -16,14 +16,34 @@ use crate::volumes;
 use crate::worker::deletion_asked;
 use k8s_openapi::api::core::v1::{Container, Pod, Secret};
 use podwright_planner::pod::SpecContainer;
-use podwright_planner::{ObservedSandbox, PullPolicy, StartFailure, StartFailureReason};
+use podwright_planner::{Eviction, ObservedSandbox, PullPolicy, StartFailure, StartFailureReason};
 use podwright_runtime::cri_api::{AuthConfig, PodSandboxConfig};
+
+/// Why a sandbox was not made.
+enum NotMade {
+    /// Tried again after the back-off; the Warning events that say why (none when they are
+    /// recorded already).
+    Retry(Vec<(&'static str, String)>),
+    /// No attempt can succeed: the pod fails with this message.
+    ForGood(String),
+}
+
+/// The kubelet's `FailedCreatePodSandBox` message.
+fn sandbox_failure(e: String) -> String {
+    format!("Failed to create pod sandbox: {e}")
+}
 
 impl Engine {
     pub(super) async fn create_sandbox(&self, sync: &PodSync<'_>, attempt: u32, result: &mut SyncResult) {
         match self.make_sandbox(sync.pod, attempt).await {
             Ok(()) => result.sandbox_created = true,
-            Err(warnings) => {
+            Err(NotMade::ForGood(message)) => {
+                // The worker ends the pod, recording the event once with the pod's status.
+                let reason = "FailedCreatePodSandBox".to_string();
+                result.sandbox_failed = Some(self.clock.now());
+                result.pod_failed = Some(Eviction { reason, message });
+            }
+            Err(NotMade::Retry(warnings)) => {
                 for (reason, message) in warnings {
                     self.event(sync.pod, None, EventType::Warning, reason, message);
                 }
@@ -32,30 +52,47 @@ impl Engine {
         }
     }
 
-    /// The sandbox's volumes, directories and the sandbox itself. Err: the Warning events that
-    /// say why not (none when they are recorded already).
-    async fn make_sandbox(&self, pod: &Pod, attempt: u32) -> Result<(), Vec<(&'static str, String)>> {
+    /// The sandbox's volumes, directories and the sandbox itself.
+    async fn make_sandbox(&self, pod: &Pod, attempt: u32) -> Result<(), NotMade> {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        let failed = |e: String| vec![("FailedCreatePodSandBox", format!("Failed to create pod sandbox: {e}"))];
+        let failed = |e: String| NotMade::Retry(vec![("FailedCreatePodSandBox", sandbox_failure(e))]);
         let dns = dns::pod_dns(pod, &self.dns);
         for e in dns.events {
             self.event(pod, None, EventType::Warning, e.reason, e.message);
         }
         let hostname = hosts::kernel_hostname(pod, &self.dns.domain).map_err(|e| failed(e.to_string()))?;
-        let config = cri_config::sandbox_config(pod, &self.root, attempt, hostname, dns.config);
-        volumes::prepare(&self.root, pod)
-            .map_err(|errors| errors.into_iter().map(|e| ("FailedMount", e.to_string())).collect::<Vec<_>>())?;
+        let mut config = cri_config::sandbox_config(pod, &self.root, attempt, hostname, dns.config);
+        if let Some(cgroups) = &self.cgroups {
+            // The kubelet's pod container manager: the pod's cgroup exists before its sandbox.
+            let parent = cgroups.ensure(pod).map_err(|e| {
+                NotMade::Retry(vec![(
+                    "FailedCreatePodContainer",
+                    format!("unable to ensure pod container exists: {e}"),
+                )])
+            })?;
+            config.linux.get_or_insert_default().cgroup_parent = parent;
+        }
+        volumes::prepare(&self.root, pod).map_err(|errors| {
+            NotMade::Retry(errors.into_iter().map(|e| ("FailedMount", e.to_string())).collect::<Vec<_>>())
+        })?;
         std::fs::create_dir_all(layout::log_directory(&self.root, uid))
             .and_then(|_| std::fs::create_dir_all(layout::termination_dir(&self.root, uid)))
-            .map_err(|e| vec![("FailedMount", format!("Unable to attach or mount volumes: {e}"))])?;
+            .map_err(|e| NotMade::Retry(vec![("FailedMount", format!("Unable to attach or mount volumes: {e}"))]))?;
         // Volumes are ready before the sandbox, and so before the first init container.
         if !self.project_volumes(pod) {
-            return Err(Vec::new());
+            return Err(NotMade::Retry(Vec::new()));
         }
-        // As the kubelet: an unknown class fails this attempt like the runtime's own refusal of
-        // a handler it lacks, and the sandbox is tried again after the back-off.
-        let handler = runtime_class::runtime_handler(self.objects.as_ref(), pod).map_err(|e| failed(e.to_string()))?;
-        self.runtime.run_pod_sandbox(&config, &handler).await.map_err(|e| failed(e.to_string()))?;
+        // An unknown class, or a handler the runtime lacks, would fail every attempt alike: the
+        // pod fails instead of retrying forever.
+        let handler = runtime_class::runtime_handler(self.objects.as_ref(), pod)
+            .map_err(|e| NotMade::ForGood(sandbox_failure(e.to_string())))?;
+        self.runtime.run_pod_sandbox(&config, &handler).await.map_err(|e| {
+            if runtime_class::handler_missing(&e) {
+                NotMade::ForGood(sandbox_failure(e.to_string()))
+            } else {
+                failed(e.to_string())
+            }
+        })?;
         Ok(())
     }
 
@@ -85,7 +122,10 @@ impl Engine {
         // make the same one. The DNS events were recorded when the sandbox was made.
         let hostname = hosts::kernel_hostname(pod, &self.dns.domain).map_err(|msg| self.config_error(pod, &sc, msg))?;
         let dns = dns::pod_dns(pod, &self.dns).config;
-        let sandbox_config = cri_config::sandbox_config(pod, &self.root, sandbox.attempt, hostname, dns);
+        let mut sandbox_config = cri_config::sandbox_config(pod, &self.root, sandbox.attempt, hostname, dns);
+        if let Some(cgroups) = &self.cgroups {
+            sandbox_config.linux.get_or_insert_default().cgroup_parent = cgroups.parent(pod);
+        }
         self.ensure_image(sync, &sc, pull, &sandbox_config).await?;
         let ip = sandbox.ip.clone().unwrap_or_default();
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();

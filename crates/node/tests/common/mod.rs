@@ -55,6 +55,11 @@ pub type Step = Box<dyn FnOnce(&PodWorkers)>;
 
 impl Sim {
     pub fn new() -> Sim {
+        Sim::with_objects(Arc::new(podwright_node::objects::FixedObjects::default()))
+    }
+
+    /// A simulation whose pods look their ConfigMaps, Secrets and RuntimeClasses up in `objects`.
+    pub fn with_objects(objects: Arc<dyn podwright_node::objects::Objects>) -> Sim {
         let clock = Clock::starting_at(epoch());
         let fake = FakeRuntime::new(clock);
         fake.add_image("localhost/busybox:1.36");
@@ -62,8 +67,12 @@ impl Sim {
             std::env::temp_dir().join(format!("pw-sim-{}-{:?}", std::process::id(), std::thread::current().id()));
         let events = Arc::new(EventLog::default());
         let (stream, statuses) = StatusStream::new();
-        let workers =
-            Node::new(fake.clone(), root.clone()).clock(clock).events(events.clone()).status(Arc::new(stream)).build();
+        let workers = Node::new(fake.clone(), root.clone())
+            .clock(clock)
+            .events(events.clone())
+            .status(Arc::new(stream))
+            .objects(objects)
+            .build();
         Sim { fake, workers, events, clock, statuses: tokio::sync::Mutex::new(statuses), _root: tempdir::Dir(root) }
     }
 
