@@ -108,7 +108,8 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("hostPID", Honoured),
             ("hostUsers", Only(&[Unset, Bool(true)])),
             ("hostname", Honoured),
-            ("imagePullSecrets", UNSET),
+            // Secrets of the pod's namespace, merged with the node's config.json at each pull.
+            ("imagePullSecrets", Honoured),
             ("initContainers", Fields("Container")),
             ("nodeName", SCHEDULING),
             ("nodeSelector", SCHEDULING),

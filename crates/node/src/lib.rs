@@ -5,6 +5,7 @@
 
 pub mod admission;
 pub mod checkpoint;
+pub mod credentials;
 pub mod cri;
 pub mod dispatch;
 pub mod downward;

@@ -1,6 +1,7 @@
 //! [`Node`]: builds the node layer ([`PodWorkers`]) from a runtime and what the mode plugs in.
 //! `Engine`: what every pod worker of one node shares.
 
+use crate::credentials::DockerConfigPaths;
 use crate::cri::dns::{ClusterDns, HOST_RESOLV_CONF, ResolvConf};
 use crate::dispatch::Dispatcher;
 use crate::downward::NodeFacts;
@@ -51,6 +52,8 @@ pub(crate) struct Engine {
     pub object_changes: Arc<watch::Sender<u64>>,
     /// Whose image pull may go next, node-wide.
     pub pulls: PullQueue,
+    /// Where the node's own registry credentials are read from, at each pull.
+    pub node_credentials: Arc<DockerConfigPaths>,
     /// The pod-level cgroups, when the node makes them.
     pub cgroups: Option<Arc<PodCgroups>>,
 }
@@ -73,6 +76,7 @@ pub struct Node {
     objects: Option<Arc<dyn Objects>>,
     facts: Option<NodeFacts>,
     image_pulls: ImagePulls,
+    node_credentials: Option<DockerConfigPaths>,
     cgroups: Option<PodCgroups>,
 }
 
@@ -90,6 +94,7 @@ impl Node {
             objects: None,
             facts: None,
             image_pulls: ImagePulls::default(),
+            node_credentials: None,
             cgroups: None,
         }
     }
@@ -155,6 +160,14 @@ impl Node {
         self
     }
 
+    /// Where the node's registry credentials are searched for; the kubelet's list (the root
+    /// directory, this process's working directory, `$HOME/.docker`, `/.docker`, then the
+    /// legacy `.dockercfg`) unless given.
+    pub fn node_credentials(mut self, paths: DockerConfigPaths) -> Self {
+        self.node_credentials = Some(paths);
+        self
+    }
+
     /// Make each pod's cgroup under `kubepods` before its sandbox, and remove it with the pod;
     /// pods go straight under the runtime's own cgroup unless given.
     pub fn cgroups(mut self, cgroups: PodCgroups) -> Self {
@@ -174,7 +187,6 @@ impl Node {
             dispatcher,
             runtime,
             clock,
-            root: self.root,
             events: self.events.unwrap_or_else(|| Arc::new(EventLog::default())),
             log_sink: self.log_sink,
             dns: Arc::new(self.cluster_dns.unwrap_or_else(host_dns)),
@@ -185,6 +197,10 @@ impl Node {
             })),
             object_changes: Arc::new(watch::Sender::new(0)),
             pulls: PullQueue::new(self.image_pulls),
+            node_credentials: Arc::new(
+                self.node_credentials.unwrap_or_else(|| DockerConfigPaths::of_this_process(&self.root)),
+            ),
+            root: self.root,
             cgroups: self.cgroups.map(Arc::new),
         };
         PodWorkers::new(engine, self.status.unwrap_or_else(|| Arc::new(Discard)))

@@ -197,6 +197,139 @@ fn a_private_registry_refuses_a_pull_without_credentials() {
     assert!(o.output_of("c").is_empty(), "{}", o.context());
 }
 
+const PULLER: &str = "puller";
+const PASSWORD: &str = "s3cret-pw";
+const WRONG_PASSWORD: &str = "not-the-pw";
+
+/// A config.json `auth` field: base64 of `user:password`.
+fn docker_auth(user: &str, password: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+}
+
+/// `pod` with `imagePullSecrets` naming `secrets`, after these Secret documents.
+fn pod_with_pull_secrets(name: &str, image: &str, secrets: &[&str], documents: &[String]) -> String {
+    let refs: Vec<String> = secrets.iter().map(|s| format!("{{name: {s}}}")).collect();
+    let pod = pod(name, image, "IfNotPresent").replace(
+        "  restartPolicy: Never\n",
+        &format!("  restartPolicy: Never\n  imagePullSecrets: [{}]\n", refs.join(", ")),
+    );
+    let mut manifest: String = documents.iter().map(|d| format!("{d}---\n")).collect();
+    manifest.push_str(&pod);
+    manifest
+}
+
+/// A Secret document of `type_` whose `key` holds `config` (JSON).
+fn pull_secret(name: &str, type_: &str, key: &str, config: &serde_json::Value) -> String {
+    let doc = serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret", "type": type_,
+        "metadata": {"name": name}, "stringData": {key: config.to_string()}
+    });
+    format!("{doc}\n")
+}
+
+/// Asserts that nothing podwright printed (events, statuses, logs) holds a credential.
+fn assert_no_credentials(o: &Outcome) {
+    for secret in [PASSWORD, WRONG_PASSWORD, &docker_auth(PULLER, PASSWORD), &docker_auth(PULLER, WRONG_PASSWORD)] {
+        assert!(!o.stdout.contains(secret) && !o.stderr.contains(secret), "{secret} was printed:\n{}", o.context());
+    }
+}
+
+/// The `Failed to pull image` event's message, which must exist.
+fn pull_failure(o: &Outcome, name: &str, image: &str) -> String {
+    o.events_with_reason(name, "spec.containers{c}", "Failed")
+        .iter()
+        .filter_map(|e| e["message"].as_str())
+        .find(|m| m.starts_with(&format!("Failed to pull image \"{image}\": ")))
+        .unwrap_or_else(|| panic!("no pull failure\n{}", o.context()))
+        .to_string()
+}
+
+#[test]
+fn a_private_image_is_pulled_with_the_pull_secret_that_matches_trying_each_in_turn() {
+    let registry = Registry::start_with_auth(PULLER, PASSWORD);
+    let image = registry.push(BUSYBOX_ARCHIVE, "private/busybox:1.36");
+    let name = pod_name("pull-secret");
+    // The wrong password's key is the more specific, so it is tried first.
+    let wrong = pull_secret(
+        "wrong-pw",
+        "kubernetes.io/dockerconfigjson",
+        ".dockerconfigjson",
+        &serde_json::json!({"auths": {format!("{}/private", registry.host): {"auth": docker_auth(PULLER, WRONG_PASSWORD)}}}),
+    );
+    let right = pull_secret(
+        "right-pw",
+        "kubernetes.io/dockercfg",
+        ".dockercfg",
+        &serde_json::json!({format!("http://{}", registry.host): {"username": PULLER, "password": PASSWORD}}),
+    );
+
+    // Only the wrong one: refused, and the password is nowhere.
+    let manifest = pod_with_pull_secrets(&name, &image, &["wrong-pw", "missing-one"], std::slice::from_ref(&wrong));
+    let o = interrupt_when(&manifest, &[], "ErrImagePull", Duration::from_secs(20));
+    assert!(pull_failure(&o, &name, &image).contains("401 Unauthorized"), "{}", o.context());
+    let missing: Vec<_> = o.events().into_iter().filter(|e| e["reason"] == "FailedToRetrieveImagePullSecret").collect();
+    let expected =
+        "Unable to retrieve some image pull secrets (missing-one); attempting to pull the image may not succeed.";
+    assert!(missing.iter().any(|e| e["message"] == expected), "{}", o.context());
+    assert_no_credentials(&o);
+
+    // Both: the wrong one fails, the right one pulls.
+    let before = registry.manifest_requests("private/busybox").len();
+    let manifest = pod_with_pull_secrets(&name, &image, &["wrong-pw", "right-pw"], &[wrong, right]);
+    let (o, pulled) = run_to_completion(&manifest, &name, "Pulled");
+    assert_eq!(o.output_of("c"), ["hi"], "{}", o.context());
+    assert_pulled_wording(&pulled[0], &image);
+    let refused = registry
+        .log()
+        .lines()
+        .filter(|l| l.contains("/v2/private/busybox/manifests/") && l.contains("\" 401 "))
+        .count();
+    assert!(refused >= 2, "the wrong password was not tried in both runs:\n{}", registry.log());
+    assert!(registry.manifest_requests("private/busybox").len() > before + 1, "{}", registry.log());
+    assert_no_credentials(&o);
+}
+
+/// A `config.json` in podwright's root directory for as long as it lives.
+struct NodeConfig(std::path::PathBuf);
+
+impl NodeConfig {
+    fn write(auths: serde_json::Value) -> NodeConfig {
+        let path = test_root().join("config.json");
+        std::fs::create_dir_all(test_root()).expect("the root directory");
+        std::fs::write(&path, serde_json::json!({"auths": auths}).to_string()).expect("the node's config.json");
+        NodeConfig(path)
+    }
+}
+
+impl Drop for NodeConfig {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn the_nodes_config_json_in_the_root_directory_matches_by_glob() {
+    let registry = Registry::start_with_auth(PULLER, PASSWORD);
+    let image = registry.push(BUSYBOX_ARCHIVE, "private/busybox:1.36");
+    let port = registry.host.rsplit_once(':').expect("HOST:PORT").1;
+    let name = pod_name("pull-node-creds");
+    let manifest = pod(&name, &image, "IfNotPresent");
+    {
+        // Three labels for the host's four: no match, so the pull is anonymous and refused.
+        let _config =
+            NodeConfig::write(serde_json::json!({format!("*.0.1:{port}"): {"auth": docker_auth(PULLER, PASSWORD)}}));
+        let o = interrupt_when(&manifest, &[], "ErrImagePull", Duration::from_secs(20));
+        assert!(pull_failure(&o, &name, &image).contains("401 Unauthorized"), "{}", o.context());
+    }
+    let _config = NodeConfig::write(serde_json::json!({
+        format!("https://127.*.*.*:{port}/private"): {"auth": docker_auth(PULLER, PASSWORD)}
+    }));
+    let (o, _) = run_to_completion(&manifest, &name, "Pulled");
+    assert_eq!(o.output_of("c"), ["hi"], "{}", o.context());
+    assert_no_credentials(&o);
+}
+
 /// Four pods of four distinct images from one registry, through a proxy that holds each
 /// manifest request; returns how many pulls the registry saw under way at once.
 fn pulls_at_once(config: Option<&str>) -> usize {

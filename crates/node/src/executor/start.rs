@@ -2,6 +2,7 @@
 //! the `postStart` hook.
 
 use super::{PodSync, SyncResult};
+use crate::credentials;
 use crate::cri::config as cri_config;
 use crate::cri::env::EnvSources;
 use crate::cri::{dns, hosts};
@@ -13,10 +14,10 @@ use crate::runtime_class;
 use crate::termination_message;
 use crate::volumes;
 use crate::worker::deletion_asked;
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, Pod, Secret};
 use podwright_planner::pod::SpecContainer;
 use podwright_planner::{Eviction, ObservedSandbox, PullPolicy, StartFailure, StartFailureReason};
-use podwright_runtime::cri_api::PodSandboxConfig;
+use podwright_runtime::cri_api::{AuthConfig, PodSandboxConfig};
 
 /// Why a sandbox was not made.
 enum NotMade {
@@ -254,12 +255,15 @@ impl Engine {
     ) -> Result<(), StartFailure> {
         let pod = sync.pod;
         let image = sc.image();
-        if let Err(e) = podwright_api::image_ref::parse_image_ref(image) {
-            let msg = format!("Failed to apply default image tag \"{image}\": {e}");
-            self.event(pod, Some(sc), EventType::Warning, "InspectFailed", msg.clone());
-            self.event(pod, Some(sc), EventType::Warning, "Failed", "Error: InvalidImageName".into());
-            return Err(self.failure(StartFailureReason::InvalidImageName, msg));
-        }
+        let repository = match podwright_api::image_ref::parse_image_ref(image) {
+            Ok(parsed) => parsed.name(),
+            Err(e) => {
+                let msg = format!("Failed to apply default image tag \"{image}\": {e}");
+                self.event(pod, Some(sc), EventType::Warning, "InspectFailed", msg.clone());
+                self.event(pod, Some(sc), EventType::Warning, "Failed", "Error: InvalidImageName".into());
+                return Err(self.failure(StartFailureReason::InvalidImageName, msg));
+            }
+        };
         if pull != PullPolicy::Always {
             match self.runtime.image_status(image).await {
                 Ok(Some(_)) => {
@@ -285,6 +289,7 @@ impl Engine {
                 }
             }
         }
+        let secrets = self.pull_secrets(pod);
         self.event(pod, Some(sc), EventType::Normal, "Pulling", wording::pulling(image));
         let asked = self.clock.now();
         let turn = tokio::select! {
@@ -297,7 +302,14 @@ impl Engine {
             }
         };
         let started = self.clock.now();
-        let pulled = self.runtime.pull_image(image, None, sandbox_config).await;
+        let pulled = match credentials::secrets_keyring(&secrets) {
+            Ok(pod_keyring) => {
+                let node_keyring = self.node_credentials.read();
+                let tries = credentials::lookup_all(&pod_keyring, &node_keyring, &repository);
+                self.pull_trying(image, tries, sandbox_config).await
+            }
+            Err(e) => Err(e.to_string()),
+        };
         let finished = self.clock.now();
         drop(turn);
         match pulled {
@@ -310,8 +322,55 @@ impl Engine {
                 self.event(pod, Some(sc), EventType::Normal, "Pulled", message);
                 Ok(())
             }
-            Err(e) => Err(self.pull_failed(pod, sc, &e.to_string())),
+            Err(e) => Err(self.pull_failed(pod, sc, &e)),
         }
+    }
+
+    /// The pod's `imagePullSecrets` that exist in its namespace; those that do not are named in
+    /// the kubelet's `FailedToRetrieveImagePullSecret` warning, and the pull goes on without.
+    fn pull_secrets(&self, pod: &Pod) -> Vec<Secret> {
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let refs = pod.spec.iter().flat_map(|s| s.image_pull_secrets.iter().flatten());
+        let (mut found, mut missing) = (Vec::new(), Vec::new());
+        // Empty names pass validation and are ignored, without a warning.
+        for name in refs.map(|r| r.name.as_str()).filter(|n| !n.is_empty()) {
+            match self.objects.secret(namespace, name) {
+                Some(secret) => found.push(secret),
+                None => missing.push(name),
+            }
+        }
+        if !missing.is_empty() {
+            let message = format!(
+                "Unable to retrieve some image pull secrets ({}); attempting to pull the image may not succeed.",
+                missing.join(", ")
+            );
+            self.event(pod, None, EventType::Warning, "FailedToRetrieveImagePullSecret", message);
+        }
+        found
+    }
+
+    /// Pulls with each credential in turn until one succeeds, or anonymously when there are
+    /// none (the kubelet's `PullImage`). Err: the runtime's errors, as Go's aggregate error
+    /// words them.
+    async fn pull_trying(
+        &self,
+        image: &str,
+        tries: Vec<credentials::Credential>,
+        sandbox_config: &PodSandboxConfig,
+    ) -> Result<(), String> {
+        if tries.is_empty() {
+            return self.runtime.pull_image(image, None, sandbox_config).await.map(drop).map_err(|e| e.to_string());
+        }
+        let mut errors = Vec::new();
+        for credential in tries {
+            let auth =
+                AuthConfig { username: credential.username, password: credential.password, ..Default::default() };
+            match self.runtime.pull_image(image, Some(&auth), sandbox_config).await {
+                Ok(_) => return Ok(()),
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        Err(aggregate(errors))
     }
 
     /// A pull that failed with `error`: the kubelet's events and `ErrImagePull`.
@@ -320,5 +379,16 @@ impl Engine {
         self.event(pod, Some(sc), EventType::Warning, "Failed", message);
         self.event(pod, Some(sc), EventType::Warning, "Failed", "Error: ErrImagePull".into());
         self.failure(StartFailureReason::ErrImagePull, error.to_string())
+    }
+}
+
+/// Go's `utilerrors.NewAggregate(...).Error()`: one message as it is, several distinct ones
+/// bracketed and joined by ", ".
+fn aggregate(mut messages: Vec<String>) -> String {
+    let mut seen = std::collections::HashSet::new();
+    messages.retain(|m| seen.insert(m.clone()));
+    match messages.as_slice() {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
     }
 }
