@@ -208,12 +208,24 @@ pub async fn replace(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let r = resource(&plural)?;
-    let input = json_body(&headers, &body)?;
+    replace_in(&s, resource(&plural)?, &ns, &name, &p, &headers, &body)
+}
+
+/// Replaces the object with the body, whose name, if given, must be the URL's.
+fn replace_in(
+    s: &ApiServer,
+    r: Resource,
+    ns: &str,
+    name: &str,
+    p: &Params,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult<Response> {
+    let input = json_body(headers, body)?;
     if meta_str(&input, "name").is_some_and(|n| n != name) {
         return Err(ApiError::bad_request("the name of the object does not match the name on the URL"));
     }
-    write(&s, r, &ns, &name, &p, false, |_| Ok(input))
+    write(s, r, ns, name, p, false, |_| Ok(input))
 }
 
 /// `PATCH .../{name}`: JSON patch, merge patch or strategic merge patch.
@@ -224,9 +236,21 @@ pub async fn patch(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let r = resource(&plural)?;
-    let ct = content_type(&headers);
-    write(&s, r, &ns, &name, &p, true, |old| crate::patching::apply(old, &body, ct))
+    patch_in(&s, resource(&plural)?, &ns, &name, &p, &headers, &body)
+}
+
+/// Applies the body as a patch of the kind its Content-Type names.
+fn patch_in(
+    s: &ApiServer,
+    r: Resource,
+    ns: &str,
+    name: &str,
+    p: &Params,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult<Response> {
+    let ct = content_type(headers);
+    write(s, r, ns, name, p, true, |old| crate::patching::apply(old, body, ct))
 }
 
 /// `PUT /api/v1/namespaces/{name}` and friends, for the cluster-scoped namespaces.
@@ -265,12 +289,24 @@ pub async fn delete(
     if r == Resource::Pods {
         return crate::pods::delete(&s, &ns, &name, &options, p.dry_run()).map(|obj| axum::Json(obj).into_response());
     }
-    let obj = s.store().get(r, &ns, &name)?;
+    delete_now(&s, r, &ns, &name, &options, &p)
+}
+
+/// Deletes an object at once, as the API server deletes one without finalizers.
+fn delete_now(
+    s: &ApiServer,
+    r: Resource,
+    ns: &str,
+    name: &str,
+    options: &crate::pods::DeleteOptions,
+    p: &Params,
+) -> ApiResult<Response> {
+    let obj = s.store().get(r, ns, name)?;
     options.check_preconditions(r, &obj)?;
     if p.dry_run() {
         return Ok(axum::Json(success(r, &obj)).into_response());
     }
-    let gone = s.store().delete(r, &ns, &name)?;
+    let gone = s.store().delete(r, ns, name)?;
     Ok(axum::Json(success(r, &gone)).into_response())
 }
 
@@ -323,12 +359,7 @@ pub async fn node_replace(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let r = node_resource(&plural)?;
-    let input = json_body(&headers, &body)?;
-    if meta_str(&input, "name").is_some_and(|n| n != name) {
-        return Err(ApiError::bad_request("the name of the object does not match the name on the URL"));
-    }
-    write(&s, r, "", &name, &p, false, |_| Ok(input))
+    replace_in(&s, node_resource(&plural)?, "", &name, &p, &headers, &body)
 }
 
 /// `PATCH /apis/node.k8s.io/v1/{resource}/{name}`.
@@ -339,9 +370,7 @@ pub async fn node_patch(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let r = node_resource(&plural)?;
-    let ct = content_type(&headers);
-    write(&s, r, "", &name, &p, true, |old| crate::patching::apply(old, &body, ct))
+    patch_in(&s, node_resource(&plural)?, "", &name, &p, &headers, &body)
 }
 
 /// `DELETE /apis/node.k8s.io/v1/{resource}/{name}`: at once (pods using a class keep running,
@@ -355,13 +384,7 @@ pub async fn node_delete(
 ) -> ApiResult<Response> {
     let r = node_resource(&plural)?;
     let options = crate::pods::DeleteOptions::parse(&headers, &body, &p)?;
-    let obj = s.store().get(r, "", &name)?;
-    options.check_preconditions(r, &obj)?;
-    if p.dry_run() {
-        return Ok(axum::Json(success(r, &obj)).into_response());
-    }
-    let gone = s.store().delete(r, "", &name)?;
-    Ok(axum::Json(success(r, &gone)).into_response())
+    delete_now(&s, r, "", &name, &options, &p)
 }
 
 /// `DELETE /api/v1/namespaces/{name}`: everything in it goes (pods gracefully), then the
