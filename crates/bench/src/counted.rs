@@ -5,8 +5,8 @@
 
 use async_trait::async_trait;
 use podwright_runtime::cri_api::{
-    AttachRequest, AuthConfig, ContainerConfig, ContainerStats, ContainerStatus, ExecRequest, PodSandboxConfig,
-    PodSandboxStatus,
+    AttachRequest, AuthConfig, ContainerConfig, ContainerStats, ContainerStatus, ExecRequest, ImageSpec,
+    PodSandboxConfig, PodSandboxStatus,
 };
 use podwright_runtime::{
     ContainerInfo, ExecResult, ImageService, Runtime, RuntimeEvent, RuntimeResult, RuntimeService, SandboxInfo,
@@ -153,7 +153,7 @@ impl ImageService for Counted {
     }
     async fn pull_image(
         &self,
-        image: &str,
+        image: &ImageSpec,
         auth: Option<&AuthConfig>,
         sandbox_config: &PodSandboxConfig,
     ) -> RuntimeResult<String> {

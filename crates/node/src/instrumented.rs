@@ -4,8 +4,8 @@
 use crate::metrics::{Metrics, RuntimeOperation as Op};
 use async_trait::async_trait;
 use podwright_runtime::cri_api::{
-    AttachRequest, AuthConfig, ContainerConfig, ContainerStats, ContainerStatus, ExecRequest, PodSandboxConfig,
-    PodSandboxStatus,
+    AttachRequest, AuthConfig, ContainerConfig, ContainerStats, ContainerStatus, ExecRequest, ImageSpec,
+    PodSandboxConfig, PodSandboxStatus,
 };
 use podwright_runtime::{
     Clock, ContainerInfo, ExecResult, ImageService, Listed, Runtime, RuntimeEvent, RuntimeResult, RuntimeService,
@@ -147,7 +147,7 @@ impl ImageService for Instrumented {
 
     async fn pull_image(
         &self,
-        image: &str,
+        image: &ImageSpec,
         auth: Option<&AuthConfig>,
         sandbox_config: &PodSandboxConfig,
     ) -> RuntimeResult<String> {

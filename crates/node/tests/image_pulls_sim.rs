@@ -181,3 +181,40 @@ async fn a_pod_deleted_while_waiting_for_its_turn_never_pulls() {
         ]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn deleting_a_pod_cancels_its_pull_and_frees_the_queue() {
+    let images = images(2);
+    let node = node(None, &images);
+    let (first, second) = (pod("first", &images[..1]), pod("second", &images[1..]));
+    node.workers.update(first).unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    node.workers.update(second).unwrap();
+    // The first pull, which would take 10 s, is cancelled 3 s in.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    node.workers.delete("uid-first", None);
+    node.run(vec![]).await;
+    let pull_started = |name: &str| {
+        let pulls = node.fake.calls_for_pod(name).into_iter().filter(|(_, c)| matches!(c, Call::PullImage { .. }));
+        pulls.map(|(at, _)| at.duration_since(epoch()).as_secs()).collect::<Vec<_>>()
+    };
+    assert_eq!(pull_started("first"), [0]);
+    assert_eq!(pull_started("second"), [3], "the second pull goes as soon as the first is cancelled");
+    let first: Vec<(String, String)> = node
+        .events
+        .snapshot()
+        .iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some("first"))
+        .map(|e| (e.reason.clone().unwrap_or_default(), e.message.clone().unwrap_or_default()))
+        .filter(|(reason, _)| reason.starts_with("Pull") || reason == "Failed")
+        .collect();
+    let failed = "Failed to pull image \"localhost/image-0:1\": rpc error: code = Canceled desc = context canceled";
+    assert_eq!(
+        first,
+        [
+            ("Pulling".to_string(), "Pulling image \"localhost/image-0:1\"".to_string()),
+            ("Failed".to_string(), failed.to_string()),
+            ("Failed".to_string(), "Error: ErrImagePull".to_string()),
+        ]
+    );
+}

@@ -338,3 +338,21 @@ async fn a_missing_runtime_handler_fails_the_pod() {
     let sandboxes = sim.fake.calls().into_iter().filter(|(_, c)| matches!(c, Call::RunPodSandbox { .. })).count();
     assert_eq!(sandboxes, 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn images_are_pulled_for_the_pods_runtime_handler() {
+    let class = serde_json::from_value(serde_json::json!({"metadata": {"name": "vm"}, "handler": "kata"})).unwrap();
+    let objects = podwright_node::objects::FixedObjects::default().with_runtime_classes([class]);
+    let sim = Sim::with_objects(std::sync::Arc::new(objects));
+    sim.fake.add_runtime_handler("kata");
+    sim.fake.allow_pull("localhost/busybox:1.36");
+    let mut p = pod(&[], &["app"], "Never");
+    let spec = p.spec.as_mut().unwrap();
+    spec.runtime_class_name = Some("vm".into());
+    spec.containers[0].image_pull_policy = Some("Always".into());
+    sim.run(p, Duration::from_secs(60)).await;
+    assert!(!events(&sim, "Started").is_empty(), "the container started on the pulled image");
+    let pulls: Vec<_> = sim.fake.calls().into_iter().filter(|(_, c)| matches!(c, Call::PullImage { .. })).collect();
+    let pulled = Call::PullImage { image: "localhost/busybox:1.36".into(), runtime_handler: "kata".into() };
+    assert_eq!(pulls.into_iter().map(|(_, c)| c).collect::<Vec<_>>(), vec![pulled]);
+}

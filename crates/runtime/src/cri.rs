@@ -582,12 +582,12 @@ impl ImageService for CriRuntime {
 
     async fn pull_image(
         &self,
-        image: &str,
+        image: &ImageSpec,
         auth: Option<&AuthConfig>,
         sandbox_config: &PodSandboxConfig,
     ) -> RuntimeResult<String> {
         let req = cri_api::PullImageRequest {
-            image: Some(ImageSpec { image: image.to_string(), ..Default::default() }),
+            image: Some(image.clone()),
             auth: auth.cloned(),
             sandbox_config: Some(sandbox_config.clone()),
         };

@@ -111,6 +111,8 @@ pub enum Call {
     },
     PullImage {
         image: String,
+        /// The `ImageSpec`'s runtime handler: the pod's RuntimeClass handler, empty by default.
+        runtime_handler: String,
     },
 }
 

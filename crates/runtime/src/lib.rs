@@ -23,8 +23,8 @@ pub use k8s_cri::v1 as cri_api;
 
 use async_trait::async_trait;
 use cri_api::{
-    AttachRequest, AuthConfig, ContainerConfig, ContainerStats, ContainerStatus, ExecRequest, PodSandboxConfig,
-    PodSandboxStatus,
+    AttachRequest, AuthConfig, ContainerConfig, ContainerStats, ContainerStatus, ExecRequest, ImageSpec,
+    PodSandboxConfig, PodSandboxStatus,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -139,10 +139,11 @@ pub trait ImageService: Send + Sync {
     async fn image_user(&self, _image: &str) -> RuntimeResult<ImageUser> {
         Ok(ImageUser::Uid(0))
     }
-    /// Pulls and returns the image reference.
+    /// Pulls and returns the image reference. `image` carries the pod's runtime handler and
+    /// annotations, as the kubelet's `toRuntimeAPIImageSpec` fills them.
     async fn pull_image(
         &self,
-        image: &str,
+        image: &ImageSpec,
         auth: Option<&AuthConfig>,
         sandbox_config: &PodSandboxConfig,
     ) -> RuntimeResult<String>;

@@ -112,8 +112,14 @@ async fn exercise(rt: Arc<CriRuntime>, run: String, log_dir: String, sandboxes: 
 
     // No registry answers for localhost here: the pull fails with the runtime's own message.
     let t = Instant::now();
-    let err =
-        rt.pull_image("localhost/podwright-no-such-image:0", None, &PodSandboxConfig::default()).await.unwrap_err();
+    let err = rt
+        .pull_image(
+            &ImageSpec { image: "localhost/podwright-no-such-image:0".into(), ..Default::default() },
+            None,
+            &PodSandboxConfig::default(),
+        )
+        .await
+        .unwrap_err();
     eprintln!("PullImage of a missing image: {err:?} after {}", ms(t.elapsed()));
     assert!(
         matches!(&err, RuntimeError::Failed(m) | RuntimeError::NotFound(m) if m.contains("podwright-no-such-image"))

@@ -17,7 +17,7 @@ use crate::worker::deletion_asked;
 use k8s_openapi::api::core::v1::{Container, Pod, Secret};
 use podwright_planner::pod::SpecContainer;
 use podwright_planner::{Eviction, ObservedSandbox, PullPolicy, StartFailure, StartFailureReason};
-use podwright_runtime::cri_api::{AuthConfig, PodSandboxConfig};
+use podwright_runtime::cri_api::{AuthConfig, ImageSpec, PodSandboxConfig};
 
 /// Why a sandbox was not made.
 enum NotMade {
@@ -126,7 +126,10 @@ impl Engine {
         if let Some(cgroups) = &self.cgroups {
             sandbox_config.linux.get_or_insert_default().cgroup_parent = cgroups.parent(pod);
         }
-        self.ensure_image(sync, &sc, pull, &sandbox_config).await?;
+        // As the sandbox, the pull goes to the pod's RuntimeClass handler.
+        let handler = runtime_class::runtime_handler(self.objects.as_ref(), pod)
+            .map_err(|e| self.config_error(pod, &sc, e.to_string()))?;
+        self.ensure_image(sync, &sc, pull, &sandbox_config, handler).await?;
         let ip = sandbox.ip.clone().unwrap_or_default();
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let message_file = layout::termination_message(&self.root, uid, &name, restart_count);
@@ -252,6 +255,7 @@ impl Engine {
         sc: &SpecContainer<'_>,
         pull: PullPolicy,
         sandbox_config: &PodSandboxConfig,
+        runtime_handler: String,
     ) -> Result<(), StartFailure> {
         let pod = sync.pod;
         let image = sc.image();
@@ -298,17 +302,23 @@ impl Engine {
             // As the kubelet, which cancels a pod's sync when the pod is to stop: a pull still
             // waiting for its turn fails as a cancelled call, without reaching the runtime.
             _ = deletion_asked(sync.desired.clone()) => {
-                return Err(self.pull_failed(pod, sc, "rpc error: code = Canceled desc = context canceled"));
+                return Err(self.pull_failed(pod, sc, CANCELED));
             }
         };
         let started = self.clock.now();
-        let pulled = match credentials::secrets_keyring(&secrets) {
-            Ok(pod_keyring) => {
-                let node_keyring = self.node_credentials.read();
-                let tries = credentials::lookup_all(&pod_keyring, &node_keyring, &repository);
-                self.pull_trying(image, tries, sandbox_config).await
-            }
-            Err(e) => Err(e.to_string()),
+        // The kubelet's `ImageSpec`: the pod's annotations and runtime handler.
+        let spec = ImageSpec {
+            image: image.to_string(),
+            annotations: pod.metadata.annotations.clone().unwrap_or_default().into_iter().collect(),
+            runtime_handler,
+            ..Default::default()
+        };
+        let pulled = tokio::select! {
+            biased;
+            pulled = self.pull_with_credentials(&spec, &repository, &secrets, sandbox_config) => pulled,
+            // A pull under way is cancelled too: dropping the call resets its stream, which
+            // cancels the runtime's pull.
+            _ = deletion_asked(sync.desired.clone()) => Err(CANCELED.to_string()),
         };
         let finished = self.clock.now();
         drop(turn);
@@ -349,12 +359,27 @@ impl Engine {
         found
     }
 
+    /// Pulls with the credentials of the pod's pull secrets and the node's that match
+    /// `repository`. Err: the runtime's errors, or why the secrets could not be read.
+    async fn pull_with_credentials(
+        &self,
+        spec: &ImageSpec,
+        repository: &str,
+        secrets: &[Secret],
+        sandbox_config: &PodSandboxConfig,
+    ) -> Result<(), String> {
+        let pod_keyring = credentials::secrets_keyring(secrets).map_err(|e| e.to_string())?;
+        let node_keyring = self.node_credentials.read();
+        let tries = credentials::lookup_all(&pod_keyring, &node_keyring, repository);
+        self.pull_trying(spec, tries, sandbox_config).await
+    }
+
     /// Pulls with each credential in turn until one succeeds, or anonymously when there are
     /// none (the kubelet's `PullImage`). Err: the runtime's errors, as Go's aggregate error
     /// words them.
     async fn pull_trying(
         &self,
-        image: &str,
+        image: &ImageSpec,
         tries: Vec<credentials::Credential>,
         sandbox_config: &PodSandboxConfig,
     ) -> Result<(), String> {
@@ -381,6 +406,9 @@ impl Engine {
         self.failure(StartFailureReason::ErrImagePull, error.to_string())
     }
 }
+
+/// How a call cancelled by the pod's deletion fails, as gRPC words a cancelled context.
+const CANCELED: &str = "rpc error: code = Canceled desc = context canceled";
 
 /// Go's `utilerrors.NewAggregate(...).Error()`: one message as it is, several distinct ones
 /// bracketed and joined by ", ".

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::cri_api::{
-    AttachRequest, ContainerAttributes, ContainerStats, CpuUsage, ExecRequest, MemoryUsage, UInt64Value,
+    AttachRequest, ContainerAttributes, ContainerStats, CpuUsage, ExecRequest, ImageSpec, MemoryUsage, UInt64Value,
 };
 
 #[async_trait]
@@ -439,17 +439,22 @@ impl ImageService for FakeRuntime {
 
     async fn pull_image(
         &self,
-        image: &str,
+        spec: &ImageSpec,
         auth: Option<&AuthConfig>,
         sandbox_config: &PodSandboxConfig,
     ) -> RuntimeResult<String> {
         self.delay().await;
+        let image = spec.image.as_str();
         let name = images::normalize(image).into_owned();
         let takes = {
             let mut state = self.lock();
             if state.log_calls {
                 let pod = sandbox_config.metadata.as_ref().map(|m| Arc::from(m.name.as_str()));
-                self.log(&mut state, pod, Call::PullImage { image: image.to_string() });
+                self.log(
+                    &mut state,
+                    pod,
+                    Call::PullImage { image: image.to_string(), runtime_handler: spec.runtime_handler.clone() },
+                );
             }
             let Some(rule) = state.pulls.get(&name) else {
                 return Err(RuntimeError::Failed(format!(

@@ -327,14 +327,15 @@ async fn lists_filter_by_labels() {
 async fn images_and_pulls() {
     let rt = FakeRuntime::new(Clock::starting_at(epoch()));
     let p = pod("p");
+    let spec = |image: &str| ImageSpec { image: image.into(), ..Default::default() };
     assert_eq!(rt.image_status("busybox").await.unwrap(), None);
     rt.allow_pull_taking("busybox", secs(3));
-    let image_ref = rt.pull_image("busybox", None, &p).await.unwrap();
+    let image_ref = rt.pull_image(&spec("busybox"), None, &p).await.unwrap();
     assert_eq!(rt.clock().now(), epoch() + jiff::SignedDuration::from_secs(3));
     // Normalized as containerd does: the short and the full name are one image.
     assert_eq!(rt.image_status("docker.io/library/busybox:latest").await.unwrap(), Some(image_ref));
 
-    let err = rt.pull_image("nope:1", None, &p).await.unwrap_err();
+    let err = rt.pull_image(&spec("nope:1"), None, &p).await.unwrap_err();
     assert_eq!(
         err,
         RuntimeError::Failed(
@@ -345,14 +346,19 @@ async fn images_and_pulls() {
     );
 
     rt.allow_pull_with_auth("127.0.0.1:5000/private", "u", "p");
-    let err = rt.pull_image("127.0.0.1:5000/private", None, &p).await.unwrap_err();
+    let err = rt.pull_image(&spec("127.0.0.1:5000/private"), None, &p).await.unwrap_err();
     assert!(matches!(&err, RuntimeError::Failed(m) if m.contains("401 Unauthorized")));
     let auth = AuthConfig { username: "u".into(), password: "p".into(), ..Default::default() };
-    rt.pull_image("127.0.0.1:5000/private", Some(&auth), &p).await.unwrap();
+    rt.pull_image(&spec("127.0.0.1:5000/private"), Some(&auth), &p).await.unwrap();
 
     let pulls: Vec<_> = rt.calls_for_pod("p").into_iter().map(|(_, c)| c).collect();
     assert_eq!(pulls.len(), 4);
-    assert_eq!(pulls[0], Call::PullImage { image: "busybox".into() });
+    assert_eq!(pulls[0], Call::PullImage { image: "busybox".into(), runtime_handler: String::new() });
+
+    let alt = ImageSpec { runtime_handler: "runc-alt".into(), ..spec("busybox") };
+    rt.pull_image(&alt, None, &p).await.unwrap();
+    let last = rt.calls_for_pod("p").into_iter().map(|(_, c)| c).next_back();
+    assert_eq!(last, Some(Call::PullImage { image: "busybox".into(), runtime_handler: "runc-alt".into() }));
 }
 
 #[tokio::test(start_paused = true)]
