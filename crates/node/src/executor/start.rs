@@ -305,7 +305,11 @@ impl Engine {
         let pulled = match credentials::secrets_keyring(&secrets) {
             Ok(pod_keyring) => {
                 let node_keyring = self.node_credentials.read();
-                let tries = credentials::lookup_all(&pod_keyring, &node_keyring, &repository);
+                let plugin_keyring = match &self.credential_plugins {
+                    Some(plugins) => plugins.keyring(&repository).await,
+                    None => credentials::Keyring::default(),
+                };
+                let tries = credentials::lookup_all(&pod_keyring, &node_keyring, &plugin_keyring, &repository);
                 self.pull_trying(image, tries, sandbox_config).await
             }
             Err(e) => Err(e.to_string()),
@@ -370,7 +374,7 @@ impl Engine {
                 Err(e) => errors.push(e.to_string()),
             }
         }
-        Err(aggregate(errors))
+        Err(credentials::aggregate(errors))
     }
 
     /// A pull that failed with `error`: the kubelet's events and `ErrImagePull`.
@@ -379,16 +383,5 @@ impl Engine {
         self.event(pod, Some(sc), EventType::Warning, "Failed", message);
         self.event(pod, Some(sc), EventType::Warning, "Failed", "Error: ErrImagePull".into());
         self.failure(StartFailureReason::ErrImagePull, error.to_string())
-    }
-}
-
-/// Go's `utilerrors.NewAggregate(...).Error()`: one message as it is, several distinct ones
-/// bracketed and joined by ", ".
-fn aggregate(mut messages: Vec<String>) -> String {
-    let mut seen = std::collections::HashSet::new();
-    messages.retain(|m| seen.insert(m.clone()));
-    match messages.as_slice() {
-        [one] => one.clone(),
-        many => format!("[{}]", many.join(", ")),
     }
 }
