@@ -191,12 +191,20 @@ fn validate(providers: &[RawProvider]) -> Vec<FieldError> {
         }
         for image in &p.match_images {
             if let Err(e) = check_schemeless_url(image) {
-                errors.push(FieldError::invalid("providers.matchImages", image, format!("match image is invalid: {e}")));
+                errors.push(FieldError::invalid(
+                    "providers.matchImages",
+                    image,
+                    format!("match image is invalid: {e}"),
+                ));
             }
         }
         match p.default_cache_duration.as_deref().map(parse_go_duration) {
             None => errors.push(FieldError::required("providers.defaultCacheDuration", "")),
-            Some(Err(e)) => errors.push(FieldError::invalid("providers.defaultCacheDuration", p.default_cache_duration.as_deref().unwrap_or_default(), e)),
+            Some(Err(e)) => errors.push(FieldError::invalid(
+                "providers.defaultCacheDuration",
+                p.default_cache_duration.as_deref().unwrap_or_default(),
+                e,
+            )),
             Some(Ok(d)) if d.is_negative() => errors.push(FieldError::invalid(
                 "providers.defaultCacheDuration",
                 p.default_cache_duration.as_deref().unwrap_or_default(),
@@ -257,8 +265,15 @@ pub(super) fn parse_go_duration(s: &str) -> Result<jiff::SignedDuration, String>
     }
     let mut nanos: i128 = 0;
     while !rest.is_empty() {
-        let number_end = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
-        let (number, after) = rest.split_at(number_end);
+        let digits = |t: &str| t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (whole, after) = rest.split_at(digits(rest));
+        let (fraction, after) = match after.strip_prefix('.') {
+            Some(after) => after.split_at(digits(after)),
+            None => ("", after),
+        };
+        if whole.is_empty() && fraction.is_empty() {
+            return Err(invalid());
+        }
         let unit_end = after.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(after.len());
         let (unit, after) = after.split_at(unit_end);
         let scale: i128 = match unit {
@@ -271,12 +286,8 @@ pub(super) fn parse_go_duration(s: &str) -> Result<jiff::SignedDuration, String>
             "" => return Err(format!("time: missing unit in duration {s:?}")),
             _ => return Err(format!("time: unknown unit {unit:?} in duration {s:?}")),
         };
-        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-        if (whole.is_empty() && fraction.is_empty()) || fraction.contains('.') {
-            return Err(invalid());
-        }
         let whole: i128 = if whole.is_empty() { 0 } else { whole.parse().map_err(|_| invalid())? };
-        let mut part = whole * scale;
+        let mut part = whole.checked_mul(scale).ok_or_else(invalid)?;
         let mut place = scale;
         for digit in fraction.bytes() {
             place /= 10;
