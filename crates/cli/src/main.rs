@@ -41,6 +41,25 @@ pub struct RuntimeArgs {
     /// Where podwright keeps its state, pod volumes and the embedded containerd.
     #[arg(long, default_value = "/var/lib/podwright")]
     pub root_dir: PathBuf,
+    /// A kubelet CredentialProviderConfig file: the exec plugins asked for registry
+    /// credentials of the images they match.
+    #[arg(long, value_name = "FILE", requires = "image_credential_provider_bin_dir")]
+    pub image_credential_provider_config: Option<PathBuf>,
+    /// The directory of the credential provider plugins' binaries.
+    #[arg(long, value_name = "DIR", requires = "image_credential_provider_config")]
+    pub image_credential_provider_bin_dir: Option<PathBuf>,
+}
+
+impl RuntimeArgs {
+    /// The credential provider plugins given, validated; an error names the file and field.
+    pub fn credential_plugins(&self) -> Result<Option<podwright_node::credentials::PluginConfig>, String> {
+        let (Some(config), Some(bin_dir)) =
+            (&self.image_credential_provider_config, &self.image_credential_provider_bin_dir)
+        else {
+            return Ok(None);
+        };
+        podwright_node::credentials::PluginConfig::load(config, bin_dir).map(Some).map_err(|e| e.to_string())
+    }
 }
 
 #[derive(Subcommand)]

@@ -91,6 +91,13 @@ pub async fn run(args: RunArgs) -> u8 {
             return exit::INVALID;
         }
     };
+    let credential_plugins = match args.runtime.credential_plugins() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("podwright: {e}");
+            return exit::INVALID;
+        }
+    };
     let loaded = match crate::load(&args.file) {
         Ok(loaded) => loaded,
         Err(code) => return code,
@@ -132,6 +139,9 @@ pub async fn run(args: RunArgs) -> u8 {
         .status(status_sink)
         .objects(objects)
         .image_pulls(image_pulls);
+    if let Some(plugins) = credential_plugins {
+        node = node.credential_plugins(plugins);
+    }
     if let Some(cgroups) = PodCgroups::of_host(&args.runtime.root_dir) {
         node = node.cgroups(cgroups);
     }

@@ -250,6 +250,13 @@ pub async fn serve(args: ServeArgs) -> u8 {
             return exit::INVALID;
         }
     };
+    let credential_plugins = match args.runtime.credential_plugins() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("podwright: {e}");
+            return exit::INVALID;
+        }
+    };
     let static_pod_path =
         args.pod_manifest_path.clone().or_else(|| config.static_pod_path.clone()).filter(|p| !p.as_os_str().is_empty());
     let root = args.runtime.root_dir.clone();
@@ -340,6 +347,9 @@ pub async fn serve(args: ServeArgs) -> u8 {
         .objects(api.objects())
         .facts(NodeFacts::of_this_machine(node_name.clone(), host.clone()))
         .image_pulls(config.image_pulls);
+    if let Some(plugins) = credential_plugins {
+        node = node.credential_plugins(plugins);
+    }
     if let Some(cgroups) = cgroups {
         node = node.cgroups(cgroups);
     }

@@ -1,6 +1,6 @@
 //! Registry credentials for image pulls, as the kubelet's `pkg/credentialprovider` keeps them:
-//! Docker `config.json` / legacy `.dockercfg` files on the node and the pod's `imagePullSecrets`,
-//! matched against the image's repository by Kubernetes' rules (glob `*` per host label, port,
+//! Docker `config.json` / legacy `.dockercfg` files on the node, the pod's `imagePullSecrets` and
+//! the answers of credential provider exec plugins ([`CredentialPlugins`]), matched against the image's repository by Kubernetes' rules (glob `*` per host label, port,
 //! path prefix, scheme ignored). Every matching credential is returned, most specific first, so
 //! the puller can try each in turn.
 //!
@@ -8,8 +8,10 @@
 
 mod glob;
 mod paths;
+mod plugins;
 
 pub use paths::DockerConfigPaths;
+pub use plugins::{CredentialPlugins, PluginConfig, PluginConfigError};
 
 use base64::Engine as _;
 use k8s_openapi::api::core::v1::Secret;
@@ -231,12 +233,25 @@ pub fn secrets_keyring(secrets: &[Secret]) -> Result<Keyring, CredentialsError> 
     Ok(keyring)
 }
 
-/// The credentials to try for `repository`, in order: the pod's secrets', then the node's
-/// (upstream's `UnionDockerKeyring{secrets, node}`).
-pub fn lookup_all(pod: &Keyring, node: &Keyring, repository: &str) -> Vec<Credential> {
+/// The credentials to try for `repository`, in order: the pod's secrets', the node's files',
+/// then the plugins' (upstream's `UnionDockerKeyring{secrets, UnionDockerKeyring{node,
+/// plugins}}`).
+pub fn lookup_all(pod: &Keyring, node: &Keyring, plugins: &Keyring, repository: &str) -> Vec<Credential> {
     let mut found = pod.lookup(repository);
     found.extend(node.lookup(repository));
+    found.extend(plugins.lookup(repository));
     found
+}
+
+/// Go's `utilerrors.NewAggregate(...).Error()`: one message as it is, several distinct ones
+/// bracketed and joined by ", ".
+pub(crate) fn aggregate(mut messages: Vec<String>) -> String {
+    let mut seen = std::collections::HashSet::new();
+    messages.retain(|m| seen.insert(m.clone()));
+    match messages.as_slice() {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    }
 }
 
 #[cfg(test)]

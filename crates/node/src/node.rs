@@ -1,7 +1,7 @@
 //! [`Node`]: builds the node layer ([`PodWorkers`]) from a runtime and what the mode plugs in.
 //! `Engine`: what every pod worker of one node shares.
 
-use crate::credentials::DockerConfigPaths;
+use crate::credentials::{CredentialPlugins, DockerConfigPaths, PluginConfig};
 use crate::cri::dns::{ClusterDns, HOST_RESOLV_CONF, ResolvConf};
 use crate::dispatch::Dispatcher;
 use crate::downward::NodeFacts;
@@ -54,6 +54,8 @@ pub(crate) struct Engine {
     pub pulls: PullQueue,
     /// Where the node's own registry credentials are read from, at each pull.
     pub node_credentials: Arc<DockerConfigPaths>,
+    /// The credential provider exec plugins, when the node has some.
+    pub credential_plugins: Option<Arc<CredentialPlugins>>,
     /// The pod-level cgroups, when the node makes them.
     pub cgroups: Option<Arc<PodCgroups>>,
 }
@@ -77,6 +79,7 @@ pub struct Node {
     facts: Option<NodeFacts>,
     image_pulls: ImagePulls,
     node_credentials: Option<DockerConfigPaths>,
+    credential_plugins: Option<PluginConfig>,
     cgroups: Option<PodCgroups>,
 }
 
@@ -95,6 +98,7 @@ impl Node {
             facts: None,
             image_pulls: ImagePulls::default(),
             node_credentials: None,
+            credential_plugins: None,
             cgroups: None,
         }
     }
@@ -168,6 +172,14 @@ impl Node {
         self
     }
 
+    /// Ask these credential provider exec plugins for the registry credentials of the images
+    /// they match, after the pod's and the node's own (the kubelet's
+    /// `--image-credential-provider-config`); none unless given.
+    pub fn credential_plugins(mut self, config: PluginConfig) -> Self {
+        self.credential_plugins = Some(config);
+        self
+    }
+
     /// Make each pod's cgroup under `kubepods` before its sandbox, and remove it with the pod;
     /// pods go straight under the runtime's own cgroup unless given.
     pub fn cgroups(mut self, cgroups: PodCgroups) -> Self {
@@ -200,6 +212,7 @@ impl Node {
             node_credentials: Arc::new(
                 self.node_credentials.unwrap_or_else(|| DockerConfigPaths::of_this_process(&self.root)),
             ),
+            credential_plugins: self.credential_plugins.map(|c| Arc::new(CredentialPlugins::new(c, clock))),
             root: self.root,
             cgroups: self.cgroups.map(Arc::new),
         };

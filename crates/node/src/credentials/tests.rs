@@ -229,12 +229,15 @@ fn secrets_of_both_types_form_one_keyring() {
 }
 
 #[test]
-fn pod_secrets_come_before_node_credentials() {
+fn pod_secrets_come_before_node_credentials_before_plugins() {
     let pod = keyring(&[("reg.io", cred("pod", "a"))]);
     let node = keyring(&[("reg.io/team", cred("node", "b"))]);
-    // Even the node's more specific match comes after every one of the pod's.
-    assert_eq!(users(&lookup_all(&pod, &node, "reg.io/team/app")), ["pod", "node"]);
-    assert_eq!(users(&lookup_all(&Keyring::default(), &node, "reg.io/team/app")), ["node"]);
+    let plugins = keyring(&[("reg.io/team/app", cred("plugin", "c"))]);
+    let none = Keyring::default();
+    // Even a later keyring's more specific match comes after every one of an earlier one's.
+    assert_eq!(users(&lookup_all(&pod, &node, &plugins, "reg.io/team/app")), ["pod", "node", "plugin"]);
+    assert_eq!(users(&lookup_all(&none, &node, &none, "reg.io/team/app")), ["node"]);
+    assert_eq!(users(&lookup_all(&none, &none, &plugins, "reg.io/team/app")), ["plugin"]);
 }
 
 #[test]

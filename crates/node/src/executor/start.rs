@@ -295,6 +295,14 @@ impl Engine {
         }
         let secrets = self.pull_secrets(pod);
         self.event(pod, Some(sc), EventType::Normal, "Pulling", wording::pulling(image));
+        // As the kubelet, credentials (plugins' included) are looked up before the pull is
+        // queued, and neither pull time counts the lookup.
+        let tries = tokio::select! {
+            biased;
+            tries = self.credentials_for(&repository, &secrets) => tries,
+            _ = deletion_asked(sync.desired.clone()) => Err(CANCELED.to_string()),
+        }
+        .map_err(|e| self.pull_failed(pod, sc, &e))?;
         let asked = self.clock.now();
         let turn = tokio::select! {
             biased;
@@ -315,7 +323,7 @@ impl Engine {
         };
         let pulled = tokio::select! {
             biased;
-            pulled = self.pull_with_credentials(&spec, &repository, &secrets, sandbox_config) => pulled,
+            pulled = self.pull_trying(&spec, tries, sandbox_config) => pulled,
             // A pull under way is cancelled too: dropping the call resets its stream, which
             // cancels the runtime's pull.
             _ = deletion_asked(sync.desired.clone()) => Err(CANCELED.to_string()),
@@ -359,19 +367,20 @@ impl Engine {
         found
     }
 
-    /// Pulls with the credentials of the pod's pull secrets and the node's that match
-    /// `repository`. Err: the runtime's errors, or why the secrets could not be read.
-    async fn pull_with_credentials(
+    /// The credentials to try for `repository`, in turn: the pod's pull secrets', the node's
+    /// files' and the credential plugins' that match. Err: why the secrets could not be read.
+    async fn credentials_for(
         &self,
-        spec: &ImageSpec,
         repository: &str,
         secrets: &[Secret],
-        sandbox_config: &PodSandboxConfig,
-    ) -> Result<(), String> {
+    ) -> Result<Vec<credentials::Credential>, String> {
         let pod_keyring = credentials::secrets_keyring(secrets).map_err(|e| e.to_string())?;
         let node_keyring = self.node_credentials.read();
-        let tries = credentials::lookup_all(&pod_keyring, &node_keyring, repository);
-        self.pull_trying(spec, tries, sandbox_config).await
+        let plugin_keyring = match &self.credential_plugins {
+            Some(plugins) => plugins.keyring(repository).await,
+            None => credentials::Keyring::default(),
+        };
+        Ok(credentials::lookup_all(&pod_keyring, &node_keyring, &plugin_keyring, repository))
     }
 
     /// Pulls with each credential in turn until one succeeds, or anonymously when there are
@@ -395,7 +404,7 @@ impl Engine {
                 Err(e) => errors.push(e.to_string()),
             }
         }
-        Err(aggregate(errors))
+        Err(credentials::aggregate(errors))
     }
 
     /// A pull that failed with `error`: the kubelet's events and `ErrImagePull`.
@@ -409,14 +418,3 @@ impl Engine {
 
 /// How a call cancelled by the pod's deletion fails, as gRPC words a cancelled context.
 const CANCELED: &str = "rpc error: code = Canceled desc = context canceled";
-
-/// Go's `utilerrors.NewAggregate(...).Error()`: one message as it is, several distinct ones
-/// bracketed and joined by ", ".
-fn aggregate(mut messages: Vec<String>) -> String {
-    let mut seen = std::collections::HashSet::new();
-    messages.retain(|m| seen.insert(m.clone()));
-    match messages.as_slice() {
-        [one] => one.clone(),
-        many => format!("[{}]", many.join(", ")),
-    }
-}

@@ -1,0 +1,109 @@
+//! Kubelet image credential provider exec plugins (upstream's `credentialprovider/plugin`):
+//! for an image, every configured plugin whose `matchImages` match it is asked (or its cached
+//! answer used), and the registries and credentials they answer make one keyring.
+//!
+//! A plugin that fails or answers badly gives nothing: the error is logged (without the
+//! plugin's stdout) and the pull goes on with the other credentials, as upstream's does.
+
+mod cache;
+mod config;
+mod exec;
+
+pub use config::{PluginConfig, PluginConfigError};
+
+use super::{DockerConfig, Keyring, urls_match};
+use cache::ResponseCache;
+use config::Provider;
+use exec::Response;
+use podwright_runtime::Clock;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio::sync::OnceCell;
+
+/// One run of a plugin that concurrent lookups of the same image share.
+type Flight = Arc<OnceCell<Result<Response, String>>>;
+
+/// The configured plugins with their caches, shared by every pull of a node.
+pub struct CredentialPlugins {
+    bin_dir: PathBuf,
+    providers: Vec<PluginProvider>,
+    clock: Clock,
+}
+
+struct PluginProvider {
+    config: Provider,
+    cache: Mutex<ResponseCache>,
+    /// The runs under way, by image (upstream's singleflight group).
+    flights: Mutex<HashMap<String, Flight>>,
+}
+
+impl CredentialPlugins {
+    /// The plugins of `config`, whose answers expire by `clock`.
+    pub fn new(config: PluginConfig, clock: Clock) -> Self {
+        let providers = config
+            .providers
+            .into_iter()
+            .map(|config| PluginProvider { config, cache: Mutex::default(), flights: Mutex::default() })
+            .collect();
+        CredentialPlugins { bin_dir: config.bin_dir, providers, clock }
+    }
+
+    /// What the plugins give for `image` (a repository, `host/path` without tag), all in one
+    /// keyring, the providers in the config's order (upstream's
+    /// `externalCredentialProviderKeyring`).
+    pub async fn keyring(&self, image: &str) -> Keyring {
+        let mut keyring = Keyring::default();
+        for provider in &self.providers {
+            keyring.add(provider.provide(&self.bin_dir, image, self.clock).await);
+        }
+        keyring
+    }
+}
+
+impl PluginProvider {
+    async fn provide(&self, bin_dir: &std::path::Path, image: &str, clock: Clock) -> DockerConfig {
+        if !self.config.match_images.iter().any(|pattern| urls_match(pattern, image)) {
+            return DockerConfig::default();
+        }
+        if let Some(cached) = lock(&self.cache).get(image, clock.now()) {
+            return cached;
+        }
+        let flight = lock(&self.flights).entry(image.to_string()).or_default().clone();
+        let answer = flight.get_or_init(|| exec::run(bin_dir, &self.config, image)).await.clone();
+        let provided = match answer {
+            Err(e) => {
+                tracing::warn!("Failed getting credential from external registry credential provider: {e}");
+                DockerConfig::default()
+            }
+            Ok(response) => match response.cache_key_type() {
+                Some(key_type) => {
+                    let default = self.config.default_cache_duration;
+                    lock(&self.cache).put(key_type, image, &response, default, clock.now());
+                    response.auth
+                }
+                None => {
+                    tracing::warn!(
+                        "credential provider plugin did not return a valid cacheKeyType: {:?}",
+                        response.cache_key_type
+                    );
+                    DockerConfig::default()
+                }
+            },
+        };
+        // Cached first, so that a lookup arriving now finds the answer rather than a new run.
+        let mut flights = lock(&self.flights);
+        if flights.get(image).is_some_and(|f| Arc::ptr_eq(f, &flight)) {
+            flights.remove(image);
+        }
+        provided
+    }
+}
+
+/// The lock's data, also after a panic elsewhere (nothing here is left half-changed).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests;
