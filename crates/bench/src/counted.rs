@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 pub struct Span {
     pub op: &'static str,
-    /// The image it pulled (`PullImage` only).
+    /// The image it asked about or pulled (image calls only).
     pub image: Option<String>,
     pub start: Instant,
     pub end: Instant,
@@ -71,7 +71,7 @@ impl Counted {
         self.call_on(op, kind, None, fut).await
     }
 
-    /// [`Self::call`] that records what it pulled.
+    /// [`Self::call`] that records the image it is about.
     async fn call_on<T>(&self, op: &'static str, kind: Kind, image: Option<&str>, fut: impl Future<Output = T>) -> T {
         match kind {
             Kind::Action => self.actions.fetch_add(1, Ordering::Relaxed),
@@ -153,13 +153,13 @@ impl RuntimeService for Counted {
 #[async_trait]
 impl ImageService for Counted {
     async fn image_status(&self, image: &str) -> RuntimeResult<Option<String>> {
-        self.call("ImageStatus", Kind::Read, self.inner.image_status(image)).await
+        self.call_on("ImageStatus", Kind::Read, Some(image), self.inner.image_status(image)).await
     }
     async fn image_size(&self, image: &str) -> RuntimeResult<u64> {
-        self.call("ImageStatus", Kind::Read, self.inner.image_size(image)).await
+        self.call_on("ImageStatus", Kind::Read, Some(image), self.inner.image_size(image)).await
     }
     async fn image_user(&self, image: &str) -> RuntimeResult<podwright_runtime::ImageUser> {
-        self.call("ImageStatus", Kind::Read, self.inner.image_user(image)).await
+        self.call_on("ImageStatus", Kind::Read, Some(image), self.inner.image_user(image)).await
     }
     async fn pull_image(
         &self,

@@ -60,12 +60,14 @@ pub struct PullsArgs {
 
 /// One pull as the benchmark saw it, in ms from the start of its run: the executor's `Pulling`
 /// event (it has decided to pull), its `Pulled` event (the image is ready), and the runtime's
-/// `PullImage` call in between.
+/// `PullImage` call in between; and how long the `ImageStatus` calls after it (the image's size,
+/// for the `Pulled` event, as the kubelet asks for it) took, a part of podwright's time.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Pull {
     asked: f64,
     ready: f64,
     call: (f64, f64),
+    status_after: f64,
 }
 
 /// One run of one policy.
@@ -309,7 +311,13 @@ impl Bench {
             let [call] = calls.as_slice() else {
                 return Err(format!("{image} was pulled {} times, not once", calls.len()));
             };
-            pulls.push(Pull { asked: ms(asked), ready: ms(ready), call: (ms(call.start), ms(call.end)) });
+            let status_after = spans
+                .iter()
+                .filter(|s| s.op == "ImageStatus" && s.image.as_ref() == Some(image))
+                .filter(|s| s.start >= call.end && s.end <= ready)
+                .map(|s| s.end.duration_since(s.start).as_secs_f64() * 1e3)
+                .sum();
+            pulls.push(Pull { asked: ms(asked), ready: ms(ready), call: (ms(call.start), ms(call.end)), status_after });
         }
         Ok(Run { wall, pulls })
     }
@@ -373,8 +381,9 @@ fn mean(values: &[f64]) -> f64 {
 }
 
 impl PullsReport {
-    /// Per policy: its name, the summary of its walls, mean overhead and mean call per pull (ms).
-    fn rows(&self) -> Vec<(&'static str, Summary, f64, f64)> {
+    /// Per policy: its name, the summary of its walls, and per pull (means, ms) podwright's
+    /// overhead, the part of it in `ImageStatus` calls for the size, and the `PullImage` call.
+    fn rows(&self) -> Vec<(&'static str, Summary, f64, f64, f64)> {
         MODES
             .iter()
             .zip(&self.runs)
@@ -383,7 +392,8 @@ impl PullsReport {
                 let walls: Vec<Duration> = runs.iter().map(|r| r.wall).collect();
                 let extra: Vec<f64> = runs.iter().flat_map(|r| overheads(&r.pulls, limit)).collect();
                 let calls: Vec<f64> = runs.iter().flat_map(|r| r.pulls.iter().map(|p| p.call.1 - p.call.0)).collect();
-                (name, Summary::of(&walls), mean(&extra), mean(&calls))
+                let sizes: Vec<f64> = runs.iter().flat_map(|r| r.pulls.iter().map(|p| p.status_after)).collect();
+                (name, Summary::of(&walls), mean(&extra), mean(&sizes), mean(&calls))
             })
             .collect()
     }
@@ -396,12 +406,12 @@ impl PullsReport {
             self.runtime, self.pods, self.pods, self.layer_kib
         );
         println!(
-            "  {:<10} {:>10} {:>10} {:>10} {:>16} {:>14}",
-            "policy", "median s", "min s", "max s", "overhead ms/pull", "PullImage ms"
+            "  {:<10} {:>9} {:>9} {:>9} {:>17} {:>16} {:>13}",
+            "policy", "median s", "min s", "max s", "overhead ms/pull", "(ImageStatus ms)", "PullImage ms"
         );
-        for (name, wall, extra, call) in &rows {
+        for (name, wall, extra, size, call) in &rows {
             println!(
-                "  {name:<10} {:>10.2} {:>10.2} {:>10.2} {extra:>16.2} {call:>14.1}",
+                "  {name:<10} {:>9.2} {:>9.2} {:>9.2} {extra:>17.2} {size:>16.2} {call:>13.1}",
                 wall.median / 1e3,
                 wall.min / 1e3,
                 wall.max / 1e3
@@ -417,16 +427,17 @@ impl PullsReport {
             parallel.1.median / 1e3,
             max2.1.median / 1e3,
             serial.2,
-            serial.3
+            serial.4
         );
-        for (name, wall, extra, call) in &rows {
+        for (name, wall, extra, _, call) in &rows {
             let key = name.replace(' ', "");
             println!("pulls_{key}_s: {:.3}", wall.median / 1e3);
             println!("pull_overhead_{key}_ms: {extra:.3}");
             println!("pull_runtime_{key}_ms: {call:.1}");
         }
         println!("pull_overhead_ms: {:.3}", serial.2);
-        println!("pull_runtime_ms: {:.1}", serial.3);
+        println!("pull_overhead_image_status_ms: {:.3}", serial.3);
+        println!("pull_runtime_ms: {:.1}", serial.4);
     }
 }
 
@@ -435,7 +446,7 @@ mod tests {
     use super::*;
 
     fn pull(asked: f64, start: f64, end: f64, ready: f64) -> Pull {
-        Pull { asked, ready, call: (start, end) }
+        Pull { asked, ready, call: (start, end), status_after: 0.0 }
     }
 
     #[test]
