@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 pub struct Span {
     pub op: &'static str,
+    /// The image it asked about or pulled (image calls only).
+    pub image: Option<String>,
     pub start: Instant,
     pub end: Instant,
 }
@@ -66,6 +68,11 @@ impl Counted {
     }
 
     async fn call<T>(&self, op: &'static str, kind: Kind, fut: impl Future<Output = T>) -> T {
+        self.call_on(op, kind, None, fut).await
+    }
+
+    /// [`Self::call`] that records the image it is about.
+    async fn call_on<T>(&self, op: &'static str, kind: Kind, image: Option<&str>, fut: impl Future<Output = T>) -> T {
         match kind {
             Kind::Action => self.actions.fetch_add(1, Ordering::Relaxed),
             Kind::Read => self.reads.fetch_add(1, Ordering::Relaxed),
@@ -73,7 +80,7 @@ impl Counted {
         let Some(timeline) = &self.timeline else { return fut.await };
         let start = Instant::now();
         let out = fut.await;
-        let span = Span { op, start, end: Instant::now() };
+        let span = Span { op, image: image.map(str::to_string), start, end: Instant::now() };
         timeline.lock().unwrap_or_else(|e| e.into_inner()).push(span);
         out
     }
@@ -146,10 +153,13 @@ impl RuntimeService for Counted {
 #[async_trait]
 impl ImageService for Counted {
     async fn image_status(&self, image: &str) -> RuntimeResult<Option<String>> {
-        self.call("ImageStatus", Kind::Read, self.inner.image_status(image)).await
+        self.call_on("ImageStatus", Kind::Read, Some(image), self.inner.image_status(image)).await
+    }
+    async fn image_size(&self, image: &str) -> RuntimeResult<u64> {
+        self.call_on("ImageStatus", Kind::Read, Some(image), self.inner.image_size(image)).await
     }
     async fn image_user(&self, image: &str) -> RuntimeResult<podwright_runtime::ImageUser> {
-        self.call("ImageStatus", Kind::Read, self.inner.image_user(image)).await
+        self.call_on("ImageStatus", Kind::Read, Some(image), self.inner.image_user(image)).await
     }
     async fn pull_image(
         &self,
@@ -157,6 +167,6 @@ impl ImageService for Counted {
         auth: Option<&AuthConfig>,
         sandbox_config: &PodSandboxConfig,
     ) -> RuntimeResult<String> {
-        self.call("PullImage", Kind::Action, self.inner.pull_image(image, auth, sandbox_config)).await
+        self.call_on("PullImage", Kind::Action, Some(image), self.inner.pull_image(image, auth, sandbox_config)).await
     }
 }

@@ -8,6 +8,9 @@
 //!   containerd for a steady window: its CPU and RSS, and how late the probes run.
 //! - `serve`: the `podwright serve` daemon driven through its API: idle RSS, `kubectl apply` to
 //!   Running beside the floor of its CRI calls, and RSS and CPU with many running pods.
+//! - `pulls`: pods with an image each from a local registry, started at once under each image
+//!   pull policy (serial, parallel, at most 2): time until all run, and podwright's time per
+//!   pull beside the runtime's `PullImage`.
 //!
 //! Prints a table for people, then `name: value` lines for scripts. Asserts nothing.
 
@@ -18,6 +21,7 @@ mod http;
 mod measure;
 mod pod;
 mod probes;
+mod pulls;
 mod real;
 mod serve;
 
@@ -41,6 +45,8 @@ enum Command {
     Probes(probes::ProbesArgs),
     /// The `podwright serve` daemon on containerd, driven through its API and by kubectl.
     Serve(serve::ServeArgs),
+    /// Pods pulling an image each from a local registry, under each image pull policy.
+    Pulls(pulls::PullsArgs),
 }
 
 #[global_allocator]
@@ -67,6 +73,7 @@ fn main() -> ExitCode {
             Command::Real(args) => real::run(args).await.map(|r| r.print()),
             Command::Probes(args) => probes::run(args).await.map(|r| r.print()),
             Command::Serve(args) => serve::run(args).await.map(|r| r.print()),
+            Command::Pulls(args) => pulls::run(args).await.map(|r| r.print()),
         }
     });
     match result {

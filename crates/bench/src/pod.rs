@@ -42,6 +42,23 @@ spec:
     )
 }
 
+/// The `pulls` benchmark's pod: one container of `image` that runs until it is stopped.
+pub fn pull_template(image: &str) -> Result<Pod, String> {
+    load(&format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: bench
+  namespace: default
+spec:
+  restartPolicy: Always
+  terminationGracePeriodSeconds: 0
+  containers:
+  - {{name: app, image: "{image}", command: [sleep, "3600"]}}
+"#
+    ))
+}
+
 /// The admitted (defaulted, validated) template; give each copy its own name and uid.
 pub fn template() -> Result<Pod, String> {
     load(MANIFEST)

@@ -18,7 +18,7 @@ use podwright_node::{Node, PodUpdate, PodWorkers, StatusStream, layout, volumes}
 use podwright_planner::pod::all_containers;
 use podwright_runtime::cri_api::ContainerState;
 use podwright_runtime::cri_api::{DnsConfig, PodSandboxConfig};
-use podwright_runtime::{ImageUser, Runtime, RuntimeEventKind, RuntimeService};
+use podwright_runtime::{CriRuntime, ImageUser, Runtime, RuntimeEventKind, RuntimeService};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -86,15 +86,17 @@ pub struct RealReport {
     podwright_reads: f64,
 }
 
-pub async fn run(args: &RealArgs) -> Result<RealReport, String> {
-    let endpoint = match &args.endpoint {
-        Some(e) => e.clone(),
+/// The CRI runtime at `endpoint`, or at the embedded containerd under `root` (started unless it
+/// runs), and its version.
+pub async fn connect(endpoint: Option<&str>, root: &Path) -> Result<(CriRuntime, String), String> {
+    let endpoint = match endpoint {
+        Some(e) => e.to_string(),
         None => {
-            let embedded = EmbeddedRuntime::new(&args.root_dir);
+            let embedded = EmbeddedRuntime::new(root);
             embedded.ensure_running().await.map_err(|e| {
                 format!(
                     "could not start the embedded containerd under {}: {e}\nRun scripts/setup first.",
-                    args.root_dir.display()
+                    root.display()
                 )
             })?;
             embedded.endpoint()
@@ -102,6 +104,11 @@ pub async fn run(args: &RealArgs) -> Result<RealReport, String> {
     };
     let cri = podwright_runtime::connect(&endpoint).await.map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
     let version = cri.version().await.map_err(|e| format!("{endpoint} does not answer Version: {e}"))?;
+    Ok((cri, version))
+}
+
+pub async fn run(args: &RealArgs) -> Result<RealReport, String> {
+    let (cri, version) = connect(args.endpoint.as_deref(), &args.root_dir).await?;
     let counted = Arc::new(Counted::new(Arc::new(cri), true));
     let runtime: Arc<dyn Runtime> = counted.clone();
 

@@ -165,6 +165,16 @@ impl CriRuntime {
         Ok(resp.image)
     }
 
+    /// Removes the image from the runtime's store (CRI `RemoveImage`); removing an image that
+    /// is not there succeeds, as the CRI says. Not part of [`ImageService`]: nothing on the
+    /// node removes images yet, only the benchmark, to make its pulls start from nothing.
+    pub async fn remove_image(&self, image: &str) -> RuntimeResult<()> {
+        let req =
+            cri_api::RemoveImageRequest { image: Some(ImageSpec { image: image.to_string(), ..Default::default() }) };
+        self.images.clone().remove_image(request(req)).await.map_err(|s| self.err("RemoveImage", s))?;
+        Ok(())
+    }
+
     /// The endpoint this runtime was reached at, as given to [`connect`].
     pub fn endpoint(&self) -> &str {
         &self.endpoint

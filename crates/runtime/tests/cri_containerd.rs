@@ -109,6 +109,9 @@ async fn exercise(rt: Arc<CriRuntime>, run: String, log_dir: String, sandboxes: 
     assert!(busybox_ref.starts_with("sha256:") && pause_ref.starts_with("sha256:"));
     assert_ne!(busybox_ref, pause_ref);
     assert_eq!(rt.image_status("localhost/podwright-no-such-image:0").await.unwrap(), None);
+    // RemoveImage of an image that is not there succeeds, as the CRI says (the benchmark
+    // removes its images before every run).
+    rt.remove_image("localhost/podwright-no-such-image:0").await.expect("RemoveImage of a missing image");
 
     // No registry answers for localhost here: the pull fails with the runtime's own message.
     let t = Instant::now();
