@@ -167,6 +167,7 @@ impl ImageService for Counted {
         auth: Option<&AuthConfig>,
         sandbox_config: &PodSandboxConfig,
     ) -> RuntimeResult<String> {
-        self.call_on("PullImage", Kind::Action, Some(image), self.inner.pull_image(image, auth, sandbox_config)).await
+        self.call_on("PullImage", Kind::Action, Some(&image.image), self.inner.pull_image(image, auth, sandbox_config))
+            .await
     }
 }
