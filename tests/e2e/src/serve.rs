@@ -52,6 +52,11 @@ impl Daemon {
         Self::start_on(&[], true)
     }
 
+    /// [`Daemon::start_embedded`] with extra `serve` arguments.
+    pub fn start_embedded_with(extra: &[&str]) -> Daemon {
+        Self::start_on(extra, true)
+    }
+
     fn start_on(extra: &[&str], embedded: bool) -> Daemon {
         let n = DAEMONS.fetch_add(1, Ordering::SeqCst);
         let base = test_root();
