@@ -244,8 +244,8 @@ fn fs_space(path: &str) -> std::io::Result<(u64, u64)> {
     }
     // SAFETY: statvfs returned 0, so it filled the struct.
     let stats = unsafe { stats.assume_init() };
-    let fragment = stats.f_frsize as u64;
-    Ok((stats.f_blocks as u64 * fragment, stats.f_bavail as u64 * fragment))
+    let fragment = stats.f_frsize;
+    Ok((stats.f_blocks.saturating_mul(fragment), stats.f_bavail.saturating_mul(fragment)))
 }
 
 /// A request carrying a gRPC deadline (sent as `grpc-timeout`, and enforced by the channel too).
