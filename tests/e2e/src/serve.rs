@@ -79,6 +79,9 @@ impl Daemon {
         if !embedded {
             args.extend(["--runtime-endpoint".into(), endpoint.clone()]);
         }
+        if !extra.contains(&"--config") {
+            args.extend(["--config".into(), crate::keep_images_config().into()]);
+        }
         args.extend(extra.iter().map(|s| s.to_string()));
         let tls = extra.contains(&"--tls");
         let process = Some(spawn_serve(&args));
