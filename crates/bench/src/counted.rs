@@ -170,4 +170,13 @@ impl ImageService for Counted {
         self.call_on("PullImage", Kind::Action, Some(&image.image), self.inner.pull_image(image, auth, sandbox_config))
             .await
     }
+    async fn list_images(&self) -> RuntimeResult<Vec<podwright_runtime::ListedImage>> {
+        self.call("ListImages", Kind::Read, self.inner.list_images()).await
+    }
+    async fn image_fs_info(&self) -> RuntimeResult<podwright_runtime::ImageFs> {
+        self.call("ImageFsInfo", Kind::Read, self.inner.image_fs_info()).await
+    }
+    async fn remove_image(&self, image: &str) -> RuntimeResult<()> {
+        self.call("RemoveImage", Kind::Action, self.inner.remove_image(image)).await
+    }
 }

@@ -104,6 +104,9 @@ impl EventSink for PullEvents {
             self.0.lock().unwrap_or_else(|e| e.into_inner()).push((Instant::now(), name, reason.to_string(), message));
         }
     }
+
+    /// The bench's nodes collect no images, so nothing is said of the node.
+    fn record_node(&self, _node: &str, _kind: EventType, _reason: &str, _message: String, _now: Timestamp) {}
 }
 
 impl PullEvents {

@@ -9,7 +9,7 @@ use podwright_containerd::EmbeddedRuntime;
 use podwright_node::objects::FixedObjects;
 use podwright_node::source::FileSource;
 use podwright_node::timeline::Recording;
-use podwright_node::{EventLog, EventSink, ImagePulls, Node, PodCgroups, StatusSink, logs};
+use podwright_node::{EventLog, EventSink, ImageGcPolicy, ImagePulls, Node, PodCgroups, StatusSink, logs};
 use podwright_runtime::cri;
 use podwright_runtime::{Clock, RuntimeService};
 use std::io::Write;
@@ -43,8 +43,9 @@ pub struct RunArgs {
     /// this HTML file when the run ends.
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
-    /// A KubeletConfiguration-style YAML file: serializeImagePulls, maxParallelImagePulls (the
-    /// other fields `serve` takes are refused here).
+    /// A KubeletConfiguration-style YAML file: serializeImagePulls, maxParallelImagePulls,
+    /// imageGCHighThresholdPercent, imageGCLowThresholdPercent, imageMinimumGCAge,
+    /// imageMaximumGCAge (the other fields `serve` takes are refused here).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 }
@@ -68,12 +69,13 @@ pub(crate) async fn connect(args: &RuntimeArgs, in_flight: cri::InFlight) -> Res
     Ok(rt)
 }
 
-/// How image pulls may overlap, from `--config`; an error names the file and the field.
-fn image_pulls(config: Option<&Path>) -> Result<ImagePulls, String> {
-    let Some(path) = config else { return Ok(ImagePulls::default()) };
+/// How image pulls may overlap and when images are collected, from `--config`; an error names
+/// the file and the field.
+fn image_settings(config: Option<&Path>) -> Result<(ImagePulls, ImageGcPolicy), String> {
+    let Some(path) = config else { return Ok((ImagePulls::default(), ImageGcPolicy::default())) };
     let c = crate::serve::read_config(path)?;
     match c.serve_only_fields().as_slice() {
-        [] => Ok(c.image_pulls),
+        [] => Ok((c.image_pulls, c.image_gc)),
         fields => Err(format!(
             "{}: {}: Forbidden: only `podwright serve` honours {}",
             path.display(),
@@ -84,7 +86,7 @@ fn image_pulls(config: Option<&Path>) -> Result<ImagePulls, String> {
 }
 
 pub async fn run(args: RunArgs) -> u8 {
-    let image_pulls = match image_pulls(args.config.as_deref()) {
+    let (image_pulls, image_gc) = match image_settings(args.config.as_deref()) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("podwright: {e}");
@@ -138,7 +140,8 @@ pub async fn run(args: RunArgs) -> u8 {
         .events(event_sink)
         .status(status_sink)
         .objects(objects)
-        .image_pulls(image_pulls);
+        .image_pulls(image_pulls)
+        .image_gc(image_gc);
     if let Some(plugins) = credential_plugins {
         node = node.credential_plugins(plugins);
     }
@@ -231,21 +234,35 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("podwright-run-config-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("c.yaml");
-        assert_eq!(image_pulls(None), Ok(ImagePulls::Serial));
+        let defaults = (ImagePulls::Serial, ImageGcPolicy::default());
+        assert_eq!(image_settings(None), Ok(defaults));
         std::fs::write(
             &f,
             "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nserializeImagePulls: false\n",
         )
         .unwrap();
-        assert_eq!(image_pulls(Some(&f)), Ok(ImagePulls::Parallel { max: None }));
+        assert_eq!(image_settings(Some(&f)), Ok((ImagePulls::Parallel { max: None }, ImageGcPolicy::default())));
         std::fs::write(&f, "serializeImagePulls: false\nport: 7000\nstaticPodPath: /etc/kubernetes/manifests\n")
             .unwrap();
         assert_eq!(
-            image_pulls(Some(&f)),
+            image_settings(Some(&f)),
             Err(format!("{}: port, staticPodPath: Forbidden: only `podwright serve` honours them", f.display()))
         );
-        std::fs::write(&f, "imageGCHighThresholdPercent: 80\n").unwrap();
-        assert!(image_pulls(Some(&f)).unwrap_err().contains("unknown field `imageGCHighThresholdPercent`"));
+        std::fs::write(&f, "maxPods: 80\n").unwrap();
+        assert!(image_settings(Some(&f)).unwrap_err().contains("unknown field `maxPods`"));
+        // Image garbage collection is the node's, in both modes.
+        std::fs::write(&f, "imageGCHighThresholdPercent: 1\nimageGCLowThresholdPercent: 0\nimageMinimumGCAge: 0s\n")
+            .unwrap();
+        let (_, gc) = image_settings(Some(&f)).unwrap();
+        assert_eq!((gc.high_threshold_percent, gc.low_threshold_percent, gc.min_age), (1, 0, Duration::ZERO));
+        std::fs::write(&f, "imageGCHighThresholdPercent: 101\n").unwrap();
+        assert_eq!(
+            image_settings(Some(&f)),
+            Err(format!(
+                "{}: invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) 101 must be between 0 and 100, inclusive",
+                f.display()
+            ))
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

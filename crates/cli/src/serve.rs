@@ -10,7 +10,7 @@ use podwright_node::log_rotation::{self, LogPolicy};
 use podwright_node::removal;
 use podwright_node::static_pods::{DEFAULT_CHECK_FREQUENCY, StaticPodSource};
 use podwright_node::usage::UsageCollector;
-use podwright_node::{ImagePulls, Metrics, Node, PodCgroups};
+use podwright_node::{ImageGcPolicy, ImagePulls, Metrics, Node, PodCgroups};
 use podwright_runtime::Clock;
 use podwright_runtime::Runtime;
 use podwright_server::dns::{DnsServer, DnsSockets, upstream::Upstream};
@@ -30,7 +30,8 @@ pub struct ServeArgs {
     pub runtime: RuntimeArgs,
     /// A KubeletConfiguration-style YAML file (address, port, containerLogMaxSize,
     /// containerLogMaxFiles, clusterDNS, clusterDomain, staticPodPath, fileCheckFrequency,
-    /// serializeImagePulls, maxParallelImagePulls); flags override it.
+    /// serializeImagePulls, maxParallelImagePulls, imageGCHighThresholdPercent,
+    /// imageGCLowThresholdPercent, imageMinimumGCAge, imageMaximumGCAge); flags override it.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// The address to serve the API on (default 127.0.0.1).
@@ -84,6 +85,21 @@ pub struct ServeConfig {
     /// What the two above make, validated.
     #[serde(skip)]
     pub(crate) image_pulls: ImagePulls,
+    /// Image garbage collection starts at this usage of the image filesystem (percent)…
+    #[serde(rename = "imageGCHighThresholdPercent")]
+    image_gc_high_threshold_percent: Option<i64>,
+    /// …and frees down to this one.
+    #[serde(rename = "imageGCLowThresholdPercent")]
+    image_gc_low_threshold_percent: Option<i64>,
+    /// Images first seen more recently are never collected for space (a Go duration).
+    #[serde(rename = "imageMinimumGCAge")]
+    image_minimum_gc_age: Option<String>,
+    /// Images unused for longer are collected whatever the usage (a Go duration, 0 = never).
+    #[serde(rename = "imageMaximumGCAge")]
+    image_maximum_gc_age: Option<String>,
+    /// What the four above make, validated.
+    #[serde(skip)]
+    pub(crate) image_gc: ImageGcPolicy,
 }
 
 pub(crate) fn read_config(path: &Path) -> Result<ServeConfig, String> {
@@ -104,6 +120,13 @@ pub(crate) fn read_config(path: &Path) -> Result<ServeConfig, String> {
     }
     c.image_pulls = ImagePulls::from_config(c.serialize_image_pulls, c.max_parallel_image_pulls)
         .map_err(|e| format!("{}: {e}", path.display()))?;
+    c.image_gc = ImageGcPolicy::from_config(
+        c.image_gc_high_threshold_percent,
+        c.image_gc_low_threshold_percent,
+        c.image_minimum_gc_age.as_deref(),
+        c.image_maximum_gc_age.as_deref(),
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(c)
 }
 
@@ -346,7 +369,8 @@ pub async fn serve(args: ServeArgs) -> u8 {
         .status(api.sink())
         .objects(api.objects())
         .facts(NodeFacts::of_this_machine(node_name.clone(), host.clone()))
-        .image_pulls(config.image_pulls);
+        .image_pulls(config.image_pulls)
+        .image_gc(config.image_gc);
     if let Some(plugins) = credential_plugins {
         node = node.credential_plugins(plugins);
     }
@@ -494,6 +518,33 @@ mod tests {
             let e = read_config(&f).unwrap_err();
             assert!(e.starts_with(&format!("{}: invalid configuration: ", f.display())) && e.contains(error), "{e}");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn image_gc_settings_are_read_and_invalid_ones_refused_naming_the_file_and_field() {
+        let dir = std::env::temp_dir().join(format!("podwright-serve-gc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("c.yaml");
+        assert_eq!(ServeConfig::default().image_gc, ImageGcPolicy::default());
+        std::fs::write(&f, "kind: KubeletConfiguration\n").unwrap();
+        assert_eq!(read_config(&f).unwrap().image_gc, ImageGcPolicy::default());
+        std::fs::write(
+            &f,
+            "imageGCHighThresholdPercent: 90\nimageGCLowThresholdPercent: 50\nimageMinimumGCAge: 30s\nimageMaximumGCAge: 1h\n",
+        )
+        .unwrap();
+        let gc = read_config(&f).unwrap().image_gc;
+        assert_eq!((gc.high_threshold_percent, gc.low_threshold_percent), (90, 50));
+        assert_eq!((gc.min_age, gc.max_age), (Duration::from_secs(30), Duration::from_secs(3600)));
+        std::fs::write(&f, "imageGCHighThresholdPercent: 50\nimageGCLowThresholdPercent: 60\n").unwrap();
+        assert_eq!(
+            read_config(&f).unwrap_err(),
+            format!(
+                "{}: invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 60 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 50",
+                f.display()
+            )
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -36,6 +36,8 @@ struct Key {
     ends: [u32; 5],
     /// Whether the field path (part 1) is given, as opposed to empty.
     has_field_path: bool,
+    /// What the event is about: a pod, or (uid and name the node's name) the node.
+    involves: Involved,
 }
 
 const UID: usize = 0;
@@ -46,7 +48,7 @@ const POD_NAME: usize = 4;
 const NAMESPACE: usize = 5;
 
 impl Key {
-    fn new(parts: [&str; 6], has_field_path: bool) -> Key {
+    fn new(parts: [&str; 6], has_field_path: bool, involves: Involved) -> Key {
         let mut text = String::with_capacity(parts.iter().map(|p| p.len()).sum());
         let mut ends = [0; 5];
         for (i, part) in parts.into_iter().enumerate() {
@@ -56,7 +58,7 @@ impl Key {
                 *end = text.len() as u32;
             }
         }
-        Key { text: text.into_boxed_str(), ends, has_field_path }
+        Key { text: text.into_boxed_str(), ends, has_field_path, involves }
     }
 
     fn part(&self, i: usize) -> &str {
@@ -81,6 +83,15 @@ struct Record {
     last: Timestamp,
 }
 
+/// The kind of object an event is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Involved {
+    Pod,
+    /// The node itself, as the kubelet's `nodeRef` names it (kind `Node`, its name as the uid,
+    /// no namespace): image garbage collection's events.
+    Node,
+}
+
 /// Where a pod's events go: [`EventLog`] for `run` (printed with the final pods), the local
 /// API's store and a real API server later. Called from pod workers as things happen, so an
 /// implementation must not block for long.
@@ -94,6 +105,9 @@ pub trait EventSink: Send + Sync {
         message: String,
         now: Timestamp,
     );
+
+    /// An event about the node named `node` rather than one of its pods.
+    fn record_node(&self, node: &str, kind: EventType, reason: &str, message: String, now: Timestamp);
 }
 
 impl EventSink for EventLog {
@@ -116,7 +130,18 @@ impl EventSink for EventLog {
             m.name.as_deref().unwrap_or_default(),
             m.namespace.as_deref().unwrap_or("default"),
         ];
-        let key = Key::new(parts, field_path.is_some());
+        self.add(Key::new(parts, field_path.is_some(), Involved::Pod), kind, now);
+    }
+
+    fn record_node(&self, node: &str, kind: EventType, reason: &str, message: String, now: Timestamp) {
+        tracing::debug!(node, reason, %message, "event");
+        self.add(Key::new([node, "", reason, &message, node, ""], false, Involved::Node), kind, now);
+    }
+}
+
+impl EventLog {
+    /// Counts one more of the event `key`, first seen now unless it was before.
+    fn add(&self, key: Key, kind: EventType, now: Timestamp) {
         let mut log = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = log.records.get_mut(&key) {
             r.count += 1;
@@ -153,6 +178,7 @@ impl EventLog {
             .into_iter()
             .map(|(k, r)| {
                 let e = PodEvent {
+                    involves: k.involves,
                     pod_name: k.part(POD_NAME),
                     namespace: k.part(NAMESPACE),
                     uid: k.part(UID),
@@ -170,10 +196,13 @@ impl EventLog {
     }
 }
 
-/// One event about a pod, with its repeats folded in, as the kubelet's recorder writes it:
-/// what every sink that hands out v1 `Event`s builds them from.
+/// One event about a pod (or the node), with its repeats folded in, as the kubelet's recorder
+/// writes it: what every sink that hands out v1 `Event`s builds them from.
 #[derive(Debug, Clone)]
 pub struct PodEvent<'a> {
+    /// A pod's unless [`PodEvent::node`] made it; a node's has its name as `pod_name` and
+    /// `uid`, and no namespace.
+    pub involves: Involved,
     pub pod_name: &'a str,
     pub namespace: &'a str,
     pub uid: &'a str,
@@ -198,6 +227,7 @@ impl<'a> PodEvent<'a> {
     ) -> Self {
         let m = &pod.metadata;
         PodEvent {
+            involves: Involved::Pod,
             pod_name: m.name.as_deref().unwrap_or_default(),
             namespace: m.namespace.as_deref().unwrap_or("default"),
             uid: m.uid.as_deref().unwrap_or_default(),
@@ -211,15 +241,29 @@ impl<'a> PodEvent<'a> {
         }
     }
 
+    /// A first occurrence, at `now`, of an event about the node named `node`.
+    pub fn node(node: &'a str, kind: EventType, reason: &'a str, message: &'a str, now: Timestamp) -> Self {
+        PodEvent {
+            involves: Involved::Node,
+            pod_name: node,
+            namespace: "",
+            uid: node,
+            field_path: None,
+            kind,
+            reason,
+            message,
+            count: 1,
+            first: now,
+            last: now,
+        }
+    }
+
     /// The v1 `Event`, named `<pod>.<first time in nanoseconds, hex>` as the kubelet names them.
+    /// A node's event is in the `default` namespace, where the kubelet's recorder puts events
+    /// about objects without one.
     pub fn to_event(&self, source: EventSource) -> Event {
-        Event {
-            metadata: ObjectMeta {
-                name: Some(format!("{}.{:x}", self.pod_name, self.first.as_nanosecond())),
-                namespace: Some(self.namespace.to_string()),
-                ..Default::default()
-            },
-            involved_object: ObjectReference {
+        let involved_object = match self.involves {
+            Involved::Pod => ObjectReference {
                 api_version: Some("v1".into()),
                 kind: Some("Pod".into()),
                 name: Some(self.pod_name.to_string()),
@@ -228,6 +272,21 @@ impl<'a> PodEvent<'a> {
                 field_path: self.field_path.clone(),
                 ..Default::default()
             },
+            Involved::Node => ObjectReference {
+                kind: Some("Node".into()),
+                name: Some(self.pod_name.to_string()),
+                uid: Some(self.uid.to_string()),
+                ..Default::default()
+            },
+        };
+        let namespace = if self.namespace.is_empty() { "default" } else { self.namespace };
+        Event {
+            metadata: ObjectMeta {
+                name: Some(format!("{}.{:x}", self.pod_name, self.first.as_nanosecond())),
+                namespace: Some(namespace.to_string()),
+                ..Default::default()
+            },
+            involved_object,
             reason: Some(self.reason.to_string()),
             message: Some(self.message.to_string()),
             type_: Some(self.kind.as_str().to_string()),
@@ -273,5 +332,26 @@ mod tests {
         assert_eq!(evs[1].involved_object.name.as_deref(), Some("p"));
         assert_eq!(evs[1].involved_object.namespace.as_deref(), Some("default"));
         assert_eq!(evs[1].involved_object.uid.as_deref(), Some("u"));
+    }
+
+    #[test]
+    fn node_events_involve_the_node_and_fold_apart_from_pod_events() {
+        let log = EventLog::default();
+        let mut pod = Pod::default();
+        pod.metadata.name = Some("n1".into());
+        pod.metadata.uid = Some("n1".into());
+        let t = |s| Timestamp::from_second(s).unwrap();
+        log.record_node("n1", EventType::Warning, "FreeDiskSpaceFailed", "m".into(), t(1));
+        log.record(&pod, None, EventType::Warning, "FreeDiskSpaceFailed", "m".into(), t(2));
+        log.record_node("n1", EventType::Warning, "FreeDiskSpaceFailed", "m".into(), t(3));
+        let evs = log.snapshot();
+        assert_eq!(evs.len(), 2, "a pod named as the node is another object: {evs:?}");
+        let node = &evs[0];
+        assert_eq!(node.count, Some(2));
+        assert_eq!(node.metadata.namespace.as_deref(), Some("default"));
+        let o = &node.involved_object;
+        assert_eq!((o.kind.as_deref(), o.name.as_deref(), o.uid.as_deref()), (Some("Node"), Some("n1"), Some("n1")));
+        assert_eq!((o.namespace.as_deref(), o.api_version.as_deref()), (None, None));
+        assert_eq!(evs[1].involved_object.kind.as_deref(), Some("Pod"));
     }
 }

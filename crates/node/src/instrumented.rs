@@ -8,8 +8,8 @@ use podwright_runtime::cri_api::{
     PodSandboxConfig, PodSandboxStatus,
 };
 use podwright_runtime::{
-    Clock, ContainerInfo, ExecResult, ImageService, Listed, Runtime, RuntimeEvent, RuntimeResult, RuntimeService,
-    SandboxInfo,
+    Clock, ContainerInfo, ExecResult, ImageFs, ImageService, Listed, ListedImage, Runtime, RuntimeEvent, RuntimeResult,
+    RuntimeService, SandboxInfo,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -152,6 +152,18 @@ impl ImageService for Instrumented {
         sandbox_config: &PodSandboxConfig,
     ) -> RuntimeResult<String> {
         self.timed(Op::PullImage, self.inner.pull_image(image, auth, sandbox_config)).await
+    }
+
+    async fn list_images(&self) -> RuntimeResult<Vec<ListedImage>> {
+        self.timed(Op::ListImages, self.inner.list_images()).await
+    }
+
+    async fn image_fs_info(&self) -> RuntimeResult<ImageFs> {
+        self.timed(Op::ImageFsInfo, self.inner.image_fs_info()).await
+    }
+
+    async fn remove_image(&self, image: &str) -> RuntimeResult<()> {
+        self.timed(Op::RemoveImage, self.inner.remove_image(image)).await
     }
 }
 

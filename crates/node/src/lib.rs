@@ -12,6 +12,7 @@ pub mod downward;
 pub mod events;
 pub mod eviction;
 pub mod executor;
+pub mod image_gc;
 pub mod image_pulls;
 mod instrumented;
 pub mod layout;
@@ -36,6 +37,7 @@ pub mod volumes;
 pub mod worker;
 
 pub use events::{EventLog, EventSink, EventType};
+pub use image_gc::ImageGcPolicy;
 pub use image_pulls::ImagePulls;
 pub use metrics::Metrics;
 pub use node::Node;

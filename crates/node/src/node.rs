@@ -6,6 +6,7 @@ use crate::cri::dns::{ClusterDns, HOST_RESOLV_CONF, ResolvConf};
 use crate::dispatch::Dispatcher;
 use crate::downward::NodeFacts;
 use crate::events::{EventLog, EventSink};
+use crate::image_gc::{ImageGc, ImageGcPolicy};
 use crate::image_pulls::{ImagePulls, PullQueue};
 use crate::logs::Output;
 use crate::metrics::Metrics;
@@ -58,6 +59,8 @@ pub(crate) struct Engine {
     pub credential_plugins: Option<Arc<CredentialPlugins>>,
     /// The pod-level cgroups, when the node makes them.
     pub cgroups: Option<Arc<PodCgroups>>,
+    /// The image garbage collector, when the node collects images.
+    pub image_gc: Option<Arc<ImageGc>>,
 }
 
 /// The node layer's builder: a runtime and a root directory, and optionally the clock (virtual
@@ -81,6 +84,7 @@ pub struct Node {
     node_credentials: Option<DockerConfigPaths>,
     credential_plugins: Option<PluginConfig>,
     cgroups: Option<PodCgroups>,
+    image_gc: Option<ImageGcPolicy>,
 }
 
 impl Node {
@@ -100,6 +104,7 @@ impl Node {
             node_credentials: None,
             credential_plugins: None,
             cgroups: None,
+            image_gc: None,
         }
     }
 
@@ -187,6 +192,13 @@ impl Node {
         self
     }
 
+    /// Remove unused images as the kubelet's image garbage collection does, by `policy`, with
+    /// its events on the Node; images are never removed unless given.
+    pub fn image_gc(mut self, policy: ImageGcPolicy) -> Self {
+        self.image_gc = Some(policy);
+        self
+    }
+
     /// The pod workers. Starts routing the runtime's events, so it must run inside a tokio
     /// runtime.
     pub fn build(self) -> PodWorkers {
@@ -195,18 +207,24 @@ impl Node {
         let runtime = metrics.instrument(self.runtime, clock);
         let dispatcher = Dispatcher::start(runtime.subscribe());
         relist::start(runtime.clone(), clock, Arc::downgrade(&dispatcher));
+        let events = self.events.unwrap_or_else(|| Arc::new(EventLog::default()));
+        let facts = self
+            .facts
+            .unwrap_or_else(|| NodeFacts::of_this_machine(crate::downward::host_name(), crate::downward::host_ip()));
+        let image_gc = self
+            .image_gc
+            .filter(ImageGcPolicy::enabled)
+            .map(|policy| ImageGc::start(runtime.clone(), events.clone(), facts.name.clone(), clock, policy));
         let engine = Engine {
             dispatcher,
             runtime,
             clock,
-            events: self.events.unwrap_or_else(|| Arc::new(EventLog::default())),
+            events,
             log_sink: self.log_sink,
             dns: Arc::new(self.cluster_dns.unwrap_or_else(host_dns)),
             metrics,
             objects: self.objects.unwrap_or_else(|| Arc::new(FixedObjects::default())),
-            facts: Arc::new(self.facts.unwrap_or_else(|| {
-                NodeFacts::of_this_machine(crate::downward::host_name(), crate::downward::host_ip())
-            })),
+            facts: Arc::new(facts),
             object_changes: Arc::new(watch::Sender::new(0)),
             pulls: PullQueue::new(self.image_pulls),
             node_credentials: Arc::new(
@@ -215,6 +233,7 @@ impl Node {
             credential_plugins: self.credential_plugins.map(|c| Arc::new(CredentialPlugins::new(c, clock))),
             root: self.root,
             cgroups: self.cgroups.map(Arc::new),
+            image_gc,
         };
         PodWorkers::new(engine, self.status.unwrap_or_else(|| Arc::new(Discard)))
     }

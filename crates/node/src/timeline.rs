@@ -101,6 +101,11 @@ impl EventSink for Recording {
         self.with_pod(pod, now, |r| r.event(&event));
         self.events.record(pod, field_path, kind, reason, message, now);
     }
+
+    /// Not drawn (the timeline pictures pods); passed on.
+    fn record_node(&self, node: &str, kind: EventType, reason: &str, message: String, now: Timestamp) {
+        self.events.record_node(node, kind, reason, message, now);
+    }
 }
 
 #[cfg(test)]

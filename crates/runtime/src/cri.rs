@@ -9,8 +9,8 @@ use crate::cri_api::{
 use crate::cri_events::{self, EventStreamState};
 use crate::keeper::RuntimeSocket;
 use crate::{
-    ContainerInfo, ExecResult, ImageService, Listed, RuntimeError, RuntimeEvent, RuntimeResult, RuntimeService,
-    SandboxInfo,
+    ContainerInfo, ExecResult, ImageFs, ImageService, Listed, ListedImage, RuntimeError, RuntimeEvent, RuntimeResult,
+    RuntimeService, SandboxInfo,
 };
 use async_trait::async_trait;
 use hyper_util::rt::TokioIo;
@@ -165,14 +165,13 @@ impl CriRuntime {
         Ok(resp.image)
     }
 
-    /// Removes the image from the runtime's store (CRI `RemoveImage`); removing an image that
-    /// is not there succeeds, as the CRI says. Not part of [`ImageService`]: nothing on the
-    /// node removes images yet, only the benchmark, to make its pulls start from nothing.
-    pub async fn remove_image(&self, image: &str) -> RuntimeResult<()> {
-        let req =
-            cri_api::RemoveImageRequest { image: Some(ImageSpec { image: image.to_string(), ..Default::default() }) };
-        self.images.clone().remove_image(request(req)).await.map_err(|s| self.err("RemoveImage", s))?;
-        Ok(())
+    /// The image the runtime makes sandboxes from, from the config its verbose `Status` shows
+    /// (`sandboxImage`, containerd's CRI plugin); `None` when it does not say.
+    async fn sandbox_image(&self) -> Option<String> {
+        let req = cri_api::StatusRequest { verbose: true };
+        let resp = self.rt().status(request(req)).await.ok()?.into_inner();
+        let config: serde_json::Value = serde_json::from_str(resp.info.get("config")?).ok()?;
+        config.get("sandboxImage")?.as_str().filter(|s| !s.is_empty()).map(str::to_string)
     }
 
     /// The endpoint this runtime was reached at, as given to [`connect`].
@@ -230,6 +229,23 @@ pub fn socket_path(endpoint: &str) -> RuntimeResult<String> {
         });
     }
     Ok(path.to_string())
+}
+
+/// The size and the space available to unprivileged users of the filesystem holding `path`, in
+/// bytes (`statvfs`: blocks and available blocks times the fragment size).
+fn fs_space(path: &str) -> std::io::Result<(u64, u64)> {
+    let c_path = std::ffi::CString::new(path).map_err(std::io::Error::other)?;
+    let mut stats = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `c_path` is a valid NUL-terminated string and `stats` points to writable memory
+    // of the right size, which statvfs fills on success.
+    let rc = unsafe { libc::statvfs(c_path.as_ptr(), stats.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: statvfs returned 0, so it filled the struct.
+    let stats = unsafe { stats.assume_init() };
+    let fragment = stats.f_frsize;
+    Ok((stats.f_blocks.saturating_mul(fragment), stats.f_bavail.saturating_mul(fragment)))
 }
 
 /// A request carrying a gRPC deadline (sent as `grpc-timeout`, and enforced by the channel too).
@@ -606,6 +622,50 @@ impl ImageService for CriRuntime {
         let resp = self.images.clone().pull_image(Request::new(req)).await.map_err(|s| self.err("PullImage", s))?;
         Ok(resp.into_inner().image_ref)
     }
+
+    /// Pins the runtime's sandbox image too when the runtime leaves it unpinned (containerd
+    /// before 1.7): every new sandbox needs it, and without a network it cannot come back.
+    async fn list_images(&self) -> RuntimeResult<Vec<ListedImage>> {
+        let req = cri_api::ListImagesRequest { filter: None };
+        let resp = self.images.clone().list_images(request(req)).await.map_err(|s| self.err("ListImages", s))?;
+        let sandbox_image = match self.sandbox_image().await {
+            Some(name) => self.image_status(&name).await.ok().flatten(),
+            None => None,
+        };
+        Ok(resp
+            .into_inner()
+            .images
+            .into_iter()
+            .map(|img| ListedImage {
+                pinned: img.pinned || sandbox_image.as_deref() == Some(img.id.as_str()),
+                id: img.id,
+                repo_tags: img.repo_tags,
+                repo_digests: img.repo_digests,
+                size: img.size,
+            })
+            .collect())
+    }
+
+    /// The runtime names the filesystem and what its images use there; its size and free
+    /// space come from the filesystem itself, as cadvisor reads them for the kubelet.
+    async fn image_fs_info(&self) -> RuntimeResult<ImageFs> {
+        let req = cri_api::ImageFsInfoRequest {};
+        let resp = self.images.clone().image_fs_info(request(req)).await.map_err(|s| self.err("ImageFsInfo", s))?;
+        let Some(usage) = resp.into_inner().image_filesystems.into_iter().next() else {
+            return Err(RuntimeError::Failed("the runtime reports no image filesystem".to_string()));
+        };
+        let mountpoint = usage.fs_id.map(|f| f.mountpoint).unwrap_or_default();
+        let (capacity_bytes, available_bytes) = fs_space(&mountpoint)
+            .map_err(|e| RuntimeError::Failed(format!("cannot read the image filesystem at {mountpoint:?}: {e}")))?;
+        Ok(ImageFs { used_bytes: usage.used_bytes.map_or(0, |u| u.value), mountpoint, capacity_bytes, available_bytes })
+    }
+
+    async fn remove_image(&self, image: &str) -> RuntimeResult<()> {
+        let req =
+            cri_api::RemoveImageRequest { image: Some(ImageSpec { image: image.to_string(), ..Default::default() }) };
+        self.images.clone().remove_image(request(req)).await.map_err(|s| self.err("RemoveImage", s))?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -618,6 +678,13 @@ mod tests {
         assert_eq!(socket_path("/run/x.sock").unwrap(), "/run/x.sock");
         assert!(matches!(socket_path("tcp://127.0.0.1:1234"), Err(RuntimeError::Unreachable { .. })));
         assert!(matches!(socket_path("unix://"), Err(RuntimeError::Unreachable { .. })));
+    }
+
+    #[test]
+    fn filesystem_space_is_read_and_a_missing_path_is_an_error() {
+        let (capacity, available) = fs_space("/").unwrap();
+        assert!(capacity > 0 && available <= capacity, "{capacity} {available}");
+        assert!(fs_space("/no/such/dir/here").is_err());
     }
 
     #[test]

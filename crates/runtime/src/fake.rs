@@ -22,8 +22,8 @@ use crate::cri_api::{
     PodSandboxNetworkStatus, PodSandboxState, PodSandboxStatus,
 };
 use crate::{
-    Clock, ContainerInfo, ExecResult, ImageService, Listed, RuntimeError, RuntimeEvent, RuntimeEventKind,
-    RuntimeResult, RuntimeService, SandboxInfo,
+    Clock, ContainerInfo, ExecResult, ImageFs, ImageService, Listed, ListedImage, RuntimeError, RuntimeEvent,
+    RuntimeEventKind, RuntimeResult, RuntimeService, SandboxInfo,
 };
 use async_trait::async_trait;
 use index::LabelIndex;
@@ -113,6 +113,10 @@ pub enum Call {
         image: String,
         /// The `ImageSpec`'s runtime handler: the pod's RuntimeClass handler, empty by default.
         runtime_handler: String,
+    },
+    /// A `RemoveImage`, with the id or name it was given.
+    RemoveImage {
+        image: String,
     },
 }
 
@@ -299,6 +303,12 @@ struct State {
     exec_scripts: HashMap<String, ExecScript>,
     /// Normalized image name → image reference.
     images: HashMap<String, String>,
+    /// Image reference → size in bytes, for images given one.
+    image_sizes: HashMap<String, u64>,
+    /// References of the images the runtime pins.
+    pinned_images: HashSet<String>,
+    /// The image filesystem's capacity and the bytes used there by anything but images.
+    image_fs: Option<(u64, u64)>,
     pulls: HashMap<String, PullRule>,
     handlers: HashSet<String>,
     /// Base URL of the streaming server that `exec`, `attach` and `port_forward` answer with.
@@ -403,6 +413,9 @@ impl FakeRuntime {
                 pod_scripts: HashMap::new(),
                 exec_scripts: HashMap::new(),
                 images: HashMap::new(),
+                image_sizes: HashMap::new(),
+                pinned_images: HashSet::new(),
+                image_fs: None,
                 pulls: HashMap::new(),
                 handlers: ["", "runc"].into_iter().map(String::from).collect(),
                 streaming: None,
@@ -465,6 +478,26 @@ impl FakeRuntime {
         let name = images::normalize(name).into_owned();
         let image_ref = images::fake_digest(&name);
         self.lock().images.insert(name, image_ref);
+    }
+
+    /// The size `list_images` gives the image `name` (present or pulled later), and what it
+    /// takes of the image filesystem; images are 0 bytes unless given.
+    pub fn set_image_size(&self, name: &str, bytes: u64) {
+        let image_ref = images::fake_digest(&images::normalize(name));
+        self.lock().image_sizes.insert(image_ref, bytes);
+    }
+
+    /// Makes `list_images` show the image `name` as pinned by the runtime.
+    pub fn pin_image(&self, name: &str) {
+        let image_ref = images::fake_digest(&images::normalize(name));
+        self.lock().pinned_images.insert(image_ref);
+    }
+
+    /// Gives the fake an image filesystem of `capacity` bytes, of which `other_used` are taken by
+    /// something else than images: what is available shrinks and grows with the images present.
+    /// Without it `image_fs_info` is unimplemented.
+    pub fn set_image_fs(&self, capacity: u64, other_used: u64) {
+        self.lock().image_fs = Some((capacity, other_used));
     }
 
     /// Lets `pull_image` fetch `name` (instantly).

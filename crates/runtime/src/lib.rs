@@ -147,6 +147,45 @@ pub trait ImageService: Send + Sync {
         auth: Option<&AuthConfig>,
         sandbox_config: &PodSandboxConfig,
     ) -> RuntimeResult<String>;
+    /// Every image the runtime holds (CRI `ListImages`).
+    async fn list_images(&self) -> RuntimeResult<Vec<ListedImage>> {
+        Err(RuntimeError::Unimplemented("ListImages".to_string()))
+    }
+    /// The filesystem the images are on, and how full it is (CRI `ImageFsInfo`, then `statvfs`).
+    async fn image_fs_info(&self) -> RuntimeResult<ImageFs> {
+        Err(RuntimeError::Unimplemented("ImageFsInfo".to_string()))
+    }
+    /// Removes the image with this id or name (CRI `RemoveImage`); removing one that is not
+    /// there succeeds.
+    async fn remove_image(&self, image: &str) -> RuntimeResult<()> {
+        Err(RuntimeError::Unimplemented(format!("RemoveImage {image}")))
+    }
+}
+
+/// One image the runtime holds, as CRI `ListImages` gives it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListedImage {
+    /// The image's id (`sha256:` of its config for containerd): what `PullImage` and
+    /// `ImageStatus` answer, and what `RemoveImage` takes.
+    pub id: String,
+    pub repo_tags: Vec<String>,
+    pub repo_digests: Vec<String>,
+    pub size: u64,
+    /// The runtime asks that it never be removed (CRI `pinned`; containerd pins its sandbox
+    /// image). [`CriRuntime`] also pins the sandbox image of a runtime that does not say so.
+    pub pinned: bool,
+}
+
+/// The filesystem that holds the runtime's images: what CRI `ImageFsInfo` says (its mount
+/// point and the bytes images use there) and what the filesystem itself says of its size.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImageFs {
+    pub mountpoint: String,
+    /// Bytes the runtime's images use.
+    pub used_bytes: u64,
+    /// The filesystem's size and free bytes (for unprivileged users), as `statvfs` gives them.
+    pub capacity_bytes: u64,
+    pub available_bytes: u64,
 }
 
 /// Who an image's processes run as unless the pod says otherwise.

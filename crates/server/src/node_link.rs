@@ -194,9 +194,20 @@ impl EventSink for StoreEvents {
         message: String,
         now: Timestamp,
     ) {
-        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let key = (uid, field_path.clone().unwrap_or_default(), reason.to_string(), message.clone());
+        self.add(key, PodEvent::first(pod, field_path, kind, reason, &message, now), now);
+    }
+
+    fn record_node(&self, node: &str, kind: EventType, reason: &str, message: String, now: Timestamp) {
+        let key = (node.to_string(), String::new(), reason.to_string(), message.clone());
+        self.add(key, PodEvent::node(node, kind, reason, &message, now), now);
+    }
+}
+
+impl StoreEvents {
+    /// Counts one more of the event `key` on its object, or creates the object from `first`.
+    fn add(&self, key: EventKey, first: PodEvent<'_>, now: Timestamp) {
         let now_v = serde_json::to_value(Time(now)).unwrap_or(Value::Null);
         let mut names = lock(&self.names);
         if let Some((ens, ename)) = names.get(&key) {
@@ -211,9 +222,10 @@ impl EventSink for StoreEvents {
             }
         }
         let source = EventSource { component: Some("kubelet".into()), host: Some(self.node_name.clone()) };
-        let mut event = PodEvent::first(pod, field_path, kind, reason, &message, now).to_event(source);
+        let mut event = first.to_event(source);
         event.reporting_component = Some("kubelet".into());
         event.reporting_instance = Some(self.node_name.clone());
+        let ns = event.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let Ok(mut event) = serde_json::to_value(&event) else { return };
         // Named `<pod>.<nanoseconds in hex>` as the kubelet names them: events of one pass share
         // an instant, so a taken name moves on by a nanosecond.

@@ -94,10 +94,31 @@ impl Drop for Manifest {
     }
 }
 
-/// Arguments for `podwright run -f FILE --root-dir <test root> --timeout T -o json`, plus `extra`.
-/// A `--timeout` in `extra` replaces the default one.
+/// The `--config` of a podwright that collects no images (`imageGCHighThresholdPercent: 100`;
+/// a test's own config must say so too): the suite's containerd holds the local images every
+/// test needs, which no registry gives back, and a nearly full disk must not let one test's
+/// podwright remove them while another's pod is about to use them.
+pub const KEEP_IMAGES: &str = "kind: KubeletConfiguration\nimageGCHighThresholdPercent: 100\n";
+
+/// A file holding [`KEEP_IMAGES`], written once per test process.
+pub fn keep_images_config() -> &'static str {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let path = std::env::temp_dir().join(format!("podwright-e2e-keep-images-{}.yaml", std::process::id()));
+        std::fs::write(&path, KEEP_IMAGES).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+        path.to_str().expect("temporary path is UTF-8").to_string()
+    })
+}
+
+/// Arguments for `podwright run -f FILE --root-dir <test root> --timeout T -o json
+/// --config <keep images>`, plus `extra`. A `--timeout` or `--config` in `extra` replaces the
+/// default one.
 pub fn run_args(file: &str, extra: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = vec!["run".into(), "-f".into(), file.into()];
+    if !extra.contains(&"--config") {
+        args.push("--config".into());
+        args.push(keep_images_config().into());
+    }
     if !extra.contains(&"--root-dir") && !extra.contains(&"--runtime-endpoint") {
         args.push("--root-dir".into());
         args.push(test_root().to_string_lossy().into_owned());

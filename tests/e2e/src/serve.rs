@@ -52,6 +52,11 @@ impl Daemon {
         Self::start_on(&[], true)
     }
 
+    /// [`Daemon::start_embedded`] with extra `serve` arguments.
+    pub fn start_embedded_with(extra: &[&str]) -> Daemon {
+        Self::start_on(extra, true)
+    }
+
     fn start_on(extra: &[&str], embedded: bool) -> Daemon {
         let n = DAEMONS.fetch_add(1, Ordering::SeqCst);
         let base = test_root();
@@ -73,6 +78,9 @@ impl Daemon {
         });
         if !embedded {
             args.extend(["--runtime-endpoint".into(), endpoint.clone()]);
+        }
+        if !extra.contains(&"--config") {
+            args.extend(["--config".into(), crate::keep_images_config().into()]);
         }
         args.extend(extra.iter().map(|s| s.to_string()));
         let tls = extra.contains(&"--tls");

@@ -359,7 +359,8 @@ fn pulls_at_once(config: Option<&str>) -> usize {
 
 #[test]
 fn image_pulls_are_serial_by_default_parallel_or_bounded_by_the_config() {
-    const CONFIG: &str = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n";
+    const CONFIG: &str =
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nimageGCHighThresholdPercent: 100\n";
     assert_eq!(pulls_at_once(None), 1, "serializeImagePulls is true by default");
     assert_eq!(pulls_at_once(Some(&format!("{CONFIG}serializeImagePulls: true\n"))), 1);
     let bounded = pulls_at_once(Some(&format!("{CONFIG}serializeImagePulls: false\nmaxParallelImagePulls: 2\n")));
@@ -374,7 +375,11 @@ fn invalid_image_pull_settings_stop_podwright_naming_the_field() {
     for (config, field) in [
         ("maxParallelImagePulls: 2\n", "maxParallelImagePulls cannot be larger than 1 unless SerializeImagePulls"),
         ("serializeImagePulls: false\nmaxParallelImagePulls: 0\n", "maxParallelImagePulls 0 must be a positive number"),
-        ("imageMaximumGCAge: 1h\n", "unknown field `imageMaximumGCAge`"),
+        (
+            "imageGCHighThresholdPercent: 101\n",
+            "imageGCHighThresholdPercent (--image-gc-high-threshold) 101 must be between 0 and 100, inclusive",
+        ),
+        ("imageMinimumGCAge: 1h\nmaxPods: 3\n", "unknown field `maxPods`"),
     ] {
         let c = Manifest::new(config);
         let o = podwright(&[

@@ -332,7 +332,7 @@ fn serving_beyond_loopback_needs_tls_and_a_token() {
 #[test]
 fn container_logs_rotate_by_the_config() {
     let config = Manifest::new(
-        "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\ncontainerLogMaxSize: 2Ki\ncontainerLogMaxFiles: 3\n",
+        "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\ncontainerLogMaxSize: 2Ki\ncontainerLogMaxFiles: 3\nimageGCHighThresholdPercent: 100\n",
     );
     let d = Daemon::start_with(&["--config", config.path_str()]);
     let m = Manifest::new(&format!(

@@ -7,6 +7,7 @@ use crate::cri::config as cri_config;
 use crate::cri::env::EnvSources;
 use crate::cri::{dns, hosts};
 use crate::events::{EventType, wording};
+use crate::image_gc::Hold;
 use crate::layout;
 use crate::node::Engine;
 use crate::probes::hooks::{self, Hook, HookTarget};
@@ -129,7 +130,8 @@ impl Engine {
         // As the sandbox, the pull goes to the pod's RuntimeClass handler.
         let handler = runtime_class::runtime_handler(self.objects.as_ref(), pod)
             .map_err(|e| self.config_error(pod, &sc, e.to_string()))?;
-        self.ensure_image(sync, &sc, pull, &sandbox_config, handler).await?;
+        // Until the container exists and uses the image, the image collector must keep it.
+        let _hold = self.ensure_image(sync, &sc, pull, &sandbox_config, handler).await?;
         let ip = sandbox.ip.clone().unwrap_or_default();
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let message_file = layout::termination_message(&self.root, uid, &name, restart_count);
@@ -248,7 +250,9 @@ impl Engine {
         }
     }
 
-    /// Makes sure the image is there as the planner's pull policy says.
+    /// Makes sure the image is there as the planner's pull policy says, and keeps the image
+    /// collector from removing it while the hold returned lives. A successful pull rings the
+    /// collector.
     async fn ensure_image(
         &self,
         sync: &PodSync<'_>,
@@ -256,9 +260,10 @@ impl Engine {
         pull: PullPolicy,
         sandbox_config: &PodSandboxConfig,
         runtime_handler: String,
-    ) -> Result<(), StartFailure> {
+    ) -> Result<Option<Hold>, StartFailure> {
         let pod = sync.pod;
         let image = sc.image();
+        let mut hold = self.image_gc.as_ref().map(|gc| gc.hold(image));
         let repository = match podwright_api::image_ref::parse_image_ref(image) {
             Ok(parsed) => parsed.name(),
             Err(e) => {
@@ -270,9 +275,12 @@ impl Engine {
         };
         if pull != PullPolicy::Always {
             match self.runtime.image_status(image).await {
-                Ok(Some(_)) => {
+                Ok(Some(image_ref)) => {
+                    if let Some(hold) = &mut hold {
+                        hold.add(&image_ref);
+                    }
                     self.event(pod, Some(sc), EventType::Normal, "Pulled", wording::already_present(image));
-                    return Ok(());
+                    return Ok(hold);
                 }
                 Ok(None) if pull == PullPolicy::Never => {
                     let msg = format!("Container image \"{image}\" is not present with pull policy of Never");
@@ -331,14 +339,18 @@ impl Engine {
         let finished = self.clock.now();
         drop(turn);
         match pulled {
-            Ok(_) => {
+            Ok(image_ref) => {
+                if let (Some(hold), Some(gc)) = (&mut hold, &self.image_gc) {
+                    hold.add(&image_ref);
+                    gc.pulled();
+                }
                 let took = finished.duration_since(started).unsigned_abs();
                 let including_waiting = finished.duration_since(asked).unsigned_abs();
                 // As the kubelet's puller, which asks for the size after the pull.
                 let size = self.runtime.image_size(image).await.unwrap_or_default();
                 let message = wording::pulled(image, took, including_waiting, size);
                 self.event(pod, Some(sc), EventType::Normal, "Pulled", message);
-                Ok(())
+                Ok(hold)
             }
             Err(e) => Err(self.pull_failed(pod, sc, &e)),
         }
@@ -384,23 +396,23 @@ impl Engine {
     }
 
     /// Pulls with each credential in turn until one succeeds, or anonymously when there are
-    /// none (the kubelet's `PullImage`). Err: the runtime's errors, as Go's aggregate error
-    /// words them.
+    /// none (the kubelet's `PullImage`). Ok: the image's reference. Err: the runtime's errors,
+    /// as Go's aggregate error words them.
     async fn pull_trying(
         &self,
         image: &ImageSpec,
         tries: Vec<credentials::Credential>,
         sandbox_config: &PodSandboxConfig,
-    ) -> Result<(), String> {
+    ) -> Result<String, String> {
         if tries.is_empty() {
-            return self.runtime.pull_image(image, None, sandbox_config).await.map(drop).map_err(|e| e.to_string());
+            return self.runtime.pull_image(image, None, sandbox_config).await.map_err(|e| e.to_string());
         }
         let mut errors = Vec::new();
         for credential in tries {
             let auth =
                 AuthConfig { username: credential.username, password: credential.password, ..Default::default() };
             match self.runtime.pull_image(image, Some(&auth), sandbox_config).await {
-                Ok(_) => return Ok(()),
+                Ok(image_ref) => return Ok(image_ref),
                 Err(e) => errors.push(e.to_string()),
             }
         }

@@ -479,6 +479,58 @@ impl ImageService for FakeRuntime {
         self.lock().images.insert(name, image_ref.clone());
         Ok(image_ref)
     }
+
+    async fn list_images(&self) -> RuntimeResult<Vec<ListedImage>> {
+        self.delay().await;
+        let state = self.lock();
+        let mut by_ref: BTreeMap<&str, ListedImage> = BTreeMap::new();
+        for (name, image_ref) in &state.images {
+            let image = by_ref.entry(image_ref).or_insert_with(|| ListedImage {
+                id: image_ref.clone(),
+                size: state.image_sizes.get(image_ref).copied().unwrap_or_default(),
+                pinned: state.pinned_images.contains(image_ref),
+                ..Default::default()
+            });
+            image.repo_tags.push(name.clone());
+        }
+        Ok(by_ref
+            .into_values()
+            .map(|mut i| {
+                i.repo_tags.sort_unstable();
+                i
+            })
+            .collect())
+    }
+
+    async fn image_fs_info(&self) -> RuntimeResult<ImageFs> {
+        self.delay().await;
+        let state = self.lock();
+        let Some((capacity, other_used)) = state.image_fs else {
+            return Err(RuntimeError::Unimplemented("ImageFsInfo".to_string()));
+        };
+        let present: HashSet<&String> = state.images.values().collect();
+        let used: u64 = present.iter().filter_map(|r| state.image_sizes.get(*r)).sum();
+        Ok(ImageFs {
+            mountpoint: "/fake/images".to_string(),
+            used_bytes: used,
+            capacity_bytes: capacity,
+            available_bytes: capacity.saturating_sub(other_used).saturating_sub(used),
+        })
+    }
+
+    /// Removes every name of the image with this id, or the image this name resolves to, as
+    /// containerd does; an image in use by a container is removed all the same.
+    async fn remove_image(&self, image: &str) -> RuntimeResult<()> {
+        self.delay().await;
+        let mut state = self.lock();
+        self.log(&mut state, None, Call::RemoveImage { image: image.to_string() });
+        let image_ref = match state.images.get(&*images::normalize(image)) {
+            Some(r) => r.clone(),
+            None => image.to_string(),
+        };
+        state.images.retain(|_, r| *r != image_ref);
+        Ok(())
+    }
 }
 
 /// A `StartContainer` whose caller goes away while it is under way (podwright killed during

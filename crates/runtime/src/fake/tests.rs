@@ -631,3 +631,28 @@ async fn container_stats_grow_with_scripted_usage() {
     assert_eq!(rt.list_container_stats(&only).await.unwrap().len(), 1);
     assert_eq!(rt.stats().list_container_stats, 2);
 }
+
+#[tokio::test(start_paused = true)]
+async fn images_are_listed_sized_pinned_and_removed_and_the_filesystem_follows_them() {
+    let rt = fake();
+    assert_eq!(rt.image_fs_info().await, Err(RuntimeError::Unimplemented("ImageFsInfo".into())));
+    rt.set_image_fs(1000, 100);
+    rt.set_image_size(IMAGE, 300);
+    rt.add_image("localhost/pause:3.9");
+    rt.pin_image("localhost/pause:3.9");
+    let listed = rt.list_images().await.unwrap();
+    assert_eq!(listed.len(), 2);
+    let busybox = listed.iter().find(|i| i.repo_tags == [IMAGE]).unwrap();
+    assert_eq!((busybox.size, busybox.pinned), (300, false));
+    assert_eq!(Some(busybox.id.clone()), rt.image_status(IMAGE).await.unwrap(), "listed by the id ImageStatus gives");
+    assert!(listed.iter().any(|i| i.repo_tags == ["localhost/pause:3.9"] && i.pinned));
+    let fs = rt.image_fs_info().await.unwrap();
+    assert_eq!((fs.capacity_bytes, fs.available_bytes, fs.used_bytes), (1000, 600, 300));
+
+    rt.remove_image(&busybox.id).await.unwrap();
+    assert_eq!(rt.image_status(IMAGE).await.unwrap(), None);
+    assert_eq!(rt.image_fs_info().await.unwrap().available_bytes, 900);
+    assert!(rt.calls().iter().any(|(_, c)| *c == Call::RemoveImage { image: busybox.id.clone() }));
+    // Removing what is not there succeeds, as in containerd.
+    rt.remove_image("localhost/none:1").await.unwrap();
+}
