@@ -150,71 +150,58 @@ async fn one_pod_pulls_its_images_one_after_another_even_in_parallel_mode() {
     assert_eq!(node.overlap(), (1, 3));
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_pod_deleted_while_waiting_for_its_turn_never_pulls() {
+/// Pod "first" pulls from t=0 (10 s), "second" asks for its pull at t=1, and the pod with uid
+/// `deleted` is deleted at t=3; then both run out. Returns when each pod's pulls started
+/// (seconds) and each pod's (reason, message) of its pull and failure events.
+async fn one_deleted_during_the_first_pull(deleted: &str) -> Vec<(Vec<i64>, Vec<(String, String)>)> {
     let images = images(2);
     let node = node(None, &images);
     let (first, second) = (pod("first", &images[..1]), pod("second", &images[1..]));
     node.workers.update(first).unwrap();
-    // The first pod's pull is under way when the second asks for its own.
     tokio::time::sleep(Duration::from_secs(1)).await;
     node.workers.update(second).unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    node.workers.delete("uid-second", None);
+    node.workers.delete(deleted, None);
     node.run(vec![]).await;
-    let pulls = |name: &str| {
-        node.fake.calls_for_pod(name).into_iter().filter(|(_, c)| matches!(c, Call::PullImage { .. })).count()
-    };
-    assert_eq!((pulls("first"), pulls("second")), (1, 0));
-    let failed: Vec<String> = node
-        .events
-        .snapshot()
-        .iter()
-        .filter(|e| e.involved_object.name.as_deref() == Some("second") && e.reason.as_deref() == Some("Failed"))
-        .filter_map(|e| e.message.clone())
-        .collect();
-    assert_eq!(
-        failed,
-        [
-            "Failed to pull image \"localhost/image-1:1\": rpc error: code = Canceled desc = context canceled",
-            "Error: ErrImagePull"
-        ]
-    );
+    let events = node.events.snapshot();
+    ["first", "second"]
+        .into_iter()
+        .map(|name| {
+            let pulls = node.fake.calls_for_pod(name).into_iter().filter(|(_, c)| matches!(c, Call::PullImage { .. }));
+            let started = pulls.map(|(at, _)| at.duration_since(epoch()).as_secs()).collect();
+            let said = events
+                .iter()
+                .filter(|e| e.involved_object.name.as_deref() == Some(name))
+                .map(|e| (e.reason.clone().unwrap_or_default(), e.message.clone().unwrap_or_default()))
+                .filter(|(reason, _)| reason.starts_with("Pull") || reason == "Failed")
+                .collect();
+            (started, said)
+        })
+        .collect()
+}
+
+/// The events of a pull of `image` cancelled by the pod's deletion.
+fn cancelled(image: &str) -> Vec<(String, String)> {
+    let said = |reason: &str, message: String| (reason.to_string(), message);
+    vec![
+        said("Pulling", format!("Pulling image \"{image}\"")),
+        said("Failed", format!("Failed to pull image \"{image}\": rpc error: code = Canceled desc = context canceled")),
+        said("Failed", "Error: ErrImagePull".into()),
+    ]
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_deleted_while_waiting_for_its_turn_never_pulls() {
+    let [(first, _), (second, second_said)] = one_deleted_during_the_first_pull("uid-second").await.try_into().unwrap();
+    assert_eq!(first, [0]);
+    assert_eq!(second, [] as [i64; 0]);
+    assert_eq!(second_said, cancelled("localhost/image-1:1"));
 }
 
 #[tokio::test(start_paused = true)]
 async fn deleting_a_pod_cancels_its_pull_and_frees_the_queue() {
-    let images = images(2);
-    let node = node(None, &images);
-    let (first, second) = (pod("first", &images[..1]), pod("second", &images[1..]));
-    node.workers.update(first).unwrap();
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    node.workers.update(second).unwrap();
-    // The first pull, which would take 10 s, is cancelled 3 s in.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    node.workers.delete("uid-first", None);
-    node.run(vec![]).await;
-    let pull_started = |name: &str| {
-        let pulls = node.fake.calls_for_pod(name).into_iter().filter(|(_, c)| matches!(c, Call::PullImage { .. }));
-        pulls.map(|(at, _)| at.duration_since(epoch()).as_secs()).collect::<Vec<_>>()
-    };
-    assert_eq!(pull_started("first"), [0]);
-    assert_eq!(pull_started("second"), [3], "the second pull goes as soon as the first is cancelled");
-    let first: Vec<(String, String)> = node
-        .events
-        .snapshot()
-        .iter()
-        .filter(|e| e.involved_object.name.as_deref() == Some("first"))
-        .map(|e| (e.reason.clone().unwrap_or_default(), e.message.clone().unwrap_or_default()))
-        .filter(|(reason, _)| reason.starts_with("Pull") || reason == "Failed")
-        .collect();
-    let failed = "Failed to pull image \"localhost/image-0:1\": rpc error: code = Canceled desc = context canceled";
-    assert_eq!(
-        first,
-        [
-            ("Pulling".to_string(), "Pulling image \"localhost/image-0:1\"".to_string()),
-            ("Failed".to_string(), failed.to_string()),
-            ("Failed".to_string(), "Error: ErrImagePull".to_string()),
-        ]
-    );
+    let [(first, first_said), (second, _)] = one_deleted_during_the_first_pull("uid-first").await.try_into().unwrap();
+    assert_eq!(first, [0]);
+    assert_eq!(second, [3], "the second pull goes as soon as the first is cancelled");
+    assert_eq!(first_said, cancelled("localhost/image-0:1"));
 }
