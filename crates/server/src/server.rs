@@ -138,6 +138,10 @@ impl ApiServer {
             // Only a fresh store lacks them.
             let _ = store.create(Resource::Namespaces, obj);
         }
+        // A store of an older version has namespaces without one.
+        for ns in store.list(Resource::Namespaces, None).0 {
+            crate::service_accounts::ensure_default(&store, crate::store::meta_str(&ns, "name").unwrap_or_default());
+        }
         let (link, feed) = NodeLink::new();
         let link = Arc::new(link);
         let statics = Arc::new(StaticPods::new(store.clone(), link.clone(), &config.node_name));
