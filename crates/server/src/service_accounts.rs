@@ -120,14 +120,13 @@ mod tests {
             "imagePullSecrets": [{"name": "reg-a"}, {"name": "reg-b"}]}));
         let mut p = pod(json!({"serviceAccountName": "puller", "containers": []}));
         admit(&store, "ns", &mut p).unwrap();
-        let names: Vec<String> =
-            p.spec.unwrap().image_pull_secrets.unwrap().into_iter().map(|r| r.name).collect();
+        let names: Vec<String> = p.spec.unwrap().image_pull_secrets.unwrap().into_iter().map(|r| r.name).collect();
         assert_eq!(names, ["reg-a", "reg-b"]);
 
-        let mut p = pod(json!({"serviceAccountName": "puller", "imagePullSecrets": [{"name": "own"}], "containers": []}));
+        let mut p =
+            pod(json!({"serviceAccountName": "puller", "imagePullSecrets": [{"name": "own"}], "containers": []}));
         admit(&store, "ns", &mut p).unwrap();
-        let names: Vec<String> =
-            p.spec.unwrap().image_pull_secrets.unwrap().into_iter().map(|r| r.name).collect();
+        let names: Vec<String> = p.spec.unwrap().image_pull_secrets.unwrap().into_iter().map(|r| r.name).collect();
         assert_eq!(names, ["own"]);
     }
 }
