@@ -47,6 +47,12 @@ fn a_default_service_accounts_pull_secret_reaches_new_pods() {
         r#"{"imagePullSecrets": [{"name": "myregistrykey"}]}"#,
     ]);
 
+    let described = d.ok(&["describe", "serviceaccount", "default", "-n", &ns]);
+    assert!(
+        described.lines().any(|l| l.starts_with("Image pull secrets:") && l.ends_with("myregistrykey")),
+        "{described}"
+    );
+
     let name = pod_name("sa-private");
     let manifest = Manifest::new(&format!(
         "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: c\n    image: {image}\n    imagePullPolicy: Always\n    command: [sleep, \"300\"]\n"
