@@ -138,7 +138,8 @@ impl ApiServer {
             // Only a fresh store lacks them.
             let _ = store.create(Resource::Namespaces, obj);
         }
-        // A store of an older version has namespaces without one.
+        // The serviceaccount controller's `default` account in each namespace: new ones here,
+        // and those of a store an older version left.
         for ns in store.list(Resource::Namespaces, None).0 {
             crate::service_accounts::ensure_default(&store, crate::store::meta_str(&ns, "name").unwrap_or_default());
         }
