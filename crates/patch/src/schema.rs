@@ -74,6 +74,8 @@ impl PatchSchema for CoreV1Schema {
             ["status", "conditions"] => MergeByKey("type"),
             // Service
             ["spec", "ports"] => MergeByKey("port"),
+            // ServiceAccount (its `imagePullSecrets` are replaced)
+            ["secrets"] => MergeByKey("name"),
             _ => Replace,
         }
     }
@@ -108,5 +110,8 @@ mod tests {
         assert_eq!(schema.strategy(&["spec", "finalizers"]), ListStrategy::Replace);
         assert_eq!(schema.strategy(&["status", "containerStatuses"]), ListStrategy::Replace);
         assert_eq!(schema.strategy(&["spec", "ports"]), ListStrategy::MergeByKey("port"));
+        // ServiceAccount
+        assert_eq!(schema.strategy(&["secrets"]), ListStrategy::MergeByKey("name"));
+        assert_eq!(schema.strategy(&["imagePullSecrets"]), ListStrategy::Replace);
     }
 }

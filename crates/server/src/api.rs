@@ -8,6 +8,7 @@ use crate::request::{FieldValidation, Params, content_type, json_body, warning_h
 use crate::resources::{NODE_GROUP, Resource};
 use crate::selectors::Filter;
 use crate::server::ApiServer;
+use crate::service_accounts;
 use crate::store::{meta_str, object_rv};
 use crate::table::{self, Include, wants_table};
 use crate::watch;
@@ -132,6 +133,10 @@ async fn create_in(
         return Ok(with_warnings(StatusCode::CREATED, object, &warnings));
     }
     let stored = s.store().create(r, object)?;
+    if r == Resource::Namespaces {
+        // The serviceaccount controller's part, done at once: a pod may follow right away.
+        service_accounts::ensure_default(s.store(), meta_str(&stored, "name").unwrap_or_default());
+    }
     if let Some(mut pod) = pod {
         pod.metadata = serde_json::from_value(stored["metadata"].clone()).unwrap_or(pod.metadata);
         s.pod_created(&stored, pod);
@@ -307,6 +312,10 @@ fn delete_now(
         return Ok(axum::Json(success(r, &obj)).into_response());
     }
     let gone = s.store().delete(r, ns, name)?;
+    if r == Resource::ServiceAccounts && name == service_accounts::DEFAULT {
+        // As the serviceaccount controller does, while the namespace is there.
+        service_accounts::ensure_default(s.store(), ns);
+    }
     Ok(axum::Json(success(r, &gone)).into_response())
 }
 

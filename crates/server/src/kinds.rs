@@ -6,7 +6,7 @@ use crate::errors::{ApiError, ApiResult};
 use crate::request::{FieldValidation, decode};
 use crate::resources::Resource;
 use crate::store::{Store, meta_str};
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use podwright_api::init_container_annotations::annotation_path;
 use podwright_api::runtime_class_admission::admit_runtime_class_of;
@@ -35,6 +35,7 @@ fn normalize(resource: Resource, input: &Value, v: FieldValidation, is_patch: bo
         Resource::ConfigMaps => decode::<ConfigMap>(input, kind, v, is_patch)?,
         Resource::Secrets => decode::<Secret>(input, kind, v, is_patch)?,
         Resource::Services => decode::<Service>(input, kind, v, is_patch)?,
+        Resource::ServiceAccounts => decode::<ServiceAccount>(input, kind, v, is_patch)?,
         Resource::Namespaces => decode::<Namespace>(input, kind, v, is_patch)?,
         Resource::RuntimeClasses => decode::<RuntimeClass>(input, kind, v, is_patch)?,
     };
@@ -95,6 +96,10 @@ pub fn prepare_create(
         }
         store.get(Resource::Namespaces, "", ns).map_err(|_| ApiError::not_found(Resource::Namespaces, ns))?;
     }
+    // Admission refusals name the object as the request did: a generated name is not made yet.
+    let requested_name =
+        [meta_str(&obj, "name"), meta_str(&obj, "generateName")].into_iter().flatten().find(|n| !n.is_empty());
+    let requested_name = requested_name.unwrap_or_default().to_string();
     generate_name(&mut obj);
     if !matches!(resource, Resource::ConfigMaps | Resource::Secrets | Resource::RuntimeClasses) {
         // Validated whole below, the name with the rest.
@@ -111,13 +116,16 @@ pub fn prepare_create(
                 let err = FieldError::forbidden(field, "mirror pods are made by the node from its static pod files");
                 return Err(ApiError::invalid(resource, &name, &[err]));
             }
+            // Admission plugins run before validation.
+            crate::service_accounts::admit(store, ns, &mut p)
+                .map_err(|why| ApiError::forbidden(resource, &requested_name, &why))?;
             warnings
                 .extend(podwright_api::admit_pod(&mut p).map_err(|e| ApiError::invalid(resource, &name, &e.errors))?);
             // The API server's RuntimeClass admission: the class must exist, and its overhead
             // becomes the pod's.
             let class_of = |class: &str| typed(store.get(Resource::RuntimeClasses, "", class).ok()?.as_ref()).ok();
             admit_runtime_class_of(&mut p, class_of)
-                .map_err(|refusal| ApiError::forbidden(resource, &name, &refusal.to_string()))?;
+                .map_err(|refusal| ApiError::forbidden(resource, &requested_name, &refusal.to_string()))?;
             let spec = p.spec.get_or_insert_default();
             if spec.node_name.as_deref().is_none_or(str::is_empty) {
                 spec.node_name = Some(node_name.to_string());
@@ -137,7 +145,7 @@ pub fn prepare_create(
         Resource::Secrets => obj = config_object::<Secret>(resource, &obj, None)?,
         Resource::RuntimeClasses => obj = runtime_class(&obj, None)?,
         Resource::Services => default_service(store, &mut obj)?,
-        Resource::Events => {}
+        Resource::ServiceAccounts | Resource::Events => {}
     }
     Ok(Prepared { object: obj, warnings, pod })
 }
@@ -273,6 +281,9 @@ pub fn prepare_update(
             new.metadata.deletion_grace_period_seconds = old_pod.metadata.deletion_grace_period_seconds;
             new.metadata.generation = old_pod.metadata.generation;
             podwright_api::apply_defaults(&mut new);
+            if let Some(spec) = new.spec.as_mut() {
+                crate::service_accounts::align_deprecated_alias(spec);
+            }
             let mut errs = validate_pod_update(&new, &old_pod);
             errs.extend(mirror_annotation_update(&new, &old_pod));
             if !errs.is_empty() {
@@ -293,7 +304,7 @@ pub fn prepare_update(
             obj["spec"]["clusterIPs"] = old["spec"]["clusterIPs"].clone();
         }
         Resource::Namespaces => obj["status"] = old["status"].clone(),
-        Resource::Events => {}
+        Resource::ServiceAccounts | Resource::Events => {}
     }
     Ok(Prepared { object: obj, warnings, pod })
 }

@@ -1,6 +1,7 @@
 //! podwright-server: the local Kubernetes-compatible API of `podwright serve`, which an
 //! unmodified kubectl drives: discovery, pods (with watch, Tables, patches, graceful deletion,
-//! logs), events, namespaces, config maps, secrets and services, with the API server's errors;
+//! logs), events, namespaces, config maps, secrets, services and service accounts (a `default` one per namespace, and
+//! the ServiceAccount admission of pods), with the API server's errors;
 //! the cluster DNS that resolves those services for the pods; and the node's `/metrics`.
 
 pub mod api;
@@ -23,6 +24,7 @@ pub mod resources;
 pub mod secure;
 pub mod selectors;
 pub mod server;
+pub mod service_accounts;
 pub mod static_pods;
 pub mod store;
 pub mod streaming;

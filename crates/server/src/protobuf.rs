@@ -1,6 +1,7 @@
 //! The protobuf bodies kubectl 1.32+ sends for `create configmap` and `create secret`
 //! (client-go's typed clients default to protobuf): `k8s\0` and a `runtime.Unknown` whose raw
-//! bytes are the object (kubernetes/api `core/v1/generated.proto`); `create namespace` too.
+//! bytes are the object (kubernetes/api `core/v1/generated.proto`); `create namespace` and
+//! `create serviceaccount` too.
 //! Decoded into the JSON
 //! the rest of the API works with; other kinds answer 415, as kubectl then says.
 
@@ -59,6 +60,17 @@ fn bytes_of(msg: &[u8], number: u32) -> Option<&[u8]> {
         Field::Bytes(n, b) if n == number => Some(b),
         _ => None,
     })
+}
+
+/// Every occurrence of a repeated message field.
+fn repeated(msg: &[u8], number: u32) -> Vec<&[u8]> {
+    let all = fields(msg).unwrap_or_default();
+    all.into_iter()
+        .filter_map(|f| match f {
+            Field::Bytes(n, b) if n == number => Some(b),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Empty strings are how proto2 writes unset optional fields kubectl fills with Go's zero value.
@@ -140,6 +152,42 @@ fn decode(resource: Resource, body: &[u8]) -> Option<Value> {
                 obj["immutable"] = json!(i);
             }
         }
+        Resource::ServiceAccounts => {
+            let refs = |n: u32, fields: &[(&str, u32)]| -> Vec<Value> {
+                repeated(raw, n)
+                    .into_iter()
+                    .map(|r| {
+                        let mut reference = json!({});
+                        for (field, number) in fields {
+                            set_text(&mut reference, field, bytes_of(r, *number));
+                        }
+                        reference
+                    })
+                    .collect()
+            };
+            let secrets = refs(
+                2,
+                &[
+                    ("kind", 1),
+                    ("namespace", 2),
+                    ("name", 3),
+                    ("uid", 4),
+                    ("apiVersion", 5),
+                    ("resourceVersion", 6),
+                    ("fieldPath", 7),
+                ],
+            );
+            if !secrets.is_empty() {
+                obj["secrets"] = json!(secrets);
+            }
+            let pull = refs(3, &[("name", 1)]);
+            if !pull.is_empty() {
+                obj["imagePullSecrets"] = json!(pull);
+            }
+            if let Some(a) = bool_of(raw, 4) {
+                obj["automountServiceAccountToken"] = json!(a);
+            }
+        }
         // Nothing but metadata matters in a new namespace.
         Resource::Namespaces => {}
         _ => return None,
@@ -191,5 +239,27 @@ mod tests {
         assert_eq!(obj["type"], "Opaque");
         assert_eq!(obj["metadata"], json!({"name": "s"}));
         assert!(decode(Resource::Pods, &body).is_none());
+    }
+
+    #[test]
+    fn decodes_a_service_account_with_its_references() {
+        let meta = field(1, b"builder");
+        let secret = [field(1, b"Secret"), field(3, b"tok")].concat();
+        let raw = [
+            field(1, &meta),
+            field(2, &secret),
+            field(3, &field(1, b"reg-a")),
+            field(3, &field(1, b"reg-b")),
+            vec![4 << 3, 0],
+        ]
+        .concat();
+        let body = [MAGIC.to_vec(), field(2, &raw)].concat();
+        assert_eq!(
+            decode(Resource::ServiceAccounts, &body).unwrap(),
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "builder"},
+                "secrets": [{"kind": "Secret", "name": "tok"}],
+                "imagePullSecrets": [{"name": "reg-a"}, {"name": "reg-b"}],
+                "automountServiceAccountToken": false})
+        );
     }
 }

@@ -12,17 +12,19 @@ pub enum Resource {
     ConfigMaps,
     Secrets,
     Services,
+    ServiceAccounts,
     RuntimeClasses,
 }
 
 impl Resource {
-    pub const ALL: [Resource; 7] = [
+    pub const ALL: [Resource; 8] = [
         Resource::Namespaces,
         Resource::Pods,
         Resource::Events,
         Resource::ConfigMaps,
         Resource::Secrets,
         Resource::Services,
+        Resource::ServiceAccounts,
         Resource::RuntimeClasses,
     ];
 
@@ -64,6 +66,7 @@ impl Resource {
             Resource::ConfigMaps => "configmaps",
             Resource::Secrets => "secrets",
             Resource::Services => "services",
+            Resource::ServiceAccounts => "serviceaccounts",
             Resource::RuntimeClasses => "runtimeclasses",
         }
     }
@@ -76,6 +79,7 @@ impl Resource {
             Resource::ConfigMaps => "ConfigMap",
             Resource::Secrets => "Secret",
             Resource::Services => "Service",
+            Resource::ServiceAccounts => "ServiceAccount",
             Resource::RuntimeClasses => "RuntimeClass",
         }
     }
@@ -88,6 +92,7 @@ impl Resource {
             Resource::ConfigMaps => "configmap",
             Resource::Secrets => "secret",
             Resource::Services => "service",
+            Resource::ServiceAccounts => "serviceaccount",
             Resource::RuntimeClasses => "runtimeclass",
         }
     }
@@ -104,6 +109,7 @@ impl Resource {
             Resource::ConfigMaps => &["cm"],
             Resource::Secrets => &[],
             Resource::Services => &["svc"],
+            Resource::ServiceAccounts => &["sa"],
             Resource::RuntimeClasses => &[],
         }
     }

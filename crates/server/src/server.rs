@@ -138,6 +138,11 @@ impl ApiServer {
             // Only a fresh store lacks them.
             let _ = store.create(Resource::Namespaces, obj);
         }
+        // The serviceaccount controller's `default` account in each namespace: new ones here,
+        // and those of a store an older version left.
+        for ns in store.list(Resource::Namespaces, None).0 {
+            crate::service_accounts::ensure_default(&store, crate::store::meta_str(&ns, "name").unwrap_or_default());
+        }
         let (link, feed) = NodeLink::new();
         let link = Arc::new(link);
         let statics = Arc::new(StaticPods::new(store.clone(), link.clone(), &config.node_name));

@@ -37,6 +37,9 @@ fn col(name: &str, ty: &str, format: &str, description: &str, priority: i32) -> 
     json!({"name": name, "type": ty, "format": format, "description": description, "priority": priority})
 }
 
+/// `ServiceAccount.secrets`' documentation, the SECRETS column's description.
+const SERVICE_ACCOUNT_SECRETS: &str = "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use. Pods are only limited to this list if this service account has a \"kubernetes.io/enforce-mountable-secrets\" annotation set to \"true\". The \"kubernetes.io/enforce-mountable-secrets\" annotation is deprecated since v1.32. Prefer separate namespaces to isolate access to mounted secrets. This field should not be used to find auto-generated service account token secrets for use outside of pods. Instead, tokens can be requested directly using the TokenRequest API, or service account token secrets can be manually created. More info: https://kubernetes.io/docs/concepts/configuration/secret";
+
 pub fn columns(resource: Resource) -> Vec<Value> {
     let name = col("Name", "string", "name", "Name must be unique within a namespace.", 0);
     let age = col(
@@ -134,6 +137,7 @@ pub fn columns(resource: Resource) -> Vec<Value> {
                 1,
             ),
         ],
+        Resource::ServiceAccounts => vec![name, col("Secrets", "string", "", SERVICE_ACCOUNT_SECRETS, 0), age],
         Resource::Namespaces => vec![name, col("Status", "string", "", "The status of the namespace", 0), age],
         Resource::RuntimeClasses => vec![
             name,
@@ -263,6 +267,10 @@ pub fn cells(resource: Resource, obj: &Value, now: Timestamp) -> Vec<Value> {
                 json!(or_none(selector.join(","))),
             ]
         }
+        Resource::ServiceAccounts => {
+            let secrets = obj.get("secrets").and_then(Value::as_array).map_or(0, Vec::len);
+            vec![json!(name), json!(secrets), json!(age(obj, now))]
+        }
         Resource::Namespaces => vec![json!(name), json!(s(obj, "/status/phase")), json!(age(obj, now))],
         Resource::RuntimeClasses => vec![json!(name), json!(s(obj, "/handler")), json!(age(obj, now))],
     }
@@ -330,5 +338,21 @@ mod tests {
         assert_eq!(t["columnDefinitions"].as_array().unwrap().len(), cells.as_array().unwrap().len());
         assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
         assert_eq!(t["metadata"]["resourceVersion"], "7");
+    }
+
+    #[test]
+    fn a_service_account_row_counts_its_secrets() {
+        let now: Timestamp = "2026-01-01T00:05:00Z".parse().unwrap();
+        let sa = json!({
+            "metadata": {"name": "builder", "namespace": "default", "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "secrets": [{"name": "a"}, {"name": "b"}], "imagePullSecrets": [{"name": "reg"}],
+        });
+        let t = table(Resource::ServiceAccounts, &[&sa], 3, now, Include::Metadata, true);
+        let names: Vec<&str> =
+            t["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["Name", "Secrets", "Age"]);
+        assert_eq!(t["rows"][0]["cells"], json!(["builder", 2, "5m"]));
+        let bare = json!({"metadata": {"name": "default", "creationTimestamp": "2026-01-01T00:00:00Z"}});
+        assert_eq!(cells(Resource::ServiceAccounts, &bare, now), [json!("default"), json!(0), json!("5m")]);
     }
 }
