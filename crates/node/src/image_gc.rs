@@ -28,10 +28,11 @@ mod policy;
 pub use decide::{Decision, InUse, Record, Records, Removal, SpaceNeed, Why, decide};
 pub use policy::ImageGcPolicy;
 
+use crate::credentials::aggregate;
 use crate::events::{EventSink, EventType};
 use jiff::Timestamp;
 use podwright_planner::backoff::go_duration;
-use podwright_runtime::{Clock, Runtime};
+use podwright_runtime::{Clock, ListedImage, Runtime};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -66,6 +67,8 @@ pub struct ImageGc {
     held: Mutex<HashMap<String, usize>>,
     /// Rung after a pull.
     bell: Arc<Notify>,
+    /// When each warning was last recorded.
+    warned: Mutex<HashMap<String, Timestamp>>,
 }
 
 impl ImageGc {
@@ -88,6 +91,7 @@ impl ImageGc {
             records: tokio::sync::Mutex::default(),
             held: Mutex::default(),
             bell: Arc::new(Notify::new()),
+            warned: Mutex::default(),
         });
         tokio::spawn(collect_periodically(Arc::downgrade(&gc), gc.bell.clone()));
         gc
@@ -110,20 +114,46 @@ impl ImageGc {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A Node event; a warning at most once per [`PERIOD`] for each reason, as the kubelet's
+    /// collections only run that often while podwright's also run after every pull.
     fn event(&self, kind: EventType, reason: &str, message: String) {
-        self.events.record_node(&self.node, kind, reason, message, self.clock.now());
+        let now = self.clock.now();
+        if kind == EventType::Warning {
+            let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+            let period = jiff::SignedDuration::try_from(PERIOD).unwrap_or(jiff::SignedDuration::MAX);
+            if warned.get(reason).is_some_and(|last| now.duration_since(*last) < period) {
+                return;
+            }
+            warned.insert(reason.to_string(), now);
+        }
+        self.events.record_node(&self.node, kind, reason, message, now);
     }
 
-    /// One collection. Err: why it failed, in the kubelet's words (its events are recorded).
+    /// One collection, as the kubelet's `GarbageCollect`: the images unused past the maximum
+    /// age go first, then the image filesystem is read and images go for space. Err: why it
+    /// failed, in the kubelet's words (its events are recorded).
     pub async fn collect(&self) -> Result<(), String> {
         let mut records = self.records.lock().await;
+        let (mut images, mut in_use) = self.observe(&mut records).await?;
+        let now = self.clock.now();
+        let old = decide(&images, &in_use, &records, None, &self.policy, now, self.began);
+        if !old.remove.is_empty() {
+            self.apply(old).await?;
+            (images, in_use) = self.observe(&mut records).await?;
+        }
+        let fs = self.runtime.image_fs_info().await.map_err(|e| format!("failed to get imageFs info: {e}"))?;
+        let decision = decide(&images, &in_use, &records, Some(&fs), &self.policy, now, self.began);
+        self.apply(decision).await
+    }
+
+    /// The images present and which of them are in use, with `records` brought up to date.
+    async fn observe(&self, records: &mut Records) -> Result<(Vec<ListedImage>, InUse), String> {
         let images = self.runtime.list_images().await.map_err(|e| format!("failed to list images: {e}"))?;
         let containers = self
             .runtime
             .list_containers(&BTreeMap::new())
             .await
             .map_err(|e| format!("failed to list containers: {e}"))?;
-        let fs = self.runtime.image_fs_info().await.map_err(|e| format!("failed to get imageFs info: {e}"))?;
         let mut in_use = InUse::default();
         for c in containers {
             in_use.insert(c.image_ref);
@@ -132,10 +162,8 @@ impl ImageGc {
         for key in self.held().keys() {
             in_use.insert(key.clone());
         }
-        let now = self.clock.now();
-        records.detect(&images, &in_use, now);
-        let decision = decide(&images, &in_use, &records, &fs, &self.policy, now, self.began);
-        self.apply(decision).await
+        records.detect(&images, &in_use, self.clock.now());
+        Ok((images, in_use))
     }
 
     /// Removes what `decision` chose, in order, going on past a failed removal; for space,
@@ -177,13 +205,13 @@ impl ImageGc {
             return Err(format!(
                 "wanted to free images older than {}, encountered errors in image deletion: {}",
                 go_duration(self.policy.max_age),
-                age_errors.join("\n")
+                aggregate(age_errors)
             ));
         }
         if !space_errors.is_empty() {
             return Err(format!(
                 "wanted to free {needed} bytes, but freed {freed} bytes space with errors in image deletion: {}",
-                space_errors.join("\n")
+                aggregate(space_errors)
             ));
         }
         if freed < needed {

@@ -655,7 +655,12 @@ impl ImageService for CriRuntime {
             return Err(RuntimeError::Failed("the runtime reports no image filesystem".to_string()));
         };
         let mountpoint = usage.fs_id.map(|f| f.mountpoint).unwrap_or_default();
-        let (capacity_bytes, available_bytes) = fs_space(&mountpoint)
+        // statvfs can block (a stale network mount): off the async threads.
+        let path = mountpoint.clone();
+        let (capacity_bytes, available_bytes) = tokio::task::spawn_blocking(move || fs_space(&path))
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|r| r)
             .map_err(|e| RuntimeError::Failed(format!("cannot read the image filesystem at {mountpoint:?}: {e}")))?;
         Ok(ImageFs { used_bytes: usage.used_bytes.map_or(0, |u| u.value), mountpoint, capacity_bytes, available_bytes })
     }

@@ -265,7 +265,13 @@ impl Engine {
         let image = sc.image();
         let mut hold = self.image_gc.as_ref().map(|gc| gc.hold(image));
         let repository = match podwright_api::image_ref::parse_image_ref(image) {
-            Ok(parsed) => parsed.name(),
+            Ok(parsed) => {
+                // The runtime lists the image by its full name (`docker.io/library/x:latest`).
+                if let Some(hold) = &mut hold {
+                    hold.add(&parsed.to_string());
+                }
+                parsed.name()
+            }
             Err(e) => {
                 let msg = format!("Failed to apply default image tag \"{image}\": {e}");
                 self.event(pod, Some(sc), EventType::Warning, "InspectFailed", msg.clone());
@@ -302,15 +308,15 @@ impl Engine {
             }
         }
         let secrets = self.pull_secrets(pod);
-        self.event(pod, Some(sc), EventType::Normal, "Pulling", wording::pulling(image));
-        // As the kubelet, credentials (plugins' included) are looked up before the pull is
-        // queued, and neither pull time counts the lookup.
+        // As the kubelet, credentials (plugins' included) are looked up before `Pulling`, and
+        // neither pull time counts the lookup.
         let tries = tokio::select! {
             biased;
             tries = self.credentials_for(&repository, &secrets) => tries,
             _ = deletion_asked(sync.desired.clone()) => Err(CANCELED.to_string()),
         }
         .map_err(|e| self.pull_failed(pod, sc, &e))?;
+        self.event(pod, Some(sc), EventType::Normal, "Pulling", wording::pulling(image));
         let asked = self.clock.now();
         let turn = tokio::select! {
             biased;

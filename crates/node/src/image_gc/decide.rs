@@ -76,15 +76,11 @@ pub struct Removal {
     pub why: Why,
 }
 
-/// How full the image filesystem is, when at or over the high threshold.
+/// How much to free, when the image filesystem is at or over the high threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SpaceNeed {
-    pub usage_percent: u8,
     /// Bytes to free to be down to the low threshold.
     pub needed: u64,
-    /// Bytes `remove`'s space removals free, if each succeeds; below `needed` when there is not
-    /// enough to remove.
-    pub frees: u64,
 }
 
 /// What one collection does.
@@ -105,7 +101,8 @@ pub struct Decision {
 
 /// Decides one collection. `records` must have seen `images` (see [`Records::detect`]); `began`
 /// is when this process started collecting: nothing goes for its age before the maximum age
-/// has passed since then, since last uses before it are unknown.
+/// has passed since then, since last uses before it are unknown. Without `fs` (the kubelet
+/// reads the filesystem only once the old images are gone), only old images are chosen.
 ///
 /// Never removed: an image in use, one the runtime pins, one without a record. For space, not
 /// one first detected less than the minimum age ago either.
@@ -113,7 +110,7 @@ pub fn decide(
     images: &[ListedImage],
     in_use: &InUse,
     records: &Records,
-    fs: &ImageFs,
+    fs: Option<&ImageFs>,
     policy: &ImageGcPolicy,
     now: Timestamp,
     began: Timestamp,
@@ -147,14 +144,13 @@ pub fn decide(
         });
     }
 
+    let Some(fs) = fs else { return decision };
     let capacity = u128::from(fs.capacity_bytes);
     if capacity == 0 {
         decision.invalid_capacity = true;
         return decision;
     }
-    // The filesystem as it will be once the old images are gone.
-    let freed_by_age: u64 = decision.remove.iter().map(|r| r.size).sum();
-    let available = u128::from(fs.available_bytes.saturating_add(freed_by_age)).min(capacity);
+    let available = u128::from(fs.available_bytes).min(capacity);
     let usage_percent = 100 - (available * 100 / capacity) as u8;
     if usage_percent < policy.high_threshold_percent {
         return decision;
@@ -174,7 +170,7 @@ pub fn decide(
             decision.spare.push(removal(image, Why::Space));
         }
     }
-    decision.space = Some(SpaceNeed { usage_percent, needed, frees });
+    decision.space = Some(SpaceNeed { needed });
     decision
 }
 
@@ -229,7 +225,7 @@ mod tests {
 
     impl World {
         fn decide(&self, fs: &ImageFs, policy: &ImageGcPolicy, now: Timestamp) -> Decision {
-            decide(&self.images, &self.in_use, &self.records, fs, policy, now, t(0))
+            decide(&self.images, &self.in_use, &self.records, Some(fs), policy, now, t(0))
         }
     }
 
@@ -256,7 +252,7 @@ mod tests {
         // 85 % used, to 80 %: 5 MiB to free, so two 4 MiB images, never used ones first (the
         // earlier detected first), then the least recently used.
         let d = w.decide(&fs(15), &policy(85, 80, 0), t(1000));
-        assert_eq!(d.space, Some(SpaceNeed { usage_percent: 85, needed: 5 * MIB, frees: 8 * MIB }));
+        assert_eq!(d.space, Some(SpaceNeed { needed: 5 * MIB }));
         assert_eq!(ids(&d.remove), ["sha256:never-used-old", "sha256:never-used-new"]);
         assert_eq!(ids(&d.spare), ["sha256:used-early", "sha256:used-late"]);
         assert!(d.remove.iter().all(|r| r.why == Why::Space));
@@ -299,7 +295,7 @@ mod tests {
         let w = world(&[(image("a", 3 * MIB), 0, None), (image("b", 2 * MIB), 0, Some(10))]);
         // 90 % used, to 80 %: 10 MiB needed, 5 MiB removable.
         let d = w.decide(&fs(10), &policy(85, 80, 0), t(1000));
-        assert_eq!(d.space, Some(SpaceNeed { usage_percent: 90, needed: 10 * MIB, frees: 5 * MIB }));
+        assert_eq!(d.space, Some(SpaceNeed { needed: 10 * MIB }));
         assert_eq!(ids(&d.remove), ["sha256:a", "sha256:b"]);
     }
 
@@ -325,14 +321,13 @@ mod tests {
     }
 
     #[test]
-    fn what_the_old_images_free_counts_toward_the_space_needed() {
+    fn old_images_are_chosen_before_the_filesystem_is_read() {
         let w = world(&[(image("stale", 10 * MIB), 0, Some(0)), (image("recent", MIB), 0, Some(950))]);
-        let mut p = policy(85, 80, 0);
+        let mut p = policy(1, 0, 0);
         p.max_age = Duration::from_secs(600);
-        // 90 % used; the stale image's 10 MiB bring it to 80 %: nothing more for space.
-        let d = w.decide(&fs(10), &p, t(1000));
+        let d = decide(&w.images, &w.in_use, &w.records, None, &p, t(1000), t(0));
         assert_eq!(ids(&d.remove), ["sha256:stale"]);
-        assert_eq!(d.space, None);
+        assert!(d.spare.is_empty() && d.space.is_none() && !d.invalid_capacity);
     }
 
     #[test]

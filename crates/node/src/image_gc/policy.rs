@@ -96,9 +96,8 @@ impl ImageGcPolicy {
 
 /// A Go duration (`2m`, `1h30m`, `-5s`) in nanoseconds; the error names the field.
 fn duration(field: &str, text: &str) -> Result<i128, String> {
-    let parsed = text
-        .parse::<jiff::SignedDuration>()
-        .map_err(|_| format!("{field}: Invalid value: {text:?}: must be a duration such as \"2m\" or \"1h30m\""))?;
+    let parsed =
+        crate::go_duration::parse_go_duration(text).map_err(|e| format!("{field}: Invalid value: {text:?}: {e}"))?;
     Ok(parsed.as_nanos())
 }
 
@@ -175,7 +174,7 @@ mod tests {
                 None,
                 Some("soon"),
                 None,
-                "imageMinimumGCAge: Invalid value: \"soon\": must be a duration such as \"2m\" or \"1h30m\"",
+                "imageMinimumGCAge: Invalid value: \"soon\": time: invalid duration \"soon\"",
             ),
         ];
         for (high, low, min_age, max_age, expected) in table {

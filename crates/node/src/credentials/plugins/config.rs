@@ -3,6 +3,7 @@
 //! `pkg/credentialprovider/plugin/config.go` does, with its messages. Fields podwright does not
 //! honour (`tokenAttributes`) are refused by name.
 
+use crate::go_duration::parse_go_duration;
 use podwright_api::field_error::{FieldError, dedup_errors};
 use serde::Deserialize;
 use std::os::unix::fs::PermissionsExt as _;
@@ -247,60 +248,6 @@ fn check_schemeless_url(s: &str) -> Result<(), String> {
         return fail(format!("invalid character {:?} in host name", bad.to_string()));
     }
     Ok(())
-}
-
-/// Go's `time.ParseDuration`: `300ms`, `-1.5h`, `2h45m`; `0` alone. Err: Go's message.
-pub(super) fn parse_go_duration(s: &str) -> Result<jiff::SignedDuration, String> {
-    let invalid = || format!("time: invalid duration {s:?}");
-    let (negative, mut rest) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if rest == "0" {
-        return Ok(jiff::SignedDuration::ZERO);
-    }
-    if rest.is_empty() {
-        return Err(invalid());
-    }
-    let mut nanos: i128 = 0;
-    while !rest.is_empty() {
-        let digits = |t: &str| t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-        let (whole, after) = rest.split_at(digits(rest));
-        let (fraction, after) = match after.strip_prefix('.') {
-            Some(after) => after.split_at(digits(after)),
-            None => ("", after),
-        };
-        if whole.is_empty() && fraction.is_empty() {
-            return Err(invalid());
-        }
-        let unit_end = after.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(after.len());
-        let (unit, after) = after.split_at(unit_end);
-        let scale: i128 = match unit {
-            "ns" => 1,
-            "us" | "µs" | "μs" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            "" => return Err(format!("time: missing unit in duration {s:?}")),
-            _ => return Err(format!("time: unknown unit {unit:?} in duration {s:?}")),
-        };
-        let whole: i128 = if whole.is_empty() { 0 } else { whole.parse().map_err(|_| invalid())? };
-        let mut part = whole.checked_mul(scale).ok_or_else(invalid)?;
-        let mut place = scale;
-        for digit in fraction.bytes() {
-            place /= 10;
-            part += i128::from(digit - b'0') * place;
-        }
-        nanos += part;
-        if nanos > i128::from(i64::MAX) {
-            return Err(invalid());
-        }
-        rest = after;
-    }
-    let nanos = if negative { -nanos } else { nanos };
-    Ok(jiff::SignedDuration::from_nanos(i64::try_from(nanos).map_err(|_| invalid())?))
 }
 
 #[cfg(test)]

@@ -5,8 +5,9 @@
 //! Errors carry the plugin's stderr (its diagnostics, as upstream's do) but never its stdout,
 //! which holds the credentials.
 
-use super::config::{Provider, parse_go_duration};
+use super::config::Provider;
 use crate::credentials::{Credential, DockerConfig};
+use crate::go_duration::parse_go_duration;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -192,28 +192,3 @@ fn loading_needs_the_bin_dir_and_an_executable_per_provider() {
     assert!(decode.starts_with(&format!("error decoding config {:?}: ", file.display().to_string())), "{decode}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
-
-#[test]
-fn go_durations() {
-    let ok = [
-        ("0", 0),
-        ("0s", 0),
-        ("12h", 12 * 3600 * 1_000_000_000),
-        ("1h30m", 5400 * 1_000_000_000),
-        ("1.5s", 1_500_000_000),
-        (".5m", 30_000_000_000),
-        ("300ms", 300_000_000),
-        ("2us", 2_000),
-        ("-1m", -60_000_000_000),
-        ("+5ns", 5),
-    ];
-    for (text, nanos) in ok {
-        assert_eq!(parse_go_duration(text), Ok(jiff::SignedDuration::from_nanos(nanos)), "{text}");
-    }
-    assert_eq!(parse_go_duration(""), Err(r#"time: invalid duration """#.into()));
-    assert_eq!(parse_go_duration("5"), Err(r#"time: missing unit in duration "5""#.into()));
-    assert_eq!(parse_go_duration("5d"), Err(r#"time: unknown unit "d" in duration "5d""#.into()));
-    assert_eq!(parse_go_duration("1.2.3s"), Err(r#"time: missing unit in duration "1.2.3s""#.into()));
-    assert_eq!(parse_go_duration(".s"), Err(r#"time: invalid duration ".s""#.into()));
-    assert_eq!(parse_go_duration("-"), Err(r#"time: invalid duration "-""#.into()));
-}
