@@ -18,11 +18,11 @@ use exec::Response;
 use podwright_runtime::Clock;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use tokio::sync::OnceCell;
+use std::sync::Mutex;
+use tokio::sync::watch;
 
-/// One run of a plugin that concurrent lookups of the same image share.
-type Flight = Arc<OnceCell<Result<Response, String>>>;
+/// One run of a plugin that concurrent lookups of the same image share: its answer, once there.
+type Flight = watch::Receiver<Option<Result<Response, String>>>;
 
 /// The configured plugins with their caches, shared by every pull of a node.
 pub struct CredentialPlugins {
@@ -69,8 +69,12 @@ impl PluginProvider {
         if let Some(cached) = lock(&self.cache).get(image, clock.now()) {
             return cached;
         }
-        let flight = lock(&self.flights).entry(image.to_string()).or_default().clone();
-        let answer = flight.get_or_init(|| exec::run(bin_dir, &self.config, image)).await.clone();
+        let mut flight =
+            lock(&self.flights).entry(image.to_string()).or_insert_with(|| self.run(bin_dir, image)).clone();
+        let answer = match flight.wait_for(Option::is_some).await {
+            Ok(answer) => answer.clone().unwrap_or_else(|| Err("credential provider plugin gave no answer".into())),
+            Err(_) => Err("credential provider plugin run ended without an answer".into()),
+        };
         let provided = match answer {
             Err(e) => {
                 tracing::warn!("Failed getting credential from external registry credential provider: {e}");
@@ -93,10 +97,21 @@ impl PluginProvider {
         };
         // Cached first, so that a lookup arriving now finds the answer rather than a new run.
         let mut flights = lock(&self.flights);
-        if flights.get(image).is_some_and(|f| Arc::ptr_eq(f, &flight)) {
+        if flights.get(image).is_some_and(|f| f.same_channel(&flight)) {
             flights.remove(image);
         }
         provided
+    }
+
+    /// Starts the plugin for `image`, detached as upstream runs plugins: a lookup given up (its
+    /// pod deleted) leaves the run to the other lookups sharing it.
+    fn run(&self, bin_dir: &std::path::Path, image: &str) -> Flight {
+        let (answer, flight) = watch::channel(None);
+        let (bin_dir, config, image) = (bin_dir.to_path_buf(), self.config.clone(), image.to_string());
+        tokio::spawn(async move {
+            let _ = answer.send(Some(exec::run(&bin_dir, &config, &image).await));
+        });
+        flight
     }
 }
 

@@ -130,6 +130,24 @@ async fn concurrent_lookups_of_an_image_share_one_run() {
 }
 
 #[tokio::test]
+async fn a_lookup_given_up_leaves_its_run_to_the_others() {
+    let bin = BinDir::new("given-up");
+    let json = answer("Image", Some("0s"), "127.0.0.1:5000", "p");
+    bin.plugin("slow", &format!("sleep 1\ncat <<'EOF'\n{json}\nEOF"));
+    let plugins = bin.plugins(vec![provider("slow", &["127.0.0.1:5000"], Duration::ZERO)]);
+    let first = plugins.keyring(IMAGE);
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        plugins.keyring(IMAGE).await
+    };
+    // The first lookup is dropped (as when its pod is deleted) while the plugin runs.
+    let (given_up, second) = tokio::join!(tokio::time::timeout(Duration::from_millis(400), first), second);
+    assert!(given_up.is_err());
+    assert_eq!(passwords(&second, IMAGE), ["p"]);
+    assert_eq!(bin.calls("slow").len(), 1, "the run went on for the second lookup");
+}
+
+#[tokio::test]
 async fn a_failing_or_wrong_answer_gives_nothing_and_never_echoes_stdout() {
     let bin = BinDir::new("failing");
     bin.plugin("fails", "echo 'token expired' >&2; echo 'secret-on-stdout'; exit 3");
