@@ -170,8 +170,14 @@ impl CriRuntime {
     async fn sandbox_image(&self) -> Option<String> {
         let req = cri_api::StatusRequest { verbose: true };
         let resp = self.rt().status(request(req)).await.ok()?.into_inner();
-        let config: serde_json::Value = serde_json::from_str(resp.info.get("config")?).ok()?;
-        config.get("sandboxImage")?.as_str().filter(|s| !s.is_empty()).map(str::to_string)
+        // Only the one field is decoded: the config is large, and this runs at every collection.
+        #[derive(serde::Deserialize)]
+        struct CriConfig {
+            #[serde(rename = "sandboxImage", default)]
+            sandbox_image: String,
+        }
+        let config: CriConfig = serde_json::from_str(resp.info.get("config")?).ok()?;
+        Some(config.sandbox_image).filter(|s| !s.is_empty())
     }
 
     /// The endpoint this runtime was reached at, as given to [`connect`].
