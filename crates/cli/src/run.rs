@@ -86,15 +86,10 @@ fn image_settings(config: Option<&Path>) -> Result<(ImagePulls, ImageGcPolicy), 
 }
 
 pub async fn run(args: RunArgs) -> u8 {
-    let (image_pulls, image_gc) = match image_settings(args.config.as_deref()) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("podwright: {e}");
-            return exit::INVALID;
-        }
-    };
-    let credential_plugins = match args.runtime.credential_plugins() {
-        Ok(p) => p,
+    let settings = image_settings(args.config.as_deref())
+        .and_then(|(pulls, gc)| Ok((pulls, gc, args.runtime.credential_plugins()?)));
+    let (image_pulls, image_gc, credential_plugins) = match settings {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("podwright: {e}");
             return exit::INVALID;

@@ -258,22 +258,10 @@ pub async fn serve(args: ServeArgs) -> u8 {
         );
         return exit::INVALID;
     }
-    let log_policy = match log_policy(&config) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("podwright: {e}");
-            return exit::INVALID;
-        }
-    };
-    let file_check_frequency = match config.file_check_frequency() {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("podwright: {e}");
-            return exit::INVALID;
-        }
-    };
-    let credential_plugins = match args.runtime.credential_plugins() {
-        Ok(p) => p,
+    let settings = log_policy(&config)
+        .and_then(|logs| Ok((logs, config.file_check_frequency()?, args.runtime.credential_plugins()?)));
+    let (log_policy, file_check_frequency, credential_plugins) = match settings {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("podwright: {e}");
             return exit::INVALID;

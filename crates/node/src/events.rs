@@ -308,13 +308,22 @@ fn hostname() -> Option<String> {
 mod tests {
     use super::*;
 
+    /// A pod with just a name and a uid.
+    fn pod(name: &str, uid: &str) -> Pod {
+        let mut pod = Pod::default();
+        pod.metadata.name = Some(name.into());
+        pod.metadata.uid = Some(uid.into());
+        pod
+    }
+
+    fn t(s: i64) -> Timestamp {
+        Timestamp::from_second(s).unwrap()
+    }
+
     #[test]
     fn repeats_fold_into_one_event_with_a_count() {
         let log = EventLog::default();
-        let mut pod = Pod::default();
-        pod.metadata.name = Some("p".into());
-        pod.metadata.uid = Some("u".into());
-        let t = |s| Timestamp::from_second(s).unwrap();
+        let pod = pod("p", "u");
         let fp = Some("spec.containers{c}".to_string());
         log.record(&pod, fp.clone(), EventType::Warning, "BackOff", "m".into(), t(1));
         log.record(&pod, None, EventType::Normal, "Other", "x".into(), t(2));
@@ -337,10 +346,7 @@ mod tests {
     #[test]
     fn node_events_involve_the_node_and_fold_apart_from_pod_events() {
         let log = EventLog::default();
-        let mut pod = Pod::default();
-        pod.metadata.name = Some("n1".into());
-        pod.metadata.uid = Some("n1".into());
-        let t = |s| Timestamp::from_second(s).unwrap();
+        let pod = pod("n1", "n1");
         log.record_node("n1", EventType::Warning, "FreeDiskSpaceFailed", "m".into(), t(1));
         log.record(&pod, None, EventType::Warning, "FreeDiskSpaceFailed", "m".into(), t(2));
         log.record_node("n1", EventType::Warning, "FreeDiskSpaceFailed", "m".into(), t(3));
