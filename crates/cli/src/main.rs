@@ -52,13 +52,13 @@ pub struct RuntimeArgs {
 
 impl RuntimeArgs {
     /// The credential provider plugins given, validated; an error names the file and field.
-    pub fn credential_plugins(&self) -> Result<Option<podwright_node::credentials::PluginConfig>, String> {
+    pub fn credential_plugins(&self) -> Result<Option<podwright_node::PluginConfig>, String> {
         let (Some(config), Some(bin_dir)) =
             (&self.image_credential_provider_config, &self.image_credential_provider_bin_dir)
         else {
             return Ok(None);
         };
-        podwright_node::credentials::PluginConfig::load(config, bin_dir).map(Some).map_err(|e| e.to_string())
+        podwright_node::PluginConfig::load(config, bin_dir).map(Some).map_err(|e| e.to_string())
     }
 }
 

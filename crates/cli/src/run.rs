@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podwright_containerd::EmbeddedRuntime;
 use podwright_node::objects::FixedObjects;
-use podwright_node::source::FileSource;
+use podwright_node::sources::FileSource;
 use podwright_node::timeline::Recording;
 use podwright_node::{EventLog, EventSink, ImageGcPolicy, ImagePulls, Node, PodCgroups, StatusSink, logs};
 use podwright_runtime::cri;

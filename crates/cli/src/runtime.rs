@@ -2,7 +2,7 @@
 
 use crate::exit;
 use clap::Subcommand;
-use podwright_node::{PodCgroups, removal};
+use podwright_node::{PodCgroups, managed_pods, remove_managed};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -79,16 +79,14 @@ async fn clean(embedded: &podwright_containerd::EmbeddedRuntime, root: &Path) ->
             return exit::NO_RUNTIME;
         }
     };
-    let uids = match removal::remove_managed(&runtime, root, PodCgroups::of_host(root).as_ref(), None, &BTreeSet::new())
-        .await
-    {
+    let uids = match remove_managed(&runtime, root, PodCgroups::of_host(root).as_ref(), None, &BTreeSet::new()).await {
         Ok(u) => u,
         Err(e) => {
             eprintln!("podwright: cannot list the pods in {}: {e}", embedded.endpoint());
             return exit::FAILED;
         }
     };
-    let left = removal::managed_pods(&runtime, None).await.map(|u| u.len()).unwrap_or(usize::MAX);
+    let left = managed_pods(&runtime, None).await.map(|u| u.len()).unwrap_or(usize::MAX);
     if left > 0 {
         eprintln!("podwright: {left} pods could not be removed from {}", embedded.endpoint());
         return exit::FAILED;

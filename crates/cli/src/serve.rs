@@ -7,7 +7,6 @@ use podwright_api::quantity::Quantity;
 use podwright_node::cri::dns::{ClusterDns, DEFAULT_CLUSTER_DOMAIN, HOST_RESOLV_CONF, ResolvConf};
 use podwright_node::downward::{NodeFacts, host_ip};
 use podwright_node::log_rotation::{self, LogPolicy};
-use podwright_node::removal;
 use podwright_node::static_pods::{DEFAULT_CHECK_FREQUENCY, StaticPodSource};
 use podwright_node::usage::UsageCollector;
 use podwright_node::{ImageGcPolicy, ImagePulls, Metrics, Node, PodCgroups};
@@ -437,7 +436,7 @@ pub async fn serve(args: ServeArgs) -> u8 {
 /// Stops and removes every pod in the runtime that this podwright (its root directory) made and
 /// `known` does not name; other podwrights' pods on the same runtime are theirs.
 async fn remove_orphans(runtime: &dyn Runtime, root: &Path, cgroups: Option<&PodCgroups>, known: &BTreeSet<String>) {
-    if let Err(e) = removal::remove_managed(runtime, root, cgroups, Some(root), known).await {
+    if let Err(e) = podwright_node::remove_managed(runtime, root, cgroups, Some(root), known).await {
         tracing::warn!(%e, "could not list the runtime's pods to remove those no longer known");
     }
 }

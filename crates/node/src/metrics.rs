@@ -7,7 +7,9 @@
 //! values, as the Go client writes them; a labelled series shows once it has something to show,
 //! as a Go vector's child appears once it is used.
 
-use crate::instrumented::Instrumented;
+mod instrumented;
+
+use instrumented::Instrumented;
 use podwright_planner::{ContainerKind, RunState, StartFailureReason};
 use podwright_runtime::{Clock, Runtime};
 use std::fmt::Write;

@@ -1,10 +1,10 @@
 //! [`PodWorkers`]: one pod worker per pod UID, the only place workers are started.
 
 use crate::metrics::Metrics;
-use crate::node::Engine;
+use crate::pod_update::{Deletion, Desired, PodUpdate};
 use crate::sinks::StatusSink;
-use crate::source::{PodChange, PodSource};
-use crate::worker::{Deletion, Desired, PodUpdate, PodWorker};
+use crate::sources::{PodChange, PodSource};
+use crate::worker::{PodWorker, WorkerDeps};
 use k8s_openapi::api::core::v1::Pod;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -70,7 +70,7 @@ impl Handle {
 ///   change more than images and the deadline, as the API server does.
 /// - A finished UID is never started again ([`UpdateError::Finished`]).
 pub struct PodWorkers {
-    engine: Engine,
+    deps: WorkerDeps,
     status: Arc<dyn StatusSink>,
     pods: Mutex<Pods>,
     /// How many workers are running.
@@ -95,8 +95,8 @@ impl Pods {
 }
 
 impl PodWorkers {
-    pub(crate) fn new(engine: Engine, status: Arc<dyn StatusSink>) -> Self {
-        PodWorkers { engine, status, pods: Mutex::default(), running: watch::Sender::new(0) }
+    pub(crate) fn new(deps: WorkerDeps, status: Arc<dyn StatusSink>) -> Self {
+        PodWorkers { deps, status, pods: Mutex::default(), running: watch::Sender::new(0) }
     }
 
     fn pods(&self) -> std::sync::MutexGuard<'_, Pods> {
@@ -119,7 +119,7 @@ impl PodWorkers {
         let pod = Arc::new(pod);
         let (desired_tx, desired_rx) = watch::channel(Desired { pod: pod.clone(), deletion: None });
         let (published, latest) = watch::channel(PodUpdate::new(pod));
-        let worker = PodWorker::new(self.engine.clone(), self.status.clone(), desired_rx, published);
+        let worker = PodWorker::new(self.deps.clone(), self.status.clone(), desired_rx, published);
         self.running.send_modify(|n| *n += 1);
         let running = self.running.clone();
         let task = tokio::spawn(async move {
@@ -180,12 +180,12 @@ impl PodWorkers {
     /// A ConfigMap or Secret was created, changed or deleted: every pod that refers to any
     /// writes its volumes' files again and retries what was missing one.
     pub fn objects_changed(&self) {
-        self.engine.object_changes.send_modify(|n| *n = n.wrapping_add(1));
+        self.deps.object_changes.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// The node's metrics: its pod workers', their containers' and its runtime calls'.
     pub fn metrics(&self) -> Arc<Metrics> {
-        self.engine.metrics.clone()
+        self.deps.ctx.metrics.clone()
     }
 
     /// Resolves once every worker has finished.
@@ -201,7 +201,7 @@ impl PodWorkers {
         let taken = self.pods().take_finished(uid);
         match taken {
             Some((_, last)) => {
-                self.engine.remove_pod(&last.spec).await;
+                self.deps.executor.remove_pod(&last.spec).await;
                 true
             }
             None => false,
@@ -221,8 +221,8 @@ impl PodWorkers {
         let removals: Vec<_> = finished
             .iter()
             .map(|(_, u)| {
-                let (engine, pod) = (self.engine.clone(), u.spec.clone());
-                tokio::spawn(async move { engine.remove_pod(&pod).await })
+                let (executor, pod) = (self.deps.executor.clone(), u.spec.clone());
+                tokio::spawn(async move { executor.remove_pod(&pod).await })
             })
             .collect();
         for r in removals {

@@ -2,7 +2,7 @@
 //! `-o json` for `run`; the store behind the local API and an API server's status subresource
 //! later).
 
-use crate::worker::PodUpdate;
+use crate::pod_update::PodUpdate;
 use tokio::sync::mpsc;
 
 /// Receives every status a pod worker publishes, in order for each pod. Called from the pod's

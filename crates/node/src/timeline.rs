@@ -2,8 +2,9 @@
 //! event sink that passes everything on to the mode's own sinks and into one timeline recorder
 //! per pod, drawn as one HTML page when asked.
 
-use crate::events::PodEvent;
-use crate::{EventSink, EventType, PodUpdate, StatusSink};
+use crate::events::{EventSink, EventType, PodEvent};
+use crate::pod_update::PodUpdate;
+use crate::sinks::StatusSink;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{EventSource, Pod};
 use podwright_runtime::Clock;
@@ -111,7 +112,7 @@ impl EventSink for Recording {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::EventLog;
+    use crate::events::EventLog;
     use crate::sinks::Discard;
     use k8s_openapi::api::core::v1::PodStatus;
 

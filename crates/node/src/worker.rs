@@ -4,12 +4,14 @@
 
 use crate::admission;
 use crate::checkpoint::{self, CheckpointRef};
+use crate::context::NodeContext;
 use crate::cri::observe;
 use crate::events::EventType;
 use crate::eviction;
-use crate::executor::SyncResult;
+use crate::executor::{Executor, SyncResult};
 use crate::metrics::{PassKind, PodGauges};
-use crate::node::Engine;
+use crate::pleg::Dispatcher;
+use crate::pod_update::{Cancel, Desired, PodUpdate};
 use crate::probes::prober::Prober;
 use crate::sinks::StatusSink;
 use jiff::Timestamp;
@@ -28,64 +30,17 @@ use tokio::sync::watch;
 /// How long to wait before trying again when the runtime could not be read, or failed a kill.
 const RETRY: Duration = Duration::from_secs(1);
 
-/// What a pod worker is told to do: run this version of the pod, or stop it.
-#[derive(Debug, Clone)]
-pub(crate) struct Desired {
-    pub pod: Arc<Pod>,
-    pub deletion: Option<Deletion>,
-}
-
-/// A deletion and its grace period (the kubelet's `KillPodOptions`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Deletion {
-    /// Seconds instead of the pod's `terminationGracePeriodSeconds`; 0 stops at once.
-    pub grace: Option<i64>,
-}
-
-impl Deletion {
-    /// A later deletion may shorten the grace period, never lengthen it.
-    pub fn and(self, later: Deletion) -> Deletion {
-        let grace = match (self.grace, later.grace) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        Deletion { grace }
-    }
-}
-
-/// What the worker publishes on every status change: the pod as given and its status, shared
-/// rather than copied (a pod's status changes a dozen times in its life).
-#[derive(Debug, Clone)]
-pub struct PodUpdate {
-    pub spec: Arc<Pod>,
-    pub status: Option<Arc<PodStatus>>,
-    /// The pod reached a terminal phase and nothing of it runs any more.
-    pub finished: bool,
-}
-
-impl PodUpdate {
-    /// The update before the first status.
-    pub fn new(pod: Arc<Pod>) -> Self {
-        PodUpdate { spec: pod, status: None, finished: false }
-    }
-
-    /// The whole pod, status included.
-    pub fn pod(&self) -> Pod {
-        let mut p = (*self.spec).clone();
-        p.status = self.status.as_deref().cloned();
-        p
-    }
-
-    pub fn phase(&self) -> Option<&str> {
-        self.status.as_ref()?.phase.as_deref()
-    }
-}
-
-/// Resolves once deletion is asked for; never if the pod's owner has gone without asking.
-pub(crate) async fn deletion_asked(mut desired: watch::Receiver<Desired>) {
-    if desired.wait_for(|d| d.deletion.is_some()).await.is_err() {
-        std::future::pending::<()>().await;
-    }
+/// What a pod worker uses of the node; only [`crate::builder::Node::build`] makes one.
+#[derive(Clone)]
+pub(crate) struct WorkerDeps {
+    pub ctx: NodeContext,
+    pub executor: Arc<Executor>,
+    /// The pod's bell, and the routing of its containers' events to it.
+    pub dispatcher: Arc<Dispatcher>,
+    /// Bumped whenever a ConfigMap or Secret changes.
+    pub object_changes: Arc<watch::Sender<u64>>,
+    /// The node's address: every pod's `hostIP`, and a host-network pod's own.
+    pub host_ip: Option<String>,
 }
 
 /// What the worker remembers between passes that the runtime cannot tell it.
@@ -156,7 +111,7 @@ impl Transition {
 }
 
 pub(crate) struct PodWorker {
-    engine: Engine,
+    deps: WorkerDeps,
     status_sink: Arc<dyn StatusSink>,
     desired: watch::Receiver<Desired>,
     published: watch::Sender<PodUpdate>,
@@ -169,7 +124,7 @@ pub(crate) struct PodWorker {
 
 impl PodWorker {
     pub(crate) fn new(
-        engine: Engine,
+        deps: WorkerDeps,
         status_sink: Arc<dyn StatusSink>,
         desired: watch::Receiver<Desired>,
         published: watch::Sender<PodUpdate>,
@@ -178,7 +133,7 @@ impl PodWorker {
         // A pod podwright ran before it restarted: its checkpoint and its last status (the
         // API's copy) say what the runtime cannot.
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        let saved = checkpoint::load(&engine.root, uid).unwrap_or_else(|e| {
+        let saved = checkpoint::load(&deps.ctx.root, uid).unwrap_or_else(|e| {
             tracing::warn!(%e, uid, "could not read the pod's checkpoint");
             None
         });
@@ -196,7 +151,7 @@ impl PodWorker {
         let memory = Memory {
             backoff,
             start_failures: BTreeMap::new(),
-            start_time: reported_start.or(saved_start).unwrap_or_else(|| engine.clock.now()),
+            start_time: reported_start.or(saved_start).unwrap_or_else(|| deps.ctx.clock.now()),
             sandbox_failure: None,
             restart_counts,
             restart_counts_unsaved: false,
@@ -204,8 +159,8 @@ impl PodWorker {
             volumes_due: true,
             eviction,
         };
-        let gauges = PodGauges::new(engine.metrics.clone());
-        PodWorker { engine, status_sink, desired, published, pod, memory, gauges, transition: Transition::default() }
+        let gauges = PodGauges::new(deps.ctx.metrics.clone());
+        PodWorker { deps, status_sink, desired, published, pod, memory, gauges, transition: Transition::default() }
     }
 
     fn checkpoint(&mut self) {
@@ -218,7 +173,7 @@ impl PodWorker {
             initialized_in: m.initialized_in.as_deref(),
             eviction: m.eviction.as_ref(),
         };
-        match checkpoint::save(&self.engine.root, &cp) {
+        match checkpoint::save(&self.deps.ctx.root, &cp) {
             Ok(()) => self.memory.restart_counts_unsaved = false,
             Err(e) => tracing::warn!(%e, "could not write the pod's checkpoint"),
         }
@@ -226,7 +181,7 @@ impl PodWorker {
 
     /// One pass done, started at `start`.
     fn pass_done(&self, kind: PassKind, start: Timestamp) {
-        self.engine.metrics.pass(kind, self.engine.clock.now().duration_since(start).unsigned_abs());
+        self.deps.ctx.metrics.pass(kind, self.deps.ctx.clock.now().duration_since(start).unsigned_abs());
     }
 
     /// Ends the pod by the node's verdict (an eviction, or a refusal at admission) as the kubelet
@@ -235,7 +190,7 @@ impl PodWorker {
     /// again.
     fn end_by_node(&mut self, verdict: Eviction, event_message: String, now: Timestamp) {
         tracing::info!(reason = %verdict.reason, message = %verdict.message, "the node ends the pod");
-        self.engine.events.record(&self.pod, None, EventType::Warning, &verdict.reason, event_message, now);
+        self.deps.ctx.events.record(&self.pod, None, EventType::Warning, &verdict.reason, event_message, now);
         self.memory.eviction = Some(verdict);
         self.checkpoint();
     }
@@ -276,13 +231,13 @@ impl PodWorker {
     /// starts graceful termination.
     pub(crate) async fn run(mut self) {
         let uid = self.pod.metadata.uid.clone().unwrap_or_default();
-        let bell = self.engine.dispatcher.bell(&uid);
+        let bell = self.deps.dispatcher.bell(&uid);
         self.checkpoint();
         if self.memory.eviction.is_none()
             && let Err(r) = admission::admit(&self.pod)
         {
             let verdict = Eviction { reason: r.reason.to_string(), message: r.status_message() };
-            self.end_by_node(verdict, r.message.to_string(), self.engine.clock.now());
+            self.end_by_node(verdict, r.message.to_string(), self.deps.ctx.clock.now());
         }
         // The last status reported before a restart: conditions keep their transition times,
         // and the phase stays terminal.
@@ -290,16 +245,17 @@ impl PodWorker {
         let mut messages = observe::MessageCache::new();
         // Updates may change images and the deadline only, which probes do not depend on, nor
         // do volumes.
-        let mut prober = Prober::new(&self.engine, self.pod.clone(), bell.clone(), previous.as_deref());
-        let usage = eviction::Watch::start(&self.engine.root, &self.pod, self.engine.clock, bell.clone());
+        let mut prober = Prober::new(&self.deps.ctx, self.pod.clone(), bell.clone(), previous.as_deref());
+        let usage = eviction::Watch::start(&self.deps.ctx.root, &self.pod, self.deps.ctx.clock, bell.clone());
         // The owner may drop its sender without deleting: the worker then goes on alone.
         let mut desired_open = true;
-        let mut objects = self.engine.object_changes.subscribe();
+        let cancel = Cancel::new(self.desired.clone());
+        let mut objects = self.deps.object_changes.subscribe();
         let watches_objects = refers_to_objects(&self.pod);
         // What the next pass is, when not a plain sync (or a kill once deleting).
         let mut pass_kind = Some(PassKind::Create);
         loop {
-            let pass_start = self.engine.clock.now();
+            let pass_start = self.deps.ctx.clock.now();
             let desired = self.desired.borrow_and_update().clone();
             if !Arc::ptr_eq(&desired.pod, &self.pod) {
                 self.pod = desired.pod;
@@ -308,7 +264,8 @@ impl PodWorker {
                 pass_kind.get_or_insert(PassKind::Update);
             }
             let deletion = desired.deletion;
-            let observed = observe::observe(self.engine.runtime.as_ref(), &uid, &self.engine.root, &mut messages).await;
+            let observed =
+                observe::observe(self.deps.ctx.runtime.as_ref(), &uid, &self.deps.ctx.root, &mut messages).await;
             let (sandboxes, containers) = match observed {
                 Ok(o) => o,
                 Err(e) => {
@@ -323,9 +280,9 @@ impl PodWorker {
                 }
             };
             for c in &containers {
-                self.engine.dispatcher.register(&c.id, &bell);
+                self.deps.dispatcher.register(&c.id, &bell);
             }
-            let now = self.engine.clock.now();
+            let now = self.deps.ctx.clock.now();
             // The eviction manager acts on active pods only: not on one being deleted or ended.
             let ended =
                 previous.as_ref().and_then(|s| Phase::parse(s.phase.as_deref()?)).is_some_and(Phase::is_terminal);
@@ -355,13 +312,13 @@ impl PodWorker {
             if pod::host_network(&self.pod)
                 && let Some(s) = observed.sandbox.as_mut().filter(|s| s.ip.is_none())
             {
-                s.ip = self.engine.facts.host_ip.clone();
+                s.ip = self.deps.host_ip.clone();
             }
             let sandbox_running = observed.sandbox.as_ref().is_some_and(|s| s.ready);
             // Files of a running pod's volumes follow their objects (before the sandbox, the
             // executor writes them when it makes one).
             if sandbox_running && deletion.is_none() && std::mem::take(&mut self.memory.volumes_due) {
-                self.engine.project_volumes(&self.pod);
+                self.deps.executor.project_volumes(&self.pod);
             }
             self.gauges.set(sandbox_running, observed.containers.iter().map(|c| c.state));
             self.transition.observe(&observed, now);
@@ -377,7 +334,7 @@ impl PodWorker {
             };
             let (mut status, phase) = pod_status_and_phase(&ctx, previous.as_deref());
             // Every pod's, as the kubelet reports the node's address.
-            if let Some(ip) = &self.engine.facts.host_ip {
+            if let Some(ip) = &self.deps.host_ip {
                 status.host_ip = Some(ip.clone());
                 status.host_ips = Some(vec![HostIP { ip: ip.clone() }]);
             }
@@ -387,7 +344,7 @@ impl PodWorker {
                 // The kubelet's pod start: its first status in phase Running after Pending.
                 let was_pending = previous.as_ref().and_then(|s| s.phase.as_deref()) == Some(Phase::Pending.as_str());
                 if was_pending && phase == Phase::Running {
-                    self.engine.metrics.pod_started(now.duration_since(self.memory.start_time).unsigned_abs());
+                    self.deps.ctx.metrics.pod_started(now.duration_since(self.memory.start_time).unsigned_abs());
                 }
                 let status = Arc::new(status);
                 let update = PodUpdate { spec: self.pod.clone(), status: Some(status.clone()), finished };
@@ -400,7 +357,7 @@ impl PodWorker {
             if finished {
                 // Nothing runs any more: what the pod's volumes hold in memory (secrets) goes now,
                 // as the kubelet tears down a terminated pod's volumes; its logs stay.
-                if let Err(e) = crate::volumes::tear_down(&self.engine.root, &uid) {
+                if let Err(e) = crate::volumes::tear_down(&self.deps.ctx.root, &uid) {
                     tracing::warn!(%e, uid, "could not unmount the finished pod's volumes");
                 }
                 self.pass_done(kind, pass_start);
@@ -408,7 +365,7 @@ impl PodWorker {
             }
             for e in &p.events {
                 let kind = if e.warning { EventType::Warning } else { EventType::Normal };
-                self.engine.events.record(&self.pod, e.field_path.clone(), kind, e.reason, e.message.clone(), now);
+                self.deps.ctx.events.record(&self.pod, e.field_path.clone(), kind, e.reason, e.message.clone(), now);
             }
             // Written down before the plan starts an app container on the strength of it.
             let sandbox = observed.sandbox.as_ref().map(|s| &s.id);
@@ -425,9 +382,9 @@ impl PodWorker {
                 self.checkpoint();
             }
             if !p.actions.is_empty() {
-                let result = self.engine.execute(&self.pod, &observed, p.actions, &bell, &self.desired).await;
+                let result = self.deps.executor.execute(&self.pod, &observed, p.actions, &cancel).await;
                 if let Some(took) = result.first_start.and_then(|at| self.transition.started(at)) {
-                    self.engine.metrics.transition(took);
+                    self.deps.ctx.metrics.transition(took);
                 }
                 let kill_failed = result.kill_failed;
                 self.fold(result);
@@ -447,7 +404,7 @@ impl PodWorker {
             // Changes ring the bell: runtime events, and the node-wide relist for what they miss.
             let planned = async {
                 match p.wake_at {
-                    Some(at) => self.engine.clock.sleep_until(at).await,
+                    Some(at) => self.deps.ctx.clock.sleep_until(at).await,
                     None => std::future::pending().await,
                 }
             };

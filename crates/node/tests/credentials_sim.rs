@@ -8,7 +8,7 @@ mod common;
 use base64::Engine as _;
 use common::epoch;
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use podwright_node::credentials::DockerConfigPaths;
+use podwright_node::DockerConfigPaths;
 use podwright_node::objects::FixedObjects;
 use podwright_node::{EventLog, Node};
 use podwright_runtime::Clock;

@@ -8,5 +8,6 @@ pub mod env;
 pub mod hosts;
 pub mod labels;
 pub mod observe;
+pub(crate) mod pod_configs;
 pub mod ports;
 pub mod security;

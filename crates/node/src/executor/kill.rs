@@ -1,12 +1,10 @@
 //! Stopping containers and pods as the kubelet's `killContainer` and `killPodWithSyncResult` do
-//! (`preStop` hooks, sidecars in reverse order, the grace period), and removing a finished pod.
+//! (`preStop` hooks, sidecars in reverse order, the grace period).
 
-use super::PodSync;
+use super::{Executor, PodSync};
 use crate::cri::config as cri_config;
 use crate::events::EventType;
-use crate::node::Engine;
 use crate::probes::hooks::{self, Hook};
-use crate::removal;
 use k8s_openapi::api::core::v1::Pod;
 use podwright_planner::MINIMUM_GRACE;
 use podwright_planner::observed::{ObservedContainer, RunState};
@@ -32,7 +30,7 @@ impl<'a> Victim<'a> {
     }
 }
 
-impl Engine {
+impl Executor {
     /// Kills an instance the planner observed; returns whether it is stopped.
     pub(super) async fn kill_observed(&self, sync: &PodSync<'_>, id: &str, message: String, grace: Duration) -> bool {
         let Some(c) = sync.observed.containers.iter().find(|c| c.id == id) else { return true };
@@ -54,9 +52,9 @@ impl Engine {
         ip: &str,
         turn: Vec<watch::Receiver<bool>>,
     ) -> bool {
-        self.event(pod, v.spec.as_ref(), EventType::Normal, "Killing", message);
-        let started = self.clock.now();
-        let spent = || self.clock.now().duration_since(started).as_secs().max(0) as u64;
+        self.ctx.event(pod, v.spec.as_ref(), EventType::Normal, "Killing", message);
+        let started = self.ctx.clock.now();
+        let spent = || self.ctx.clock.now().duration_since(started).as_secs().max(0) as u64;
         let mut stop_after = grace;
         if !grace.is_zero() {
             let pre_stop = v
@@ -71,7 +69,7 @@ impl Engine {
                     tokio::time::timeout(grace, Box::pin(hooks::run(&target, Hook::PreStop, hook))).await
                 {
                     tracing::warn!(container = %v.name, "{msg}");
-                    self.event(pod, Some(sc), EventType::Warning, "FailedPreStopHook", "PreStopHook failed".into());
+                    self.ctx.event(pod, Some(sc), EventType::Warning, "FailedPreStopHook", "PreStopHook failed".into());
                 }
             }
             let left = grace.as_secs().saturating_sub(spent());
@@ -83,7 +81,7 @@ impl Engine {
             }
             stop_after = Duration::from_secs(grace.as_secs().saturating_sub(spent())).max(MINIMUM_GRACE);
         }
-        match self.runtime.stop_container(v.id, stop_after).await {
+        match self.ctx.runtime.stop_container(v.id, stop_after).await {
             Ok(()) | Err(podwright_runtime::RuntimeError::NotFound(_)) => true,
             Err(e) => {
                 tracing::warn!(%e, container = %v.name, "stop failed");
@@ -113,11 +111,17 @@ impl Engine {
         });
         let mut stopped = futures_util::future::join_all(kills).await.into_iter().all(|s| s);
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        match self.runtime.list_pod_sandbox_states(&cri_config::pod_selector(uid)).await {
+        match self.ctx.runtime.list_pod_sandbox_states(&cri_config::pod_selector(uid)).await {
             Ok(sandboxes) => {
                 for s in sandboxes {
-                    if let Err(e) = self.runtime.stop_pod_sandbox(&s.id).await {
-                        self.event(pod, None, EventType::Warning, "FailedKillPod", format!("error killing pod: {e}"));
+                    if let Err(e) = self.ctx.runtime.stop_pod_sandbox(&s.id).await {
+                        self.ctx.event(
+                            pod,
+                            None,
+                            EventType::Warning,
+                            "FailedKillPod",
+                            format!("error killing pod: {e}"),
+                        );
                         stopped = false;
                     }
                 }
@@ -128,13 +132,5 @@ impl Engine {
             }
         }
         stopped
-    }
-
-    /// Removes every container and sandbox of a finished pod, its files and its cgroup.
-    pub(crate) async fn remove_pod(&self, pod: &Pod) {
-        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        for id in removal::remove_pod(self.runtime.as_ref(), &self.root, self.cgroups.as_deref(), uid).await {
-            self.dispatcher.unregister(&id);
-        }
     }
 }

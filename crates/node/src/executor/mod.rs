@@ -2,21 +2,26 @@
 //! reports what happened as one [`SyncResult`] per pass (the kubelet's `PodSyncResult`), which
 //! the pod worker folds into what it remembers. Failures become results, never lost pods.
 //!
-//! `start`: sandboxes, image pulls, container starts and `postStart` hooks; `kill`: stopping
-//! containers and pods, `preStop` hooks, and removing a finished pod.
+//! `start`: sandboxes, container starts (their images through the [`ImagePuller`]) and
+//! `postStart` hooks; `kill`: stopping containers and pods, `preStop` hooks; `remove`: taking a
+//! finished pod, or every pod the node no longer knows, out of the runtime.
 
 mod kill;
+pub(crate) mod remove;
 mod start;
 
-use crate::events::EventType;
-use crate::node::Engine;
-use crate::worker::Desired;
+use crate::context::NodeContext;
+use crate::cri::pod_configs::PodConfigs;
+use crate::images::ImagePuller;
+use crate::logs::Output;
+use crate::pleg::Dispatcher;
+use crate::pod_update::Cancel;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
-use podwright_planner::pod::{self, SpecContainer};
-use podwright_planner::{Action, Eviction, Observed, StartFailure, StartFailureReason};
+use podwright_planner::pod;
+use podwright_planner::{Action, Eviction, Observed, StartFailure};
 use std::sync::Arc;
-use tokio::sync::{Notify, watch};
+use tokio::sync::mpsc::UnboundedSender;
 
 /// What one pass of actions did that the runtime will not show on the next observation.
 #[derive(Debug, Default, PartialEq)]
@@ -40,13 +45,24 @@ pub struct SyncResult {
     pub kill_failed: bool,
 }
 
+/// The doing half of the kubelet's `SyncPod`, for every pod of the node; only
+/// [`crate::builder::Node::build`] makes one.
+pub(crate) struct Executor {
+    pub ctx: NodeContext,
+    pub configs: PodConfigs,
+    pub images: ImagePuller,
+    /// Where a container's events are routed to its pod's worker.
+    pub dispatcher: Arc<Dispatcher>,
+    /// Where to announce containers whose output should be followed, and hooks' output.
+    pub log_sink: Option<UnboundedSender<Output>>,
+}
+
 /// The pod a pass acts on, and what it acts with.
 pub(crate) struct PodSync<'a> {
     pub pod: &'a Pod,
     pub observed: &'a Observed,
-    pub bell: &'a Arc<Notify>,
-    /// A deletion on it ends the wait for a `postStart` hook.
-    pub desired: &'a watch::Receiver<Desired>,
+    /// A deletion ends the wait for a `postStart` hook, a credential lookup or a pull.
+    pub cancel: &'a Cancel,
 }
 
 impl PodSync<'_> {
@@ -55,16 +71,7 @@ impl PodSync<'_> {
     }
 }
 
-impl Engine {
-    fn event(&self, pod: &Pod, sc: Option<&SpecContainer>, kind: EventType, reason: &str, message: String) {
-        self.events.record(pod, sc.map(|s| s.field_path()), kind, reason, message, self.clock.now());
-    }
-
-    /// A start failure now, for the reason cache.
-    fn failure(&self, reason: StartFailureReason, message: String) -> StartFailure {
-        StartFailure { reason, message, at: self.clock.now() }
-    }
-
+impl Executor {
     /// Runs the actions in order, each to its end: container starts one after another, as
     /// the kubelet's `SyncPod` does (the next is pulled, created and started only once the one
     /// before has started and its `postStart` hook has completed; a proxy's hook may hold its
@@ -74,10 +81,9 @@ impl Engine {
         pod: &Pod,
         observed: &Observed,
         actions: Vec<Action>,
-        bell: &Arc<Notify>,
-        desired: &watch::Receiver<Desired>,
+        cancel: &Cancel,
     ) -> SyncResult {
-        let sync = PodSync { pod, observed, bell, desired };
+        let sync = PodSync { pod, observed, cancel };
         let mut result = SyncResult::default();
         for action in actions {
             match action {
@@ -95,7 +101,7 @@ impl Engine {
                     }
                 }
                 Action::RemoveContainer { id, .. } => {
-                    if let Err(e) = self.runtime.remove_container(&id).await {
+                    if let Err(e) = self.ctx.runtime.remove_container(&id).await {
                         tracing::debug!(%e, "remove failed");
                     }
                     self.dispatcher.unregister(&id);
@@ -106,18 +112,18 @@ impl Engine {
                         continue;
                     };
                     let name = sc.name().to_string();
-                    self.metrics.container_starting(kind);
+                    self.ctx.metrics.container_starting(kind);
                     let started = match created {
                         Some(id) => Box::pin(self.start_existing(&sync, sc, &id, restart_count, sandbox)).await,
                         None => Box::pin(self.start_container(&sync, sc, restart_count, pull, sandbox)).await,
                     };
                     match started {
                         Ok(()) => {
-                            result.first_start.get_or_insert_with(|| self.clock.now());
+                            result.first_start.get_or_insert_with(|| self.ctx.clock.now());
                             result.started.push(name);
                         }
                         Err(f) => {
-                            self.metrics.container_start_failed(kind, f.reason);
+                            self.ctx.metrics.container_start_failed(kind, f.reason);
                             result.start_failures.push((name, f));
                         }
                     }

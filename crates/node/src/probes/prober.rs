@@ -3,8 +3,8 @@
 //! Results go into a shared table the worker copies into `Observed`; a changed result rings
 //! the worker's bell.
 
+use crate::context::NodeContext;
 use crate::events::{EventSink, EventType, wording};
-use crate::node::Engine;
 use crate::probes::probe::{self, Outcome, Target};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Container, Pod, PodStatus, Probe};
@@ -65,15 +65,15 @@ impl Prober {
     /// `reported`: the pod's last status from before podwright restarted, if any. A container
     /// it shows ready (or started) that still runs stays so until a probe says otherwise, as
     /// the kubelet does since 1.35 (KEP-4781): a restart of the agent is no reason to flap.
-    pub(crate) fn new(engine: &Engine, pod: Arc<Pod>, bell: Arc<Notify>, reported: Option<&PodStatus>) -> Self {
+    pub(crate) fn new(ctx: &NodeContext, pod: Arc<Pod>, bell: Arc<Notify>, reported: Option<&PodStatus>) -> Self {
         let idle = pod::all_containers(&pod).all(|sc| {
             let c = sc.container;
             c.startup_probe.is_none() && c.liveness_probe.is_none() && c.readiness_probe.is_none()
         });
         let shared = Shared {
-            runtime: engine.runtime.clone(),
-            clock: engine.clock,
-            events: engine.events.clone(),
+            runtime: ctx.runtime.clone(),
+            clock: ctx.clock,
+            events: ctx.events.clone(),
             pod,
             bell,
             results: Mutex::new(carried_over(reported)),

@@ -1,21 +1,26 @@
-//! [`Node`]: builds the node layer ([`PodWorkers`]) from a runtime and what the mode plugs in.
-//! `Engine`: what every pod worker of one node shares.
+//! [`Node`]: builds the node layer ([`PodWorkers`]) from a runtime and what the mode plugs in;
+//! the one place that names every part of it.
 
-use crate::credentials::{CredentialPlugins, DockerConfigPaths, PluginConfig};
+use crate::context::NodeContext;
 use crate::cri::dns::{ClusterDns, HOST_RESOLV_CONF, ResolvConf};
-use crate::dispatch::Dispatcher;
+use crate::cri::pod_configs::PodConfigs;
 use crate::downward::NodeFacts;
 use crate::events::{EventLog, EventSink};
-use crate::image_gc::{ImageGc, ImageGcPolicy};
-use crate::image_pulls::{ImagePulls, PullQueue};
+use crate::executor::{Executor, remove};
+use crate::images::ImagePuller;
+use crate::images::credentials::{CredentialPlugins, DockerConfigPaths, PluginConfig};
+use crate::images::gc::{ImageGc, ImageGcPolicy};
+use crate::images::queue::{ImagePulls, PullQueue};
 use crate::logs::Output;
 use crate::metrics::Metrics;
 use crate::objects::{FixedObjects, Objects};
+use crate::pleg::{Dispatcher, relist};
 use crate::pod_cgroup::PodCgroups;
 use crate::pod_workers::PodWorkers;
-use crate::relist;
 use crate::sinks::{Discard, StatusSink};
+use crate::worker::WorkerDeps;
 use podwright_runtime::{Clock, Runtime};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
@@ -28,39 +33,6 @@ fn host_dns() -> ClusterDns {
         ResolvConf::default()
     });
     ClusterDns::without_servers(host)
-}
-
-/// Shared by every pod worker of one node; only [`Node::build`] makes one.
-#[derive(Clone)]
-pub(crate) struct Engine {
-    pub runtime: Arc<dyn Runtime>,
-    pub clock: Clock,
-    /// podwright's root directory (see [`crate::layout`]).
-    pub root: PathBuf,
-    pub dispatcher: Arc<Dispatcher>,
-    pub events: Arc<dyn EventSink>,
-    /// Where to announce containers whose output should be followed, and hooks' output.
-    pub log_sink: Option<UnboundedSender<Output>>,
-    /// The pods' DNS and the cluster domain of their FQDNs.
-    pub dns: Arc<ClusterDns>,
-    /// What the node has done, for `/metrics`; `runtime` records its calls here too.
-    pub metrics: Arc<Metrics>,
-    /// The ConfigMaps and Secrets pods refer to.
-    pub objects: Arc<dyn Objects>,
-    /// What the downward API says of the node.
-    pub facts: Arc<NodeFacts>,
-    /// Bumped whenever a ConfigMap or Secret changes.
-    pub object_changes: Arc<watch::Sender<u64>>,
-    /// Whose image pull may go next, node-wide.
-    pub pulls: PullQueue,
-    /// Where the node's own registry credentials are read from, at each pull.
-    pub node_credentials: Arc<DockerConfigPaths>,
-    /// The credential provider exec plugins, when the node has some.
-    pub credential_plugins: Option<Arc<CredentialPlugins>>,
-    /// The pod-level cgroups, when the node makes them.
-    pub cgroups: Option<Arc<PodCgroups>>,
-    /// The image garbage collector, when the node collects images.
-    pub image_gc: Option<Arc<ImageGc>>,
 }
 
 /// The node layer's builder: a runtime and a root directory, and optionally the clock (virtual
@@ -199,6 +171,17 @@ impl Node {
         self
     }
 
+    /// The kubelet's clean-up at start: stops and removes every pod in the runtime that a
+    /// podwright with this root directory made and `known` does not name (deleted while the node
+    /// was down), with its files and cgroup, before any pod starts. Other podwrights' pods on
+    /// the same runtime are theirs.
+    pub async fn remove_orphans(&self, known: &BTreeSet<String>) {
+        let (runtime, root) = (self.runtime.as_ref(), self.root.as_path());
+        if let Err(e) = remove::remove_managed(runtime, root, self.cgroups.as_ref(), Some(root), known).await {
+            tracing::warn!(%e, "could not list the runtime's pods to remove those no longer known");
+        }
+    }
+
     /// The pod workers. Starts routing the runtime's events, so it must run inside a tokio
     /// runtime.
     pub fn build(self) -> PodWorkers {
@@ -208,33 +191,40 @@ impl Node {
         let dispatcher = Dispatcher::start(runtime.subscribe());
         relist::start(runtime.clone(), clock, Arc::downgrade(&dispatcher));
         let events = self.events.unwrap_or_else(|| Arc::new(EventLog::default()));
-        let facts = self
-            .facts
-            .unwrap_or_else(|| NodeFacts::of_this_machine(crate::downward::host_name(), crate::downward::host_ip()));
-        let image_gc = self
+        let facts =
+            Arc::new(self.facts.unwrap_or_else(|| {
+                NodeFacts::of_this_machine(crate::downward::host_name(), crate::downward::host_ip())
+            }));
+        let gc = self
             .image_gc
             .filter(ImageGcPolicy::enabled)
             .map(|policy| ImageGc::start(runtime.clone(), events.clone(), facts.name.clone(), clock, policy));
-        let engine = Engine {
-            dispatcher,
-            runtime,
-            clock,
-            events,
-            log_sink: self.log_sink,
-            dns: Arc::new(self.cluster_dns.unwrap_or_else(host_dns)),
-            metrics,
-            objects: self.objects.unwrap_or_else(|| Arc::new(FixedObjects::default())),
-            facts: Arc::new(facts),
-            object_changes: Arc::new(watch::Sender::new(0)),
-            pulls: PullQueue::new(self.image_pulls),
-            node_credentials: Arc::new(
-                self.node_credentials.unwrap_or_else(|| DockerConfigPaths::of_this_process(&self.root)),
-            ),
-            credential_plugins: self.credential_plugins.map(|c| Arc::new(CredentialPlugins::new(c, clock))),
-            root: self.root,
+        let objects = self.objects.unwrap_or_else(|| Arc::new(FixedObjects::default()));
+        let ctx = NodeContext { runtime, clock, root: self.root.clone(), events, metrics };
+        let configs = PodConfigs {
+            root: self.root.clone(),
+            dns: self.cluster_dns.unwrap_or_else(host_dns),
+            facts: facts.clone(),
+            objects: objects.clone(),
             cgroups: self.cgroups.map(Arc::new),
-            image_gc,
         };
-        PodWorkers::new(engine, self.status.unwrap_or_else(|| Arc::new(Discard)))
+        let images = ImagePuller {
+            ctx: ctx.clone(),
+            objects,
+            node_credentials: self.node_credentials.unwrap_or_else(|| DockerConfigPaths::of_this_process(&self.root)),
+            plugins: self.credential_plugins.map(|c| CredentialPlugins::new(c, clock)),
+            queue: PullQueue::new(self.image_pulls),
+            gc,
+        };
+        let executor =
+            Executor { ctx: ctx.clone(), configs, images, dispatcher: dispatcher.clone(), log_sink: self.log_sink };
+        let deps = WorkerDeps {
+            ctx,
+            executor: Arc::new(executor),
+            dispatcher,
+            object_changes: Arc::new(watch::Sender::new(0)),
+            host_ip: facts.host_ip.clone(),
+        };
+        PodWorkers::new(deps, self.status.unwrap_or_else(|| Arc::new(Discard)))
     }
 }

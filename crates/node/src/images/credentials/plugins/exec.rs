@@ -6,8 +6,8 @@
 //! which holds the credentials.
 
 use super::config::Provider;
-use crate::credentials::{Credential, DockerConfig};
 use crate::go_duration::parse_go_duration;
+use crate::images::credentials::{Credential, DockerConfig};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;

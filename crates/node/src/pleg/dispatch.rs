@@ -8,7 +8,7 @@ use tokio::sync::Notify;
 use tokio::sync::broadcast::{Receiver, error::RecvError};
 
 #[derive(Debug, Default)]
-pub struct Dispatcher {
+pub(crate) struct Dispatcher {
     owners: Mutex<HashMap<String, Arc<Notify>>>,
     /// Every worker's bell by pod UID: for when events were lost and everyone must observe
     /// again, and for the node-wide relist, which finds changes by pod.
@@ -66,6 +66,14 @@ impl Dispatcher {
             return;
         }
         owners.insert(container_id.to_string(), bell.clone());
+    }
+
+    /// Routes `container_id`'s events to pod `uid`'s worker, if it has one.
+    pub fn register_for_pod(&self, container_id: &str, uid: &str) {
+        let bell = self.pods.lock().unwrap_or_else(|e| e.into_inner()).get(uid).and_then(Weak::upgrade);
+        if let Some(bell) = bell {
+            self.register(container_id, &bell);
+        }
     }
 
     pub fn unregister(&self, container_id: &str) {

@@ -140,7 +140,7 @@ fn parse(text: &str) -> Result<Vec<Provider>, ParseError> {
     if !errors.is_empty() {
         errors = dedup_errors(errors);
         let messages = errors.iter().map(ToString::to_string).collect();
-        return Err(ParseError::Invalid(crate::credentials::aggregate(messages)));
+        return Err(ParseError::Invalid(crate::images::credentials::aggregate(messages)));
     }
     Ok(raw
         .providers

@@ -6,7 +6,7 @@
 //! several calls per pod.
 
 use crate::cri::{config as cri_config, labels};
-use crate::dispatch::Dispatcher;
+use crate::pleg::dispatch::Dispatcher;
 use podwright_runtime::{Clock, Listed, Runtime, RuntimeResult};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Weak};

@@ -25,11 +25,11 @@
 mod decide;
 mod policy;
 
-pub use decide::{Decision, InUse, Record, Records, Removal, SpaceNeed, Why, decide};
+pub use decide::{Decision, InUse, Records, Why, decide};
 pub use policy::ImageGcPolicy;
 
-use crate::credentials::aggregate;
 use crate::events::{EventSink, EventType};
+use crate::images::credentials::aggregate;
 use jiff::Timestamp;
 use podwright_planner::backoff::go_duration;
 use podwright_runtime::{Clock, ListedImage, Runtime};

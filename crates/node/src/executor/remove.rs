@@ -1,14 +1,29 @@
-//! Taking pods out of the runtime: every container and sandbox of a pod, and its files.
-//! The executor removes a finished pod this way; `serve` removes the pods it made that its store
-//! no longer has, and `podwright runtime clean` every pod podwright left in its runtime.
+//! Taking pods out of the runtime: every container and sandbox of a pod, its files and its
+//! cgroup. The executor removes a finished pod this way; a node starting removes the pods it
+//! made that its source no longer has ([`crate::Node::remove_orphans`]), and `podwright runtime
+//! clean` every pod podwright left in its runtime.
 
+use super::Executor;
 use crate::cri::{config as cri_config, labels};
+use crate::pleg::relist;
 use crate::pod_cgroup::PodCgroups;
-use crate::{relist, volumes};
+use crate::volumes;
+use k8s_openapi::api::core::v1::Pod;
 use podwright_runtime::{Runtime, RuntimeResult};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
+
+impl Executor {
+    /// Removes every container and sandbox of a finished pod, its files and its cgroup.
+    pub(crate) async fn remove_pod(&self, pod: &Pod) {
+        let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let ctx = &self.ctx;
+        for id in remove_pod(ctx.runtime.as_ref(), &ctx.root, self.configs.cgroups.as_deref(), uid).await {
+            self.dispatcher.unregister(&id);
+        }
+    }
+}
 
 /// Stops and removes the containers and sandboxes of pod `uid` and removes its directory under
 /// `root` and its cgroup; returns the IDs of the containers removed. Best effort: a failure to

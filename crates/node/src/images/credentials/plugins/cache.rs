@@ -3,7 +3,7 @@
 //! `cacheDuration`, else the provider's `defaultCacheDuration`; not at all when that is zero.
 
 use super::exec::{CacheKeyType, Response};
-use crate::credentials::DockerConfig;
+use crate::images::credentials::DockerConfig;
 use jiff::Timestamp;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -56,7 +56,7 @@ impl ResponseCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::credentials::Credential;
+    use crate::images::credentials::Credential;
 
     const IMAGE: &str = "registry.example:5000/team/app";
 
