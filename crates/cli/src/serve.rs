@@ -2,27 +2,26 @@
 //! and the status and event sink; it runs every pod it is given until the pod is deleted.
 //! SIGTERM stops the daemon and leaves the pods running (they are the runtime's).
 
-use crate::{RuntimeArgs, exit, run};
-use podwright_api::quantity::Quantity;
-use podwright_node::cri::dns::{ClusterDns, DEFAULT_CLUSTER_DOMAIN, HOST_RESOLV_CONF, ResolvConf};
+use crate::config::{ServeConfig, read_config};
+use crate::connect::connect;
+use crate::signals::StopSignals;
+use crate::{RuntimeArgs, exit};
+use podwright_node::cri::dns::{ClusterDns, HOST_RESOLV_CONF, ResolvConf};
 use podwright_node::downward::{NodeFacts, host_ip};
-use podwright_node::log_rotation::{self, LogPolicy};
+use podwright_node::log_rotation;
 use podwright_node::removal;
-use podwright_node::static_pods::{DEFAULT_CHECK_FREQUENCY, StaticPodSource};
+use podwright_node::static_pods::StaticPodSource;
 use podwright_node::usage::UsageCollector;
-use podwright_node::{ImageGcPolicy, ImagePulls, Metrics, Node, PodCgroups};
+use podwright_node::{Metrics, Node, PodCgroups};
 use podwright_runtime::Clock;
 use podwright_runtime::Runtime;
 use podwright_server::dns::{DnsServer, DnsSockets, upstream::Upstream};
 use podwright_server::secure::{Security, write_private};
 use podwright_server::{ApiServer, ServerConfig};
-use serde::Deserialize;
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::signal::unix::{SignalKind, signal};
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -58,110 +57,6 @@ pub struct ServeArgs {
     /// The serving certificate's key (PEM), with --tls-cert-file.
     #[arg(long, requires = "tls_cert_file")]
     pub tls_private_key_file: Option<PathBuf>,
-}
-
-/// The part of a `KubeletConfiguration` podwright honours; any other field is refused.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ServeConfig {
-    kind: Option<String>,
-    api_version: Option<String>,
-    address: Option<IpAddr>,
-    port: Option<u16>,
-    container_log_max_size: Option<String>,
-    container_log_max_files: Option<u32>,
-    /// The DNS servers pods ask; without it podwright serves cluster DNS itself.
-    #[serde(rename = "clusterDNS")]
-    cluster_dns: Option<Vec<IpAddr>>,
-    cluster_domain: Option<String>,
-    /// The static pods' directory (or file).
-    static_pod_path: Option<PathBuf>,
-    /// How often the static-pod path is read again without a change notice (a Go duration).
-    file_check_frequency: Option<String>,
-    /// One image pull at a time node-wide (true unless given).
-    serialize_image_pulls: Option<bool>,
-    /// At most this many image pulls at once when they are not serialized.
-    max_parallel_image_pulls: Option<i64>,
-    /// What the two above make, validated.
-    #[serde(skip)]
-    pub(crate) image_pulls: ImagePulls,
-    /// Image garbage collection starts at this usage of the image filesystem (percent)…
-    #[serde(rename = "imageGCHighThresholdPercent")]
-    image_gc_high_threshold_percent: Option<i64>,
-    /// …and frees down to this one.
-    #[serde(rename = "imageGCLowThresholdPercent")]
-    image_gc_low_threshold_percent: Option<i64>,
-    /// Images first seen more recently are never collected for space (a Go duration).
-    #[serde(rename = "imageMinimumGCAge")]
-    image_minimum_gc_age: Option<String>,
-    /// Images unused for longer are collected whatever the usage (a Go duration, 0 = never).
-    #[serde(rename = "imageMaximumGCAge")]
-    image_maximum_gc_age: Option<String>,
-    /// What the four above make, validated.
-    #[serde(skip)]
-    pub(crate) image_gc: ImageGcPolicy,
-}
-
-pub(crate) fn read_config(path: &Path) -> Result<ServeConfig, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut c: ServeConfig = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    if let Some(k) = c.kind.as_deref().filter(|k| *k != "KubeletConfiguration") {
-        return Err(format!(
-            "{}: kind: Unsupported value: {k:?}: supported values: \"KubeletConfiguration\"",
-            path.display()
-        ));
-    }
-    let _ = &c.api_version;
-    if c.cluster_dns.as_ref().is_none_or(Vec::is_empty) && c.cluster_domain().is_empty() {
-        return Err(format!(
-            "{}: clusterDomain: Required value: podwright serves cluster DNS for it unless clusterDNS is given",
-            path.display()
-        ));
-    }
-    c.image_pulls = ImagePulls::from_config(c.serialize_image_pulls, c.max_parallel_image_pulls)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    c.image_gc = ImageGcPolicy::from_config(
-        c.image_gc_high_threshold_percent,
-        c.image_gc_low_threshold_percent,
-        c.image_minimum_gc_age.as_deref(),
-        c.image_maximum_gc_age.as_deref(),
-    )
-    .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(c)
-}
-
-impl ServeConfig {
-    /// The fields given that only `serve` honours, by their configuration names.
-    pub(crate) fn serve_only_fields(&self) -> Vec<&'static str> {
-        let given = [
-            ("address", self.address.is_some()),
-            ("port", self.port.is_some()),
-            ("containerLogMaxSize", self.container_log_max_size.is_some()),
-            ("containerLogMaxFiles", self.container_log_max_files.is_some()),
-            ("clusterDNS", self.cluster_dns.is_some()),
-            ("clusterDomain", self.cluster_domain.is_some()),
-            ("staticPodPath", self.static_pod_path.is_some()),
-            ("fileCheckFrequency", self.file_check_frequency.is_some()),
-        ];
-        given.into_iter().filter(|(_, set)| *set).map(|(name, _)| name).collect()
-    }
-
-    /// Without a trailing dot; `cluster.local` unless given.
-    fn cluster_domain(&self) -> &str {
-        self.cluster_domain.as_deref().unwrap_or(DEFAULT_CLUSTER_DOMAIN).trim_end_matches('.')
-    }
-
-    /// `fileCheckFrequency` (`20s`, `1m30s`), 20 s unless given.
-    fn file_check_frequency(&self) -> Result<Duration, String> {
-        let Some(given) = &self.file_check_frequency else { return Ok(DEFAULT_CHECK_FREQUENCY) };
-        podwright_node::go_duration::parse_go_duration(given)
-            .ok()
-            .and_then(|d| Duration::try_from(d).ok())
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                format!("fileCheckFrequency: Invalid value: {given:?}: must be a positive duration such as \"20s\"")
-            })
-    }
 }
 
 /// The cluster DNS pods are told to use: the configured servers, or podwright's own. The
@@ -204,25 +99,6 @@ fn cluster_dns(config: &ServeConfig, api: &ApiServer) -> ClusterDns {
     ClusterDns { servers: vec![gateway], domain, host }
 }
 
-/// `containerLogMaxSize` (a quantity such as `10Mi`) and `containerLogMaxFiles` (at least 2).
-fn log_policy(c: &ServeConfig) -> Result<LogPolicy, String> {
-    let mut policy = LogPolicy::default();
-    if let Some(size) = &c.container_log_max_size {
-        let q = Quantity::parse(size).map_err(|e| format!("containerLogMaxSize: Invalid value: {size:?}: {e}"))?;
-        policy.max_size = u64::try_from(q.value())
-            .ok()
-            .filter(|v| *v > 0)
-            .ok_or_else(|| format!("containerLogMaxSize: Invalid value: {size:?}: must be greater than 0"))?;
-    }
-    if let Some(files) = c.container_log_max_files {
-        if files < 2 {
-            return Err(format!("containerLogMaxFiles: Invalid value: {files}: must be greater than 1"));
-        }
-        policy.max_files = files as usize;
-    }
-    Ok(policy)
-}
-
 /// The URL kubectl on this machine reaches the daemon at.
 fn server_url(scheme: &str, addr: SocketAddr) -> String {
     let host = if addr.ip().is_unspecified() { IpAddr::V4(Ipv4Addr::LOCALHOST) } else { addr.ip() };
@@ -258,7 +134,8 @@ pub async fn serve(args: ServeArgs) -> u8 {
         );
         return exit::INVALID;
     }
-    let settings = log_policy(&config)
+    let settings = config
+        .log_policy()
         .and_then(|logs| Ok((logs, config.file_check_frequency()?, args.runtime.credential_plugins()?)));
     let (log_policy, file_check_frequency, credential_plugins) = match settings {
         Ok(s) => s,
@@ -282,7 +159,7 @@ pub async fn serve(args: ServeArgs) -> u8 {
         }
     };
     // Calls in flight when serve is killed finish: the next serve resumes from their results.
-    let runtime = match run::connect(&args.runtime, podwright_runtime::InFlight::Finished).await {
+    let runtime = match connect(&args.runtime, podwright_runtime::InFlight::Finished).await {
         Ok(r) => r,
         Err(msg) => {
             eprintln!("podwright: {msg}");
@@ -404,8 +281,7 @@ pub async fn serve(args: ServeArgs) -> u8 {
         api.node_name(),
         kubeconfig.display()
     );
-    let mut sigint = signal(SignalKind::interrupt()).ok();
-    let mut sigterm = signal(SignalKind::terminate()).ok();
+    let mut stop_signals = StopSignals::listen();
     // The node's metrics beside the API, behind the same token when there is one.
     let router = api.router().merge(podwright_server::metrics::router(metrics));
     let server = async move {
@@ -427,8 +303,7 @@ pub async fn serve(args: ServeArgs) -> u8 {
                 return exit::FAILED;
             }
         }
-        _ = run::recv_signal(&mut sigint) => {}
-        _ = run::recv_signal(&mut sigterm) => {}
+        _ = stop_signals.received() => {}
     }
     // The pods stay: they are the runtime's, and the next start finds them.
     exit::SUCCEEDED
@@ -439,99 +314,5 @@ pub async fn serve(args: ServeArgs) -> u8 {
 async fn remove_orphans(runtime: &dyn Runtime, root: &Path, cgroups: Option<&PodCgroups>, known: &BTreeSet<String>) {
     if let Err(e) = removal::remove_managed(runtime, root, cgroups, Some(root), known).await {
         tracing::warn!(%e, "could not list the runtime's pods to remove those no longer known");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn config_fields_podwright_does_not_honour_are_refused() {
-        let dir = std::env::temp_dir().join(format!("podwright-serve-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("c.yaml");
-        std::fs::write(&f, "kind: KubeletConfiguration\nport: 7000\n").unwrap();
-        assert_eq!(read_config(&f).unwrap().port, Some(7000));
-        std::fs::write(&f, "kind: KubeletConfiguration\nmaxPods: 3\n").unwrap();
-        assert!(read_config(&f).unwrap_err().contains("unknown field `maxPods`"));
-        std::fs::write(&f, "clusterDNS: [10.96.0.10]\nclusterDomain: k8s.test.\n").unwrap();
-        let c = read_config(&f).unwrap();
-        assert_eq!(
-            (c.cluster_dns.as_deref(), c.cluster_domain()),
-            (Some(&["10.96.0.10".parse().unwrap()][..]), "k8s.test")
-        );
-        std::fs::write(&f, "staticPodPath: /etc/kubernetes/manifests\nfileCheckFrequency: 1m30s\n").unwrap();
-        let c = read_config(&f).unwrap();
-        assert_eq!(c.static_pod_path.as_deref(), Some(Path::new("/etc/kubernetes/manifests")));
-        assert_eq!(c.file_check_frequency(), Ok(Duration::from_secs(90)));
-        assert_eq!(ServeConfig::default().file_check_frequency(), Ok(Duration::from_secs(20)));
-        std::fs::write(&f, "fileCheckFrequency: 0s\n").unwrap();
-        assert!(
-            read_config(&f)
-                .unwrap()
-                .file_check_frequency()
-                .unwrap_err()
-                .starts_with("fileCheckFrequency: Invalid value: \"0s\"")
-        );
-        std::fs::write(&f, "clusterDomain: \"\"\n").unwrap();
-        assert!(read_config(&f).unwrap_err().contains("clusterDomain: Required value"));
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn image_pull_settings_are_read_and_invalid_ones_refused_naming_the_field() {
-        let dir = std::env::temp_dir().join(format!("podwright-serve-pulls-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("c.yaml");
-        let two = std::num::NonZeroUsize::new(2);
-        for (text, pulls) in [
-            ("kind: KubeletConfiguration\n", ImagePulls::Serial),
-            ("serializeImagePulls: false\n", ImagePulls::Parallel { max: None }),
-            ("serializeImagePulls: false\nmaxParallelImagePulls: 2\n", ImagePulls::Parallel { max: two }),
-        ] {
-            std::fs::write(&f, text).unwrap();
-            assert_eq!(read_config(&f).unwrap().image_pulls, pulls, "{text}");
-        }
-        assert_eq!(ServeConfig::default().image_pulls, ImagePulls::Serial);
-        for (text, error) in [
-            ("maxParallelImagePulls: 2\n", "maxParallelImagePulls cannot be larger than 1 unless SerializeImagePulls"),
-            (
-                "serializeImagePulls: false\nmaxParallelImagePulls: 0\n",
-                "maxParallelImagePulls 0 must be a positive number",
-            ),
-        ] {
-            std::fs::write(&f, text).unwrap();
-            let e = read_config(&f).unwrap_err();
-            assert!(e.starts_with(&format!("{}: invalid configuration: ", f.display())) && e.contains(error), "{e}");
-        }
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn image_gc_settings_are_read_and_invalid_ones_refused_naming_the_file_and_field() {
-        let dir = std::env::temp_dir().join(format!("podwright-serve-gc-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("c.yaml");
-        assert_eq!(ServeConfig::default().image_gc, ImageGcPolicy::default());
-        std::fs::write(&f, "kind: KubeletConfiguration\n").unwrap();
-        assert_eq!(read_config(&f).unwrap().image_gc, ImageGcPolicy::default());
-        std::fs::write(
-            &f,
-            "imageGCHighThresholdPercent: 90\nimageGCLowThresholdPercent: 50\nimageMinimumGCAge: 30s\nimageMaximumGCAge: 1h\n",
-        )
-        .unwrap();
-        let gc = read_config(&f).unwrap().image_gc;
-        assert_eq!((gc.high_threshold_percent, gc.low_threshold_percent), (90, 50));
-        assert_eq!((gc.min_age, gc.max_age), (Duration::from_secs(30), Duration::from_secs(3600)));
-        std::fs::write(&f, "imageGCHighThresholdPercent: 50\nimageGCLowThresholdPercent: 60\n").unwrap();
-        assert_eq!(
-            read_config(&f).unwrap_err(),
-            format!(
-                "{}: invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 60 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 50",
-                f.display()
-            )
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
