@@ -6,22 +6,27 @@ use crate::config::{ServeConfig, read_config};
 use crate::connect::connect;
 use crate::signals::StopSignals;
 use crate::{RuntimeArgs, exit};
+use podwright_containerd::EmbeddedRuntime;
+use podwright_node::credentials::PluginConfig;
 use podwright_node::cri::dns::{ClusterDns, HOST_RESOLV_CONF, ResolvConf};
-use podwright_node::downward::{NodeFacts, host_ip};
-use podwright_node::log_rotation;
+use podwright_node::downward::{NodeFacts, host_ip, host_name};
+use podwright_node::log_rotation::{self, LogPolicy};
 use podwright_node::removal;
 use podwright_node::static_pods::StaticPodSource;
 use podwright_node::usage::UsageCollector;
-use podwright_node::{Metrics, Node, PodCgroups};
-use podwright_runtime::Clock;
-use podwright_runtime::Runtime;
+use podwright_node::{Metrics, Node, PodCgroups, PodWorkers};
+use podwright_runtime::cri::CriRuntime;
+use podwright_runtime::{Clock, InFlight, Runtime};
 use podwright_server::dns::{DnsServer, DnsSockets, upstream::Upstream};
+use podwright_server::node_link::NodeFeed;
 use podwright_server::secure::{Security, write_private};
 use podwright_server::{ApiServer, ServerConfig};
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
@@ -118,103 +123,157 @@ pub fn kubeconfig_path(root: &Path) -> PathBuf {
 }
 
 pub async fn serve(args: ServeArgs) -> u8 {
-    let config = match args.config.as_deref().map(read_config).transpose() {
-        Ok(c) => c.unwrap_or_default(),
-        Err(e) => {
-            eprintln!("podwright: {e}");
-            return exit::INVALID;
-        }
-    };
-    let ip = args.address.or(config.address).unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
-    let addr = SocketAddr::new(ip, args.port.or(config.port).unwrap_or(6443));
-    let tls = args.tls || args.tls_cert_file.is_some();
-    if !ip.is_loopback() && !tls {
-        eprintln!(
-            "podwright: refusing to serve the API on {ip} without TLS and a bearer token: add --tls (or serve on a loopback address, the default 127.0.0.1)"
-        );
-        return exit::INVALID;
+    match start_and_serve(args).await {
+        // The pods stay: they are the runtime's, and the next start finds them.
+        Ok(()) => exit::SUCCEEDED,
+        Err(code) => code,
     }
-    let settings = config
-        .log_policy()
-        .and_then(|logs| Ok((logs, config.file_check_frequency()?, args.runtime.credential_plugins()?)));
-    let (log_policy, file_check_frequency, credential_plugins) = match settings {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("podwright: {e}");
-            return exit::INVALID;
-        }
-    };
-    let static_pod_path =
-        args.pod_manifest_path.clone().or_else(|| config.static_pod_path.clone()).filter(|p| !p.as_os_str().is_empty());
-    let root = args.runtime.root_dir.clone();
-    if let Err(e) = std::fs::create_dir_all(&root) {
-        eprintln!("podwright: {}: {e}", root.display());
-        return exit::FAILED;
-    }
-    let listener = match tokio::net::TcpListener::bind(addr).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("podwright: cannot listen on {addr}: {e}");
-            return exit::FAILED;
-        }
-    };
-    // Calls in flight when serve is killed finish: the next serve resumes from their results.
-    let runtime = match connect(&args.runtime, podwright_runtime::InFlight::Finished).await {
-        Ok(r) => r,
-        Err(msg) => {
-            eprintln!("podwright: {msg}");
-            return exit::NO_RUNTIME;
-        }
-    };
-    if args.runtime.runtime_endpoint.is_none() {
-        // Its own containerd: started again whenever it exits, under the running pods.
-        tokio::spawn(podwright_containerd::EmbeddedRuntime::new(&root).keep_running());
-    }
-    let node_name =
-        args.hostname_override.clone().map(|h| h.to_lowercase()).unwrap_or_else(podwright_node::downward::host_name);
-    let host = host_ip();
-    let security = if tls {
-        let given = args.tls_cert_file.as_deref().zip(args.tls_private_key_file.as_deref());
-        let names = [node_name.clone(), "localhost".to_string()];
-        let mut ips: Vec<IpAddr> = vec![IpAddr::V4(Ipv4Addr::LOCALHOST)];
-        ips.extend(host.as_deref().and_then(|h| h.parse::<IpAddr>().ok()));
-        if !ip.is_unspecified() && !ips.contains(&ip) {
-            ips.push(ip);
-        }
-        match Security::load_or_create(&root, given, &names, &ips) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                eprintln!("podwright: {e}");
-                return exit::INVALID;
-            }
-        }
-    } else {
-        None
-    };
+}
+
+/// The node's start-up, then the API until a signal; an error has been printed and is the exit
+/// code.
+async fn start_and_serve(args: ServeArgs) -> Result<(), u8> {
+    let settings = Settings::read(&args).map_err(|e| fail(exit::INVALID, e))?;
+    let root = &args.runtime.root_dir;
+    let listener = listen(root, settings.addr).await.map_err(|e| fail(exit::FAILED, e))?;
+    let runtime = connect_runtime(&args.runtime).await.map_err(|e| fail(exit::NO_RUNTIME, e))?;
+    let node_name = args.hostname_override.clone().map(|h| h.to_lowercase()).unwrap_or_else(host_name);
+    let identity = ServerConfig { node_name, root: root.clone(), host_ip: host_ip() };
+    let security = security(&args, &settings, &identity).map_err(|e| fail(exit::INVALID, e))?;
     let clock = Clock::new();
     let runtime: Arc<dyn Runtime> = Arc::new(runtime);
     // Every runtime call is in the node's metrics: the API's (exec, attach, port-forward) and
     // log rotation's through `counted`, the node's own through the node.
     let metrics = Arc::new(Metrics::default());
     let counted = metrics.instrument(runtime.clone(), clock);
-    let server_config = ServerConfig { node_name: node_name.clone(), root: root.clone(), host_ip: host.clone() };
-    let (api, feed) = match ApiServer::open(server_config, clock, counted.clone()) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("podwright: {e}");
-            return exit::FAILED;
-        }
-    };
-    // `kubectl top` and the kubelet's usage endpoints, read from the runtime on each request.
-    api.serve_usage(Arc::new(UsageCollector::new(counted.clone(), clock, &node_name, &root)));
-    // The static pods are known before anything is removed (the kubelet waits for every source
-    // to report once): a restart finds the same UIDs in the same files and adopts their pods.
-    let mut static_pods = static_pod_path.map(|p| StaticPodSource::new(p, &node_name, file_check_frequency));
-    api.set_static_pods(static_pods.as_mut().map(StaticPodSource::list).unwrap_or_default());
+    let (api, feed) = open_api(identity, clock, &counted).map_err(|e| fail(exit::FAILED, e))?;
+    let static_pods = read_static_pods(&api, &settings);
     // What the runtime holds of pods the API does not know (deleted while podwright was down,
     // or from another run on this root) goes before anything new starts.
-    let cgroups = PodCgroups::of_host(&root);
-    remove_orphans(runtime.as_ref(), &root, cgroups.as_ref(), &api.pod_uids()).await;
+    let cgroups = PodCgroups::of_host(root);
+    remove_orphans(runtime.as_ref(), root, cgroups.as_ref(), &api.pod_uids()).await;
+    spawn_housekeeping(&api, static_pods, counted, clock, settings.log_policy);
+    let node = Node::new(runtime, root).clock(clock).metrics(metrics.clone());
+    let workers = start_node(node, &api, &settings.config, settings.credential_plugins, cgroups);
+    let kubeconfig = write_kubeconfig(root, settings.addr, security.as_ref()).map_err(|e| fail(exit::FAILED, e))?;
+    feed_node(&workers, &api, feed);
+    eprintln!(
+        "podwright: serving the API on {} (node {}); KUBECONFIG={}",
+        server_url(if security.is_some() { "https" } else { "http" }, settings.addr),
+        api.node_name(),
+        kubeconfig.display()
+    );
+    serve_until_signal(listener, security, &api, metrics).await.map_err(|e| fail(exit::FAILED, e))
+}
+
+/// Prints a failure as every podwright command does and gives the code it exits with.
+fn fail(code: u8, e: impl std::fmt::Display) -> u8 {
+    eprintln!("podwright: {e}");
+    code
+}
+
+/// What `serve` runs with: its flags over the `--config` file, validated.
+struct Settings {
+    /// For cluster DNS and the image settings.
+    config: ServeConfig,
+    addr: SocketAddr,
+    tls: bool,
+    log_policy: LogPolicy,
+    file_check_frequency: Duration,
+    credential_plugins: Option<PluginConfig>,
+    static_pod_path: Option<PathBuf>,
+}
+
+impl Settings {
+    fn read(args: &ServeArgs) -> Result<Settings, String> {
+        let config = args.config.as_deref().map(read_config).transpose()?.unwrap_or_default();
+        let ip = args.address.or(config.address).unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        let tls = args.tls || args.tls_cert_file.is_some();
+        if !ip.is_loopback() && !tls {
+            return Err(format!(
+                "refusing to serve the API on {ip} without TLS and a bearer token: add --tls (or serve on a loopback address, the default 127.0.0.1)"
+            ));
+        }
+        Ok(Settings {
+            addr: SocketAddr::new(ip, args.port.or(config.port).unwrap_or(6443)),
+            tls,
+            log_policy: config.log_policy()?,
+            file_check_frequency: config.file_check_frequency()?,
+            credential_plugins: args.runtime.credential_plugins()?,
+            static_pod_path: args
+                .pod_manifest_path
+                .clone()
+                .or_else(|| config.static_pod_path.clone())
+                .filter(|p| !p.as_os_str().is_empty()),
+            config,
+        })
+    }
+}
+
+/// Makes the root directory and binds the API's address.
+async fn listen(root: &Path, addr: SocketAddr) -> Result<TcpListener, String> {
+    std::fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))
+}
+
+/// The runtime the node and the API drive.
+async fn connect_runtime(args: &RuntimeArgs) -> Result<CriRuntime, String> {
+    // Calls in flight when serve is killed finish: the next serve resumes from their results.
+    let runtime = connect(args, InFlight::Finished).await?;
+    if args.runtime_endpoint.is_none() {
+        // Its own containerd: started again whenever it exits, under the running pods.
+        tokio::spawn(EmbeddedRuntime::new(&args.root_dir).keep_running());
+    }
+    Ok(runtime)
+}
+
+/// With TLS, the serving certificate (given, or made under the root directory for the node's
+/// names and addresses) and the bearer token; `None` serves plain HTTP.
+fn security(args: &ServeArgs, settings: &Settings, identity: &ServerConfig) -> Result<Option<Security>, String> {
+    if !settings.tls {
+        return Ok(None);
+    }
+    let given = args.tls_cert_file.as_deref().zip(args.tls_private_key_file.as_deref());
+    let names = [identity.node_name.clone(), "localhost".to_string()];
+    let mut ips: Vec<IpAddr> = vec![IpAddr::V4(Ipv4Addr::LOCALHOST)];
+    ips.extend(identity.host_ip.as_deref().and_then(|h| h.parse::<IpAddr>().ok()));
+    let ip = settings.addr.ip();
+    if !ip.is_unspecified() && !ips.contains(&ip) {
+        ips.push(ip);
+    }
+    Security::load_or_create(&identity.root, given, &names, &ips).map(Some).map_err(|e| e.to_string())
+}
+
+/// The API over the store a previous run left under the root directory.
+fn open_api(identity: ServerConfig, clock: Clock, counted: &Arc<dyn Runtime>) -> Result<(ApiServer, NodeFeed), String> {
+    let (api, feed) = ApiServer::open(identity, clock, counted.clone()).map_err(|e| e.to_string())?;
+    // `kubectl top` and the kubelet's usage endpoints, read from the runtime on each request.
+    let config = api.config();
+    api.serve_usage(Arc::new(UsageCollector::new(counted.clone(), clock, &config.node_name, &config.root)));
+    Ok((api, feed))
+}
+
+/// The static pods' source, its first reading given to the API. The static pods are known
+/// before anything is removed (the kubelet waits for every source to report once): a restart
+/// finds the same UIDs in the same files and adopts their pods.
+fn read_static_pods(api: &ApiServer, settings: &Settings) -> Option<StaticPodSource> {
+    let mut static_pods = settings
+        .static_pod_path
+        .clone()
+        .map(|p| StaticPodSource::new(p, api.node_name(), settings.file_check_frequency));
+    api.set_static_pods(static_pods.as_mut().map(StaticPodSource::list).unwrap_or_default());
+    static_pods
+}
+
+/// What goes on beside the node while serving: events expire, the static pods are read again,
+/// container logs rotate.
+fn spawn_housekeeping(
+    api: &ApiServer,
+    static_pods: Option<StaticPodSource>,
+    counted: Arc<dyn Runtime>,
+    clock: Clock,
+    log_policy: LogPolicy,
+) {
     tokio::spawn(api.clone().expire_events());
     if let Some(mut source) = static_pods {
         let api = api.clone();
@@ -226,13 +285,23 @@ pub async fn serve(args: ServeArgs) -> u8 {
         });
     }
     tokio::spawn(log_rotation::rotate_logs(counted, clock, log_policy));
-    let mut node = Node::new(runtime, &root)
-        .clock(clock)
-        .metrics(metrics.clone())
+}
+
+/// The pod workers of `node` with the API as their objects and their status and event sink,
+/// the settings' image handling and cluster DNS.
+fn start_node(
+    mut node: Node,
+    api: &ApiServer,
+    config: &ServeConfig,
+    credential_plugins: Option<PluginConfig>,
+    cgroups: Option<PodCgroups>,
+) -> Arc<PodWorkers> {
+    let identity = api.config();
+    node = node
         .events(api.sink())
         .status(api.sink())
         .objects(api.objects())
-        .facts(NodeFacts::of_this_machine(node_name.clone(), host.clone()))
+        .facts(NodeFacts::of_this_machine(identity.node_name.clone(), identity.host_ip.clone()))
         .image_pulls(config.image_pulls)
         .image_gc(config.image_gc);
     if let Some(plugins) = credential_plugins {
@@ -241,7 +310,7 @@ pub async fn serve(args: ServeArgs) -> u8 {
     if let Some(cgroups) = cgroups {
         node = node.cgroups(cgroups);
     }
-    let workers = Arc::new(node.cluster_dns(cluster_dns(&config, &api)).build());
+    let workers = Arc::new(node.cluster_dns(cluster_dns(config, api)).build());
     // Pods follow their ConfigMaps and Secrets as they change.
     tokio::spawn({
         let workers = Arc::downgrade(&workers);
@@ -251,15 +320,22 @@ pub async fn serve(args: ServeArgs) -> u8 {
             }
         })
     });
-    let kubeconfig = kubeconfig_path(&root);
-    let kubeconfig_body = match &security {
+    workers
+}
+
+/// Writes the kubeconfig that points kubectl at the daemon, and gives its path.
+fn write_kubeconfig(root: &Path, addr: SocketAddr, security: Option<&Security>) -> Result<PathBuf, String> {
+    let kubeconfig = kubeconfig_path(root);
+    let body = match security {
         Some(s) => s.kubeconfig(&server_url("https", addr)),
         None => kubeconfig_text(addr),
     };
-    if let Err(e) = write_private(&kubeconfig, &kubeconfig_body) {
-        eprintln!("podwright: {}: {e}", kubeconfig.display());
-        return exit::FAILED;
-    }
+    write_private(&kubeconfig, &body).map_err(|e| format!("{}: {e}", kubeconfig.display()))?;
+    Ok(kubeconfig)
+}
+
+/// The node runs the API's pods, and the API forgets a pod once the node has removed it.
+fn feed_node(workers: &Arc<PodWorkers>, api: &ApiServer, feed: NodeFeed) {
     tokio::spawn({
         let workers = workers.clone();
         async move { workers.follow(feed.source).await }
@@ -274,13 +350,15 @@ pub async fn serve(args: ServeArgs) -> u8 {
             }
         }
     });
-    let scheme = if security.is_some() { "https" } else { "http" };
-    eprintln!(
-        "podwright: serving the API on {} (node {}); KUBECONFIG={}",
-        server_url(scheme, addr),
-        api.node_name(),
-        kubeconfig.display()
-    );
+}
+
+/// Serves the API until it fails or SIGINT or SIGTERM comes.
+async fn serve_until_signal(
+    listener: TcpListener,
+    security: Option<Security>,
+    api: &ApiServer,
+    metrics: Arc<Metrics>,
+) -> Result<(), String> {
     let mut stop_signals = StopSignals::listen();
     // The node's metrics beside the API, behind the same token when there is one.
     let router = api.router().merge(podwright_server::metrics::router(metrics));
@@ -297,16 +375,9 @@ pub async fn serve(args: ServeArgs) -> u8 {
         }
     };
     tokio::select! {
-        r = server => {
-            if let Err(e) = r {
-                eprintln!("podwright: the API stopped: {e}");
-                return exit::FAILED;
-            }
-        }
-        _ = stop_signals.received() => {}
+        r = server => r.map_err(|e| format!("the API stopped: {e}")),
+        _ = stop_signals.received() => Ok(()),
     }
-    // The pods stay: they are the runtime's, and the next start finds them.
-    exit::SUCCEEDED
 }
 
 /// Stops and removes every pod in the runtime that this podwright (its root directory) made and
