@@ -1,11 +1,14 @@
 //! `podwright`: run Kubernetes pods on a CRI runtime with the kubelet's semantics.
 
 mod check;
+mod config;
+mod connect;
 mod http;
 mod output;
 mod run;
 mod runtime;
 mod serve;
+mod signals;
 mod timeline;
 mod timeline_file;
 
@@ -48,18 +51,6 @@ pub struct RuntimeArgs {
     /// The directory of the credential provider plugins' binaries.
     #[arg(long, value_name = "DIR", requires = "image_credential_provider_config")]
     pub image_credential_provider_bin_dir: Option<PathBuf>,
-}
-
-impl RuntimeArgs {
-    /// The credential provider plugins given, validated; an error names the file and field.
-    pub fn credential_plugins(&self) -> Result<Option<podwright_node::PluginConfig>, String> {
-        let (Some(config), Some(bin_dir)) =
-            (&self.image_credential_provider_config, &self.image_credential_provider_bin_dir)
-        else {
-            return Ok(None);
-        };
-        podwright_node::PluginConfig::load(config, bin_dir).map(Some).map_err(|e| e.to_string())
-    }
 }
 
 #[derive(Subcommand)]

@@ -1,22 +1,23 @@
 //! `podwright run`: the manifest file as the pod source and the terminal as the status sink;
 //! stop on completion, timeout or a signal, tear everything down, print the final pods and events.
 
+use crate::config::image_settings;
+use crate::connect::connect;
+use crate::signals::StopSignals;
 use crate::timeline_file::TimelineFile;
 use crate::{RuntimeArgs, exit, output};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use podwright_containerd::EmbeddedRuntime;
 use podwright_node::objects::FixedObjects;
 use podwright_node::sources::FileSource;
 use podwright_node::timeline::Recording;
-use podwright_node::{EventLog, EventSink, ImageGcPolicy, ImagePulls, Node, PodCgroups, StatusSink, logs};
+use podwright_node::{EventLog, EventSink, Node, PodCgroups, StatusSink, logs};
+use podwright_runtime::Clock;
 use podwright_runtime::cri;
-use podwright_runtime::{Clock, RuntimeService};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{mpsc, watch};
 
 #[derive(clap::Args)]
@@ -48,41 +49,6 @@ pub struct RunArgs {
     /// imageMaximumGCAge (the other fields `serve` takes are refused here).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-}
-
-/// Connects to the given endpoint, or starts/reuses the embedded containerd.
-pub(crate) async fn connect(args: &RuntimeArgs, in_flight: cri::InFlight) -> Result<cri::CriRuntime, String> {
-    let endpoint = match &args.runtime_endpoint {
-        Some(e) => e.clone(),
-        None => {
-            let embedded = EmbeddedRuntime::new(&args.root_dir);
-            embedded.ensure_running().await.map_err(|e| {
-                format!("could not start the embedded containerd under {}: {e}\nRun scripts/setup first (it installs containerd and builds the local images).", args.root_dir.display())
-            })?;
-            embedded.endpoint()
-        }
-    };
-    let rt = cri::connect_with(&endpoint, in_flight).await.map_err(|e| {
-        format!("{e}\nStart a CRI runtime listening there (e.g. containerd), or run podwright without --runtime-endpoint to use its embedded containerd.")
-    })?;
-    rt.version().await.map_err(|e| format!("{e}\nIs a CRI v1 runtime listening at {endpoint}?"))?;
-    Ok(rt)
-}
-
-/// How image pulls may overlap and when images are collected, from `--config`; an error names
-/// the file and the field.
-fn image_settings(config: Option<&Path>) -> Result<(ImagePulls, ImageGcPolicy), String> {
-    let Some(path) = config else { return Ok((ImagePulls::default(), ImageGcPolicy::default())) };
-    let c = crate::serve::read_config(path)?;
-    match c.serve_only_fields().as_slice() {
-        [] => Ok((c.image_pulls, c.image_gc)),
-        fields => Err(format!(
-            "{}: {}: Forbidden: only `podwright serve` honours {}",
-            path.display(),
-            fields.join(", "),
-            if fields.len() == 1 { "it" } else { "them" }
-        )),
-    }
 }
 
 pub async fn run(args: RunArgs) -> u8 {
@@ -152,16 +118,14 @@ pub async fn run(args: RunArgs) -> u8 {
     let workers = node.build();
     workers.follow(FileSource::new(pods)).await;
 
-    let mut sigint = signal(SignalKind::interrupt()).ok();
-    let mut sigterm = signal(SignalKind::terminate()).ok();
+    let mut stop_signals = StopSignals::listen();
     // --timeout is a real-time limit at the binary's edge, not engine time.
     #[allow(clippy::disallowed_methods)]
     let deadline = args.timeout.map(|t| tokio::time::Instant::now() + Duration::from_secs_f64(t.max(0.0)));
     let mut timed_out = false;
     let stop = tokio::select! {
         _ = workers.wait_finished() => false,
-        _ = recv_signal(&mut sigint) => true,
-        _ = recv_signal(&mut sigterm) => true,
+        _ = stop_signals.received() => true,
         _ = sleep_until_opt(deadline) => {
             timed_out = true;
             true
@@ -204,60 +168,9 @@ pub async fn run(args: RunArgs) -> u8 {
     if all_ok { exit::SUCCEEDED } else { exit::FAILED }
 }
 
-pub(crate) async fn recv_signal(s: &mut Option<tokio::signal::unix::Signal>) {
-    match s {
-        Some(s) => {
-            s.recv().await;
-        }
-        None => std::future::pending().await,
-    }
-}
-
 async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn config_fields_only_serve_honours_are_refused_by_name() {
-        let dir = std::env::temp_dir().join(format!("podwright-run-config-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("c.yaml");
-        let defaults = (ImagePulls::Serial, ImageGcPolicy::default());
-        assert_eq!(image_settings(None), Ok(defaults));
-        std::fs::write(
-            &f,
-            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nserializeImagePulls: false\n",
-        )
-        .unwrap();
-        assert_eq!(image_settings(Some(&f)), Ok((ImagePulls::Parallel { max: None }, ImageGcPolicy::default())));
-        std::fs::write(&f, "serializeImagePulls: false\nport: 7000\nstaticPodPath: /etc/kubernetes/manifests\n")
-            .unwrap();
-        assert_eq!(
-            image_settings(Some(&f)),
-            Err(format!("{}: port, staticPodPath: Forbidden: only `podwright serve` honours them", f.display()))
-        );
-        std::fs::write(&f, "maxPods: 80\n").unwrap();
-        assert!(image_settings(Some(&f)).unwrap_err().contains("unknown field `maxPods`"));
-        // Image garbage collection is the node's, in both modes.
-        std::fs::write(&f, "imageGCHighThresholdPercent: 1\nimageGCLowThresholdPercent: 0\nimageMinimumGCAge: 0s\n")
-            .unwrap();
-        let (_, gc) = image_settings(Some(&f)).unwrap();
-        assert_eq!((gc.high_threshold_percent, gc.low_threshold_percent, gc.min_age), (1, 0, Duration::ZERO));
-        std::fs::write(&f, "imageGCHighThresholdPercent: 101\n").unwrap();
-        assert_eq!(
-            image_settings(Some(&f)),
-            Err(format!(
-                "{}: invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) 101 must be between 0 and 100, inclusive",
-                f.display()
-            ))
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

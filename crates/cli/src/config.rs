@@ -1,0 +1,298 @@
+//! The settings `run` and `serve` take besides their own flags: the KubeletConfiguration-style
+//! `--config` file and the credential provider flags, validated; an error names the file or flag
+//! and the field.
+
+use crate::RuntimeArgs;
+use podwright_api::quantity::Quantity;
+use podwright_node::PluginConfig;
+use podwright_node::cri::dns::DEFAULT_CLUSTER_DOMAIN;
+use podwright_node::log_rotation::LogPolicy;
+use podwright_node::static_pods::DEFAULT_CHECK_FREQUENCY;
+use podwright_node::{ImageGcPolicy, ImagePulls};
+use serde::Deserialize;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The part of a `KubeletConfiguration` podwright honours; any other field is refused.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ServeConfig {
+    kind: Option<String>,
+    api_version: Option<String>,
+    pub(crate) address: Option<IpAddr>,
+    pub(crate) port: Option<u16>,
+    container_log_max_size: Option<String>,
+    container_log_max_files: Option<u32>,
+    /// The DNS servers pods ask; without it podwright serves cluster DNS itself.
+    #[serde(rename = "clusterDNS")]
+    pub(crate) cluster_dns: Option<Vec<IpAddr>>,
+    cluster_domain: Option<String>,
+    /// The static pods' directory (or file).
+    pub(crate) static_pod_path: Option<PathBuf>,
+    /// How often the static-pod path is read again without a change notice (a Go duration).
+    file_check_frequency: Option<String>,
+    /// One image pull at a time node-wide (true unless given).
+    serialize_image_pulls: Option<bool>,
+    /// At most this many image pulls at once when they are not serialized.
+    max_parallel_image_pulls: Option<i64>,
+    /// What the two above make, validated.
+    #[serde(skip)]
+    pub(crate) image_pulls: ImagePulls,
+    /// Image garbage collection starts at this usage of the image filesystem (percent)…
+    #[serde(rename = "imageGCHighThresholdPercent")]
+    image_gc_high_threshold_percent: Option<i64>,
+    /// …and frees down to this one.
+    #[serde(rename = "imageGCLowThresholdPercent")]
+    image_gc_low_threshold_percent: Option<i64>,
+    /// Images first seen more recently are never collected for space (a Go duration).
+    #[serde(rename = "imageMinimumGCAge")]
+    image_minimum_gc_age: Option<String>,
+    /// Images unused for longer are collected whatever the usage (a Go duration, 0 = never).
+    #[serde(rename = "imageMaximumGCAge")]
+    image_maximum_gc_age: Option<String>,
+    /// What the four above make, validated.
+    #[serde(skip)]
+    pub(crate) image_gc: ImageGcPolicy,
+}
+
+/// The `--config` file, validated; an error names the file.
+pub(crate) fn read_config(path: &Path) -> Result<ServeConfig, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut c: ServeConfig = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(k) = c.kind.as_deref().filter(|k| *k != "KubeletConfiguration") {
+        return Err(format!(
+            "{}: kind: Unsupported value: {k:?}: supported values: \"KubeletConfiguration\"",
+            path.display()
+        ));
+    }
+    let _ = &c.api_version;
+    if c.cluster_dns.as_ref().is_none_or(Vec::is_empty) && c.cluster_domain().is_empty() {
+        return Err(format!(
+            "{}: clusterDomain: Required value: podwright serves cluster DNS for it unless clusterDNS is given",
+            path.display()
+        ));
+    }
+    c.image_pulls = ImagePulls::from_config(c.serialize_image_pulls, c.max_parallel_image_pulls)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    c.image_gc = ImageGcPolicy::from_config(
+        c.image_gc_high_threshold_percent,
+        c.image_gc_low_threshold_percent,
+        c.image_minimum_gc_age.as_deref(),
+        c.image_maximum_gc_age.as_deref(),
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(c)
+}
+
+impl ServeConfig {
+    /// The fields given that only `serve` honours, by their configuration names.
+    fn serve_only_fields(&self) -> Vec<&'static str> {
+        let given = [
+            ("address", self.address.is_some()),
+            ("port", self.port.is_some()),
+            ("containerLogMaxSize", self.container_log_max_size.is_some()),
+            ("containerLogMaxFiles", self.container_log_max_files.is_some()),
+            ("clusterDNS", self.cluster_dns.is_some()),
+            ("clusterDomain", self.cluster_domain.is_some()),
+            ("staticPodPath", self.static_pod_path.is_some()),
+            ("fileCheckFrequency", self.file_check_frequency.is_some()),
+        ];
+        given.into_iter().filter(|(_, set)| *set).map(|(name, _)| name).collect()
+    }
+
+    /// Without a trailing dot; `cluster.local` unless given.
+    pub(crate) fn cluster_domain(&self) -> &str {
+        self.cluster_domain.as_deref().unwrap_or(DEFAULT_CLUSTER_DOMAIN).trim_end_matches('.')
+    }
+
+    /// `fileCheckFrequency` (`20s`, `1m30s`), 20 s unless given.
+    pub(crate) fn file_check_frequency(&self) -> Result<Duration, String> {
+        let Some(given) = &self.file_check_frequency else { return Ok(DEFAULT_CHECK_FREQUENCY) };
+        podwright_node::go_duration::parse_go_duration(given)
+            .ok()
+            .and_then(|d| Duration::try_from(d).ok())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                format!("fileCheckFrequency: Invalid value: {given:?}: must be a positive duration such as \"20s\"")
+            })
+    }
+
+    /// `containerLogMaxSize` (a quantity such as `10Mi`) and `containerLogMaxFiles` (at least 2).
+    pub(crate) fn log_policy(&self) -> Result<LogPolicy, String> {
+        let mut policy = LogPolicy::default();
+        if let Some(size) = &self.container_log_max_size {
+            let q = Quantity::parse(size).map_err(|e| format!("containerLogMaxSize: Invalid value: {size:?}: {e}"))?;
+            policy.max_size = u64::try_from(q.value())
+                .ok()
+                .filter(|v| *v > 0)
+                .ok_or_else(|| format!("containerLogMaxSize: Invalid value: {size:?}: must be greater than 0"))?;
+        }
+        if let Some(files) = self.container_log_max_files {
+            if files < 2 {
+                return Err(format!("containerLogMaxFiles: Invalid value: {files}: must be greater than 1"));
+            }
+            policy.max_files = files as usize;
+        }
+        Ok(policy)
+    }
+}
+
+/// `run`'s image settings: how image pulls may overlap and when images are collected, from
+/// `--config`; an error names the file and the field.
+pub(crate) fn image_settings(config: Option<&Path>) -> Result<(ImagePulls, ImageGcPolicy), String> {
+    let Some(path) = config else { return Ok((ImagePulls::default(), ImageGcPolicy::default())) };
+    let c = read_config(path)?;
+    match c.serve_only_fields().as_slice() {
+        [] => Ok((c.image_pulls, c.image_gc)),
+        fields => Err(format!(
+            "{}: {}: Forbidden: only `podwright serve` honours {}",
+            path.display(),
+            fields.join(", "),
+            if fields.len() == 1 { "it" } else { "them" }
+        )),
+    }
+}
+
+impl RuntimeArgs {
+    /// The credential provider plugins given, validated; an error names the file and field.
+    pub(crate) fn credential_plugins(&self) -> Result<Option<PluginConfig>, String> {
+        let (Some(config), Some(bin_dir)) =
+            (&self.image_credential_provider_config, &self.image_credential_provider_bin_dir)
+        else {
+            return Ok(None);
+        };
+        PluginConfig::load(config, bin_dir).map(Some).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_fields_podwright_does_not_honour_are_refused() {
+        let dir = std::env::temp_dir().join(format!("podwright-serve-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("c.yaml");
+        std::fs::write(&f, "kind: KubeletConfiguration\nport: 7000\n").unwrap();
+        assert_eq!(read_config(&f).unwrap().port, Some(7000));
+        std::fs::write(&f, "kind: KubeletConfiguration\nmaxPods: 3\n").unwrap();
+        assert!(read_config(&f).unwrap_err().contains("unknown field `maxPods`"));
+        std::fs::write(&f, "clusterDNS: [10.96.0.10]\nclusterDomain: k8s.test.\n").unwrap();
+        let c = read_config(&f).unwrap();
+        assert_eq!(
+            (c.cluster_dns.as_deref(), c.cluster_domain()),
+            (Some(&["10.96.0.10".parse().unwrap()][..]), "k8s.test")
+        );
+        std::fs::write(&f, "staticPodPath: /etc/kubernetes/manifests\nfileCheckFrequency: 1m30s\n").unwrap();
+        let c = read_config(&f).unwrap();
+        assert_eq!(c.static_pod_path.as_deref(), Some(Path::new("/etc/kubernetes/manifests")));
+        assert_eq!(c.file_check_frequency(), Ok(Duration::from_secs(90)));
+        assert_eq!(ServeConfig::default().file_check_frequency(), Ok(Duration::from_secs(20)));
+        std::fs::write(&f, "fileCheckFrequency: 0s\n").unwrap();
+        assert!(
+            read_config(&f)
+                .unwrap()
+                .file_check_frequency()
+                .unwrap_err()
+                .starts_with("fileCheckFrequency: Invalid value: \"0s\"")
+        );
+        std::fs::write(&f, "clusterDomain: \"\"\n").unwrap();
+        assert!(read_config(&f).unwrap_err().contains("clusterDomain: Required value"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn image_pull_settings_are_read_and_invalid_ones_refused_naming_the_field() {
+        let dir = std::env::temp_dir().join(format!("podwright-serve-pulls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("c.yaml");
+        let two = std::num::NonZeroUsize::new(2);
+        for (text, pulls) in [
+            ("kind: KubeletConfiguration\n", ImagePulls::Serial),
+            ("serializeImagePulls: false\n", ImagePulls::Parallel { max: None }),
+            ("serializeImagePulls: false\nmaxParallelImagePulls: 2\n", ImagePulls::Parallel { max: two }),
+        ] {
+            std::fs::write(&f, text).unwrap();
+            assert_eq!(read_config(&f).unwrap().image_pulls, pulls, "{text}");
+        }
+        assert_eq!(ServeConfig::default().image_pulls, ImagePulls::Serial);
+        for (text, error) in [
+            ("maxParallelImagePulls: 2\n", "maxParallelImagePulls cannot be larger than 1 unless SerializeImagePulls"),
+            (
+                "serializeImagePulls: false\nmaxParallelImagePulls: 0\n",
+                "maxParallelImagePulls 0 must be a positive number",
+            ),
+        ] {
+            std::fs::write(&f, text).unwrap();
+            let e = read_config(&f).unwrap_err();
+            assert!(e.starts_with(&format!("{}: invalid configuration: ", f.display())) && e.contains(error), "{e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn image_gc_settings_are_read_and_invalid_ones_refused_naming_the_file_and_field() {
+        let dir = std::env::temp_dir().join(format!("podwright-serve-gc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("c.yaml");
+        assert_eq!(ServeConfig::default().image_gc, ImageGcPolicy::default());
+        std::fs::write(&f, "kind: KubeletConfiguration\n").unwrap();
+        assert_eq!(read_config(&f).unwrap().image_gc, ImageGcPolicy::default());
+        std::fs::write(
+            &f,
+            "imageGCHighThresholdPercent: 90\nimageGCLowThresholdPercent: 50\nimageMinimumGCAge: 30s\nimageMaximumGCAge: 1h\n",
+        )
+        .unwrap();
+        let gc = read_config(&f).unwrap().image_gc;
+        assert_eq!((gc.high_threshold_percent, gc.low_threshold_percent), (90, 50));
+        assert_eq!((gc.min_age, gc.max_age), (Duration::from_secs(30), Duration::from_secs(3600)));
+        std::fs::write(&f, "imageGCHighThresholdPercent: 50\nimageGCLowThresholdPercent: 60\n").unwrap();
+        assert_eq!(
+            read_config(&f).unwrap_err(),
+            format!(
+                "{}: invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 60 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 50",
+                f.display()
+            )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn config_fields_only_serve_honours_are_refused_by_name() {
+        let dir = std::env::temp_dir().join(format!("podwright-run-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("c.yaml");
+        let defaults = (ImagePulls::Serial, ImageGcPolicy::default());
+        assert_eq!(image_settings(None), Ok(defaults));
+        std::fs::write(
+            &f,
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nserializeImagePulls: false\n",
+        )
+        .unwrap();
+        assert_eq!(image_settings(Some(&f)), Ok((ImagePulls::Parallel { max: None }, ImageGcPolicy::default())));
+        std::fs::write(&f, "serializeImagePulls: false\nport: 7000\nstaticPodPath: /etc/kubernetes/manifests\n")
+            .unwrap();
+        assert_eq!(
+            image_settings(Some(&f)),
+            Err(format!("{}: port, staticPodPath: Forbidden: only `podwright serve` honours them", f.display()))
+        );
+        std::fs::write(&f, "maxPods: 80\n").unwrap();
+        assert!(image_settings(Some(&f)).unwrap_err().contains("unknown field `maxPods`"));
+        // Image garbage collection is the node's, in both modes.
+        std::fs::write(&f, "imageGCHighThresholdPercent: 1\nimageGCLowThresholdPercent: 0\nimageMinimumGCAge: 0s\n")
+            .unwrap();
+        let (_, gc) = image_settings(Some(&f)).unwrap();
+        assert_eq!((gc.high_threshold_percent, gc.low_threshold_percent, gc.min_age), (1, 0, Duration::ZERO));
+        std::fs::write(&f, "imageGCHighThresholdPercent: 101\n").unwrap();
+        assert_eq!(
+            image_settings(Some(&f)),
+            Err(format!(
+                "{}: invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) 101 must be between 0 and 100, inclusive",
+                f.display()
+            ))
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
