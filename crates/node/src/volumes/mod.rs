@@ -4,15 +4,15 @@
 //! to date while the pod runs), all but hostPath given to the pod's `fsGroup`, and the mounts
 //! that put them into containers.
 
-pub mod atomic_writer;
-pub mod empty_dir;
-pub mod host_path;
-pub mod mount_points;
-pub mod mounts;
+pub(crate) mod atomic_writer;
+pub(crate) mod empty_dir;
+pub(crate) mod host_path;
+pub(crate) mod mount_points;
+pub(crate) mod mounts;
 mod os_error;
-pub mod ownership;
-pub mod projection;
-pub mod usage;
+pub(crate) mod ownership;
+pub(crate) mod projection;
+pub(crate) mod usage;
 
 use crate::layout;
 use jiff::Timestamp;
