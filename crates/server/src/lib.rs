@@ -21,6 +21,7 @@ pub mod pods;
 pub mod protobuf;
 pub mod request;
 pub mod resources;
+mod routes;
 pub mod secure;
 pub mod selectors;
 pub mod server;

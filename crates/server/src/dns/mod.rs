@@ -6,8 +6,8 @@ pub mod lookup;
 pub mod message;
 pub mod upstream;
 
-use crate::ApiServer;
 use crate::resources::Resource;
+use crate::server::ApiServer;
 use crate::store::Store;
 use lookup::{Lookup, ServiceRecord};
 use message::Rcode;
