@@ -26,6 +26,7 @@ pub mod secure;
 pub mod selectors;
 pub mod server;
 pub mod service_accounts;
+mod sinks;
 pub mod static_pods;
 pub mod store;
 pub mod streaming;

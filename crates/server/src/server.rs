@@ -2,9 +2,10 @@
 //! handler takes; the routes to the handlers are in `routes`.
 
 use crate::mirror::mirrored_uid;
-use crate::node_link::{NodeFeed, NodeLink, StoreEvents, StoreStatus};
+use crate::node_link::{NodeFeed, NodeLink};
 use crate::persist::DiskError;
 use crate::resources::Resource;
+use crate::sinks::{StoreEvents, StoreStatus};
 use crate::static_pods::StaticPods;
 use crate::store::Store;
 use jiff::{SignedDuration, Timestamp};
