@@ -2,8 +2,8 @@
 //! in the store under the cluster domain, every other name forwarded to the host's
 //! nameservers, over UDP and TCP. Pods with `dnsPolicy: ClusterFirst` are told to ask it.
 
-pub mod lookup;
-pub mod message;
+mod lookup;
+mod message;
 pub mod upstream;
 
 use crate::resources::Resource;
