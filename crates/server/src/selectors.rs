@@ -81,18 +81,6 @@ impl Selector {
             Requirement::NotExists(k) => lookup(k).is_none(),
         })
     }
-
-    /// The field keys this selector uses.
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.0.iter().map(|r| match r {
-            Requirement::Equals(k, _)
-            | Requirement::NotEquals(k, _)
-            | Requirement::In(k, _)
-            | Requirement::NotIn(k, _)
-            | Requirement::Exists(k)
-            | Requirement::NotExists(k) => k.as_str(),
-        })
-    }
 }
 
 /// A field of an object by its field-selector name (`metadata.name`, `spec.nodeName`,

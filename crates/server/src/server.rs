@@ -1,15 +1,13 @@
-//! [`ApiServer`]: the local API's shared state (store, node link, configuration) and its
-//! routes.
+//! [`ApiServer`]: the local API's shared state (store, node link, configuration), which every
+//! handler takes; the routes to the handlers are in `routes`.
 
-use crate::mirror::{mirrored_uid, node_uid};
-use crate::node_link::{NodeFeed, NodeLink, StoreEvents, StoreStatus};
+use crate::mirror::mirrored_uid;
+use crate::node_link::{NodeFeed, NodeLink};
 use crate::persist::DiskError;
 use crate::resources::Resource;
+use crate::sinks::{StoreEvents, StoreStatus};
 use crate::static_pods::StaticPods;
 use crate::store::Store;
-use crate::{api, discovery, openapi, usage};
-use axum::Router;
-use axum::routing::get;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use podwright_node::timeline::Recording;
@@ -244,19 +242,6 @@ impl ApiServer {
         self.0.statics.removed(uid);
     }
 
-    /// A pod's timeline as one HTML page (`podwright timeline POD`).
-    async fn timeline(
-        axum::extract::State(s): axum::extract::State<ApiServer>,
-        axum::extract::Path((ns, name)): axum::extract::Path<(String, String)>,
-    ) -> crate::errors::ApiResult<axum::response::Response> {
-        use axum::response::IntoResponse;
-        let pod = s.store().get(Resource::Pods, &ns, &name)?;
-        let uid = node_uid(&pod);
-        let html =
-            s.0.recording.render_pod(uid).ok_or_else(|| crate::errors::ApiError::not_found(Resource::Pods, &name))?;
-        Ok(([(axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response())
-    }
-
     pub(crate) fn pod_created(&self, _stored: &Value, pod: Pod) {
         self.0.link.upsert(pod);
     }
@@ -267,63 +252,5 @@ impl ApiServer {
         if mirrored_uid(stored).is_none() {
             self.0.link.upsert(pod);
         }
-    }
-
-    /// Every route of the API.
-    pub fn router(&self) -> Router {
-        Router::new()
-            .route("/api", get(discovery::api))
-            .route("/api/v1", get(discovery::api_v1))
-            .route("/apis", get(discovery::apis))
-            .route("/apis/node.k8s.io", get(discovery::node_group_versions))
-            .route("/apis/node.k8s.io/v1", get(discovery::node_v1))
-            .route("/apis/node.k8s.io/v1/{resource}", get(api::node_list).post(api::node_create))
-            .route(
-                "/apis/node.k8s.io/v1/{resource}/{name}",
-                get(api::node_get).put(api::node_replace).patch(api::node_patch).delete(api::node_delete),
-            )
-            .route("/version", get(discovery::version))
-            .route("/openapi/v2", get(openapi::v2))
-            .route("/swagger-2.0.0.pb-v1", get(openapi::v2_protobuf_legacy))
-            .route("/openapi/v3", get(openapi::v3_index))
-            .route("/openapi/v3/api/v1", get(openapi::v3_group))
-            .route("/healthz", get(|| async { "ok" }))
-            .route("/readyz", get(|| async { "ok" }))
-            .route("/livez", get(|| async { "ok" }))
-            .route("/api/v1/nodes", get(usage::list_nodes))
-            .route("/api/v1/nodes/{name}", get(usage::get_node))
-            .route("/api/v1/nodes/{name}/proxy/{*path}", get(usage::node_proxy))
-            .route("/stats/summary", get(usage::summary))
-            .route("/metrics/resource", get(usage::resource_metrics))
-            .route("/apis/metrics.k8s.io", get(usage::group))
-            .route("/apis/metrics.k8s.io/v1beta1", get(usage::resource_list))
-            .route("/apis/metrics.k8s.io/v1beta1/pods", get(usage::list_all_pods))
-            .route("/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods", get(usage::list_pods))
-            .route("/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods/{name}", get(usage::get_pod))
-            .route("/apis/metrics.k8s.io/v1beta1/nodes", get(usage::list_node_metrics))
-            .route("/apis/metrics.k8s.io/v1beta1/nodes/{name}", get(usage::get_node_metrics))
-            .route("/api/v1/{resource}", get(api::list_all).post(api::create_cluster))
-            .route(
-                "/api/v1/namespaces/{name}",
-                get(api::get_namespace)
-                    .put(api::replace_namespace)
-                    .patch(api::patch_namespace)
-                    .delete(api::delete_namespace),
-            )
-            .route("/api/v1/namespaces/{ns}/{resource}", get(api::list).post(api::create))
-            .route(
-                "/api/v1/namespaces/{ns}/{resource}/{name}",
-                get(api::get).put(api::replace).patch(api::patch).delete(api::delete),
-            )
-            .route(
-                "/api/v1/namespaces/{ns}/{resource}/{name}/{sub}",
-                get(api::sub_get).post(api::sub_post).put(api::sub_put).patch(api::sub_patch),
-            )
-            .route("/podwright/v1/namespaces/{ns}/pods/{name}/timeline", get(Self::timeline))
-            .fallback(|| async { crate::errors::ApiError::no_such_path() })
-            // The API server's limit, above axum's 2 MB: an object over a limit of its own (a
-            // ConfigMap's 1 MiB) gets its validation error, not a refused body.
-            .layer(axum::extract::DefaultBodyLimit::max(podwright_api::manifest::MAX_MANIFEST_BYTES))
-            .with_state(self.clone())
     }
 }

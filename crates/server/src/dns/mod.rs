@@ -2,12 +2,12 @@
 //! in the store under the cluster domain, every other name forwarded to the host's
 //! nameservers, over UDP and TCP. Pods with `dnsPolicy: ClusterFirst` are told to ask it.
 
-pub mod lookup;
-pub mod message;
+mod lookup;
+mod message;
 pub mod upstream;
 
-use crate::ApiServer;
 use crate::resources::Resource;
+use crate::server::ApiServer;
 use crate::store::Store;
 use lookup::{Lookup, ServiceRecord};
 use message::Rcode;

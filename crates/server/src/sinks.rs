@@ -1,0 +1,247 @@
+//! The [`StatusSink`] and [`EventSink`] that write what the pod workers report back into the
+//! store, where kubectl reads it.
+
+use crate::mirror::node_uid;
+use crate::node_link::NodeLink;
+use crate::resources::Resource;
+use crate::static_pods::StaticPods;
+use crate::store::{Store, meta_str};
+use jiff::{SignedDuration, Timestamp};
+use k8s_openapi::api::core::v1::{EventSource, HostIP, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use podwright_node::events::PodEvent;
+use podwright_node::{EventSink, EventType, PodUpdate, StatusSink};
+use serde_json::{Value, json};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+/// Writes pod statuses into the store (kubectl reads them there) and removes deleted pods'
+/// objects once their containers have stopped.
+pub struct StoreStatus {
+    pub store: Arc<Store>,
+    pub link: Arc<NodeLink>,
+    pub host_ip: Option<String>,
+    /// Static pods' statuses go into their mirror pods, made again when missing.
+    pub statics: Arc<StaticPods>,
+}
+
+impl StatusSink for StoreStatus {
+    fn publish(&self, update: &PodUpdate) {
+        let m = &update.spec.metadata;
+        let Some(uid) = m.uid.as_deref() else { return };
+        // The pod as the node was given it names its object; the uid tells it from a pod of the
+        // same name created since. A pod deleted at once (grace 0) has no object any more, but
+        // its worker still has to be removed from the node when it finishes.
+        let (ns, name) = (m.namespace.as_deref().unwrap_or("default"), m.name.as_deref().unwrap_or_default());
+        // A static pod's object is its mirror pod, which has a UID of its own.
+        let ours = |obj: &Value| node_uid(obj) == uid;
+        if let Some(status) = &update.status {
+            let mut status = status.as_ref().clone();
+            if let Some(ip) = &self.host_ip {
+                status.host_ip = Some(ip.clone());
+                status.host_ips = Some(vec![HostIP { ip: ip.clone() }]);
+            }
+            let value = serde_json::to_value(&status).unwrap_or(Value::Null);
+            let mut found = false;
+            let written = self.store.update(Resource::Pods, ns, name, |old| {
+                if !ours(old) {
+                    return Ok(None);
+                }
+                found = true;
+                let mut new = old.clone();
+                new["status"] = value;
+                Ok(Some(new))
+            });
+            if let Err(e) = written {
+                tracing::debug!(%e, uid, "status of a pod no longer stored");
+            }
+            if !found {
+                self.statics.mirror_missing(uid, &status);
+            }
+        }
+        if self.link.on_status(uid, update.finished) {
+            let _ = self.store.delete_if(Resource::Pods, ns, name, ours);
+        }
+    }
+}
+
+/// What folds repeats of an event: (pod uid, field path, reason, message).
+type EventKey = (String, String, String, String);
+
+/// Records events as Event objects in the store, folding repeats of the same (pod, field
+/// path, reason, message) into one object with a count, as the kubelet's recorder does.
+pub struct StoreEvents {
+    pub store: Arc<Store>,
+    pub node_name: String,
+    /// The event object of each (uid, field path, reason, message) seen.
+    names: Mutex<HashMap<EventKey, (String, String)>>,
+}
+
+impl StoreEvents {
+    pub fn new(store: Arc<Store>, node_name: String) -> Self {
+        StoreEvents { store, node_name, names: Mutex::default() }
+    }
+
+    /// Removes the events last seen more than `ttl` before `now`, as the API server's event
+    /// TTL does (`--event-ttl`, 1 h), and what this sink remembers of them. Returns how many.
+    pub fn expire(&self, now: Timestamp, ttl: SignedDuration) -> usize {
+        let cutoff = now - ttl;
+        let mut gone = HashSet::new();
+        for e in self.store.list(Resource::Events, None).0 {
+            let seen = ["lastTimestamp", "eventTime", "firstTimestamp"]
+                .iter()
+                .find_map(|f| e.get(*f).and_then(Value::as_str).and_then(|t| t.parse::<Timestamp>().ok()));
+            let (Some(ns), Some(name)) = (meta_str(&e, "namespace"), meta_str(&e, "name")) else { continue };
+            if seen.is_some_and(|t| t < cutoff) && self.store.delete(Resource::Events, ns, name).is_ok() {
+                gone.insert((ns.to_string(), name.to_string()));
+            }
+        }
+        self.names.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, at| !gone.contains(at));
+        gone.len()
+    }
+}
+
+impl EventSink for StoreEvents {
+    fn record(
+        &self,
+        pod: &Pod,
+        field_path: Option<String>,
+        kind: EventType,
+        reason: &str,
+        message: String,
+        now: Timestamp,
+    ) {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let key = (uid, field_path.clone().unwrap_or_default(), reason.to_string(), message.clone());
+        self.add(key, PodEvent::first(pod, field_path, kind, reason, &message, now), now);
+    }
+
+    fn record_node(&self, node: &str, kind: EventType, reason: &str, message: String, now: Timestamp) {
+        let key = (node.to_string(), String::new(), reason.to_string(), message.clone());
+        self.add(key, PodEvent::node(node, kind, reason, &message, now), now);
+    }
+}
+
+impl StoreEvents {
+    /// Counts one more of the event `key` on its object, or creates the object from `first`.
+    fn add(&self, key: EventKey, first: PodEvent<'_>, now: Timestamp) {
+        let now_v = serde_json::to_value(Time(now)).unwrap_or(Value::Null);
+        let mut names = self.names.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((ens, ename)) = names.get(&key) {
+            let bumped = self.store.update(Resource::Events, ens, ename, |old| {
+                let mut new = old.clone();
+                new["count"] = json!(old["count"].as_i64().unwrap_or(1) + 1);
+                new["lastTimestamp"] = now_v.clone();
+                Ok(Some(new))
+            });
+            if bumped.is_ok() {
+                return;
+            }
+        }
+        let source = EventSource { component: Some("kubelet".into()), host: Some(self.node_name.clone()) };
+        let mut event = first.to_event(source);
+        event.reporting_component = Some("kubelet".into());
+        event.reporting_instance = Some(self.node_name.clone());
+        let ns = event.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let Ok(mut event) = serde_json::to_value(&event) else { return };
+        // Named `<pod>.<nanoseconds in hex>` as the kubelet names them: events of one pass share
+        // an instant, so a taken name moves on by a nanosecond.
+        for _ in 0..16 {
+            let name = meta_str(&event, "name").unwrap_or_default().to_string();
+            match self.store.create(Resource::Events, event.clone()) {
+                Ok(_) => {
+                    names.insert(key, (ns, name));
+                    return;
+                }
+                Err(e) if e.reason == "AlreadyExists" => event["metadata"]["name"] = json!(next_name(&name)),
+                Err(e) => {
+                    tracing::debug!(%e, "event not recorded");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// `web.18eaa440dfca4000` → `web.18eaa440dfca4001`.
+fn next_name(name: &str) -> String {
+    match name.rsplit_once('.').and_then(|(pod, n)| Some((pod, u64::from_str_radix(n, 16).ok()?))) {
+        Some((pod, n)) => format!("{pod}.{:x}", n.wrapping_add(1)),
+        None => format!("{name}.1"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use podwright_runtime::Clock;
+
+    /// An events sink over a fresh store, and a pod to record events of.
+    fn events_of_web() -> (Arc<Store>, StoreEvents, Pod) {
+        let store = Arc::new(Store::new(Clock::new()));
+        let sink = StoreEvents::new(store.clone(), "node".into());
+        let mut pod = Pod::default();
+        pod.metadata.name = Some("web".into());
+        pod.metadata.uid = Some("u1".into());
+        (store, sink, pod)
+    }
+
+    #[tokio::test]
+    async fn events_expire_an_hour_after_they_were_last_seen() {
+        let (store, sink, pod) = events_of_web();
+        let t0: Timestamp = "2026-11-23T10:00:00Z".parse().unwrap();
+        let minutes = |m: i64| t0 + SignedDuration::from_mins(m);
+        sink.record(&pod, None, EventType::Normal, "Old", "once".into(), t0);
+        sink.record(&pod, None, EventType::Normal, "Seen", "often".into(), t0);
+        sink.record(&pod, None, EventType::Normal, "Seen", "often".into(), minutes(50));
+        assert_eq!(sink.expire(minutes(59), EVENT_TTL_FOR_TEST), 0);
+        assert_eq!(sink.expire(minutes(61), EVENT_TTL_FOR_TEST), 1);
+        let left = store.list(Resource::Events, None).0;
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0]["reason"], "Seen");
+        assert_eq!(left[0]["count"], 2);
+        // Seen again after it expired: a new event, counted from one.
+        sink.record(&pod, None, EventType::Normal, "Old", "once".into(), minutes(62));
+        let again = store.list(Resource::Events, None).0;
+        let old = again.iter().find(|e| e["reason"] == "Old").expect("recorded again");
+        assert_eq!(old["count"], 1);
+    }
+
+    /// Events of one pass share an instant, and with it the kubelet's name for them.
+    #[tokio::test]
+    async fn events_at_the_same_instant_are_all_kept() {
+        let (store, sink, pod) = events_of_web();
+        let t0: Timestamp = "2026-11-23T10:00:00Z".parse().unwrap();
+        sink.record(&pod, None, EventType::Normal, "BackOff", "Back-off pulling image".into(), t0);
+        sink.record(&pod, None, EventType::Warning, "Failed", "Error: ImagePullBackOff".into(), t0);
+        let mut reasons: Vec<String> =
+            store.list(Resource::Events, None).0.iter().map(|e| e["reason"].as_str().unwrap().to_string()).collect();
+        reasons.sort();
+        assert_eq!(reasons, ["BackOff", "Failed"]);
+        assert_eq!(next_name("web.18eaa440dfca4000"), "web.18eaa440dfca4001");
+    }
+
+    const EVENT_TTL_FOR_TEST: SignedDuration = SignedDuration::from_hours(1);
+
+    /// `kubectl delete --force --grace-period=0` removes the object before the worker has
+    /// stopped; the worker must still be removed from the node once it has.
+    #[tokio::test]
+    async fn a_pod_deleted_at_once_is_removed_from_the_node_when_it_finishes() {
+        let store = Arc::new(Store::new(Clock::new()));
+        let (link, mut feed) = NodeLink::new();
+        let link = Arc::new(link);
+        let obj = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default"}});
+        let stored = store.create(Resource::Pods, obj).unwrap();
+        let uid = meta_str(&stored, "uid").unwrap().to_string();
+        let pod: Pod = serde_json::from_value(stored).unwrap();
+        store.delete(Resource::Pods, "default", "web").unwrap();
+        assert!(!link.delete(&uid, 0));
+
+        let statics = Arc::new(StaticPods::new(store.clone(), link.clone(), "node"));
+        let sink = StoreStatus { store, link, host_ip: None, statics };
+        sink.publish(&PodUpdate { finished: false, ..PodUpdate::new(Arc::new(pod.clone())) });
+        assert!(feed.removals.try_recv().is_err());
+        sink.publish(&PodUpdate { finished: true, ..PodUpdate::new(Arc::new(pod)) });
+        assert_eq!(feed.removals.try_recv().ok(), Some(uid));
+    }
+}
