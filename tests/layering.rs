@@ -19,6 +19,27 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
+/// The three tests of a crate's layers: `layer_tests!(LAYERS, PLANNED)` in its `tests/layers.rs`.
+#[macro_export]
+macro_rules! layer_tests {
+    ($layers:expr, $planned:expr) => {
+        #[test]
+        fn every_module_has_a_layer() {
+            layering::every_module_has_a_layer(env!("CARGO_MANIFEST_DIR"), $layers, $planned);
+        }
+
+        #[test]
+        fn no_module_imports_from_a_higher_layer() {
+            layering::no_module_imports_from_a_higher_layer(env!("CARGO_MANIFEST_DIR"), $layers);
+        }
+
+        #[test]
+        fn no_modules_import_each_other_in_a_circle() {
+            layering::no_modules_import_each_other_in_a_circle(env!("CARGO_MANIFEST_DIR"));
+        }
+    };
+}
+
 /// A crate's layers, from the top, each named and with its modules.
 pub type Layers = &'static [(&'static str, &'static [&'static str])];
 

@@ -58,17 +58,4 @@ const LAYERS: Layers = &[
 /// Cluster mode's modules, named in [`LAYERS`] before they exist.
 const PLANNED: &[&str] = &["kubelet_server", "mirror_pods"];
 
-#[test]
-fn every_module_has_a_layer() {
-    layering::every_module_has_a_layer(env!("CARGO_MANIFEST_DIR"), LAYERS, PLANNED);
-}
-
-#[test]
-fn no_module_imports_from_a_higher_layer() {
-    layering::no_module_imports_from_a_higher_layer(env!("CARGO_MANIFEST_DIR"), LAYERS);
-}
-
-#[test]
-fn no_modules_import_each_other_in_a_circle() {
-    layering::no_modules_import_each_other_in_a_circle(env!("CARGO_MANIFEST_DIR"));
-}
+layer_tests!(LAYERS, PLANNED);
