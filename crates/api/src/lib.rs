@@ -18,12 +18,14 @@
 //! * [`sysctl`] — sysctl names and the kernel namespaces that isolate them;
 //! * [`runtime_class_admission`] — the RuntimeClass admission plugin: unknown classes refused,
 //!   the class's overhead set on the pod;
+//! * [`go`] — Go's quoting, duration text and aggregate error message, as Kubernetes prints them;
 //! * [`load()`] — all of the above for a manifest file, pods and the objects beside them.
 
 pub mod container_kind;
 pub mod defaults;
 pub mod field_error;
 pub mod formats;
+pub mod go;
 pub mod honoured_fields;
 pub mod hook;
 pub mod image_ref;

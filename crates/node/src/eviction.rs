@@ -15,7 +15,7 @@ use crate::layout;
 use crate::static_pods::{CONFIG_MIRROR, CONFIG_SOURCE};
 use crate::volumes::usage;
 use k8s_openapi::api::core::v1::Pod;
-use podwright_api::field_error::go_quote;
+use podwright_api::go;
 use podwright_api::quantity::{self, Quantity};
 use podwright_planner::Eviction;
 use podwright_runtime::Clock;
@@ -73,7 +73,7 @@ fn is_critical(pod: &Pod) -> bool {
 /// `Usage of EmptyDir volume "cache" exceeds the limit "1Mi". ` (the trailing space is the
 /// kubelet's).
 fn message(limit: &Limit) -> String {
-    format!("Usage of EmptyDir volume {} exceeds the limit {}. ", go_quote(&limit.volume), go_quote(&limit.shown))
+    format!("Usage of EmptyDir volume {} exceeds the limit {}. ", go::quote(&limit.volume), go::quote(&limit.shown))
 }
 
 /// The eviction the volumes' usage calls for now, if any: for the first volume (in spec order)

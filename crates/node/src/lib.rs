@@ -12,7 +12,6 @@ pub mod downward;
 pub mod events;
 pub mod eviction;
 pub mod executor;
-pub mod go_duration;
 pub mod image_gc;
 pub mod image_pulls;
 mod instrumented;

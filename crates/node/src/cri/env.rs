@@ -5,8 +5,8 @@
 use crate::downward::{NodeFacts, field_value, resource_value};
 use crate::objects::{FixedObjects, Objects};
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
-use podwright_api::field_error::go_quote;
 use podwright_api::formats::is_env_var_name;
+use podwright_api::go;
 use std::collections::BTreeMap;
 
 /// Expands `$(VAR)` references from `env`; `$$` escapes; unknown references stay as written.
@@ -133,7 +133,7 @@ impl Kind {
             Kind::ConfigMap => "configmap",
             Kind::Secret => "secret",
         };
-        format!("{resource} {} not found", go_quote(name))
+        format!("{resource} {} not found", go::quote(name))
     }
 }
 

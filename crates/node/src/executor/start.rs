@@ -422,7 +422,7 @@ impl Engine {
                 Err(e) => errors.push(e.to_string()),
             }
         }
-        Err(credentials::aggregate(errors))
+        Err(podwright_api::go::aggregate(errors))
     }
 
     /// A pull that failed with `error`: the kubelet's events and `ErrImagePull`.
