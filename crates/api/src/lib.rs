@@ -18,11 +18,13 @@
 //! * [`sysctl`] — sysctl names and the kernel namespaces that isolate them;
 //! * [`runtime_class_admission`] — the RuntimeClass admission plugin: unknown classes refused,
 //!   the class's overhead set on the pod;
+//! * [`expansion`] — `$(VAR)` references in commands, env values and `subPathExpr`;
 //! * [`go`] — Go's quoting, duration text and aggregate error message, as Kubernetes prints them;
 //! * [`load()`] — all of the above for a manifest file, pods and the objects beside them.
 
 pub mod container_kind;
 pub mod defaults;
+pub mod expansion;
 pub mod field_error;
 pub mod formats;
 pub mod go;

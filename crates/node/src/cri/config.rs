@@ -1,12 +1,13 @@
 //! Builds the CRI sandbox and container configs for a pod, as the kubelet's
 //! `generatePodSandboxConfig` / `generateContainerConfig` do for what podwright supports.
 
-use crate::cri::env::{Env, EnvSources, container_env, expand};
+use crate::cri::env::{Env, EnvSources, container_env};
 use crate::cri::{hosts, labels, ports, security};
 use crate::layout;
 use crate::volumes::mounts;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
+use podwright_api::expansion::expand;
 use podwright_api::quantity::Quantity;
 use podwright_planner::pod::SpecContainer;
 use podwright_runtime::ImageUser;
