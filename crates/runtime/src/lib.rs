@@ -1,6 +1,7 @@
 //! The container runtime as podwright sees it: the CRI proposal's imperative, container-level
 //! interface (`RuntimeService` + `ImageService`), a CRI v1 client over a unix socket, the
-//! exit-event stream, a clock, and a scriptable `FakeRuntime` for tests.
+//! exit-event stream, the line format of the container log files, a clock, and a scriptable
+//! `FakeRuntime` for tests.
 //!
 //! Configs and statuses are CRI v1's own message types (`k8s_cri::v1`), so the fake and the real
 //! runtime are driven by exactly what containerd would receive.
@@ -8,6 +9,7 @@
 pub mod clock;
 pub mod cri;
 pub mod cri_events;
+pub mod cri_log;
 pub mod error;
 pub mod events;
 pub mod fake;
