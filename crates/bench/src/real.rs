@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use podwright_containerd::EmbeddedRuntime;
 use podwright_node::cri::config as cri_config;
 use podwright_node::cri::env::EnvSources;
-use podwright_node::cri::hosts;
+use podwright_node::cri::{hosts, labels};
 use podwright_node::{Node, PodUpdate, PodWorkers, StatusStream, layout, volumes};
 use podwright_planner::pod::all_containers;
 use podwright_runtime::cri_api::ContainerState;
@@ -233,7 +233,7 @@ impl Bench {
         let _ = tokio::time::timeout(RUN_LIMIT, self.workers.wait_finished()).await;
         while statuses.try_recv().is_ok() {}
         let rt: &dyn Runtime = self.counted.as_ref();
-        let listed = rt.list_containers(&cri_config::pod_selector(&uid)).await.unwrap_or_default();
+        let listed = rt.list_containers(&labels::pod_selector(&uid)).await.unwrap_or_default();
         let (mut exits, mut events) = ([None; 3], [None; 3]);
         for c in &listed {
             let name = c.metadata.as_ref().map_or("", |m| m.name.as_str());

@@ -27,16 +27,6 @@ fn meta(pod: &Pod) -> (&str, &str, &str) {
     )
 }
 
-/// The labels that select everything of one pod in the runtime.
-pub fn pod_selector(uid: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([(labels::POD_UID.to_string(), uid.to_string())])
-}
-
-/// The labels that select everything podwright made in the runtime.
-pub fn managed_selector() -> BTreeMap<String, String> {
-    BTreeMap::from([(labels::MANAGED.to_string(), "true".to_string())])
-}
-
 fn pod_labels(pod: &Pod, root: &Path) -> HashMap<String, String> {
     let (name, ns, uid) = meta(pod);
     let mut l: HashMap<String, String> = pod.metadata.labels.clone().unwrap_or_default().into_iter().collect();

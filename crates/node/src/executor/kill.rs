@@ -2,7 +2,7 @@
 //! (`preStop` hooks, sidecars in reverse order, the grace period), and removing a finished pod.
 
 use super::PodSync;
-use crate::cri::config as cri_config;
+use crate::cri::labels;
 use crate::events::EventType;
 use crate::node::Engine;
 use crate::probes::hooks::{self, Hook};
@@ -113,7 +113,7 @@ impl Engine {
         });
         let mut stopped = futures_util::future::join_all(kills).await.into_iter().all(|s| s);
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        match self.runtime.list_pod_sandbox_states(&cri_config::pod_selector(uid)).await {
+        match self.runtime.list_pod_sandbox_states(&labels::pod_selector(uid)).await {
             Ok(sandboxes) => {
                 for s in sandboxes {
                     if let Err(e) = self.runtime.stop_pod_sandbox(&s.id).await {
