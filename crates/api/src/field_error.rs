@@ -3,6 +3,7 @@
 //! the way the API server renders it, plus kubectl's "The <Kind> ... is invalid"
 //! wrapper.
 
+use crate::go;
 use std::fmt;
 
 /// The class of a field error. `Display` gives the word the API server prints.
@@ -124,7 +125,7 @@ impl FieldError {
         let detail = if supported.is_empty() {
             String::new()
         } else {
-            let quoted: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
+            let quoted: Vec<String> = supported.iter().map(|s| go::quote(s)).collect();
             format!("supported values: {}", quoted.join(", "))
         };
         Self::new(path, ErrorKind::NotSupported, Some(value.render()), detail)
@@ -174,17 +175,17 @@ pub trait BadValue {
 
 impl BadValue for &str {
     fn render(&self) -> String {
-        go_quote(self)
+        go::quote(self)
     }
 }
 impl BadValue for String {
     fn render(&self) -> String {
-        go_quote(self)
+        go::quote(self)
     }
 }
 impl BadValue for &String {
     fn render(&self) -> String {
-        go_quote(self)
+        go::quote(self)
     }
 }
 macro_rules! bare_bad_value {
@@ -205,50 +206,6 @@ impl BadValue for Raw {
     fn render(&self) -> String {
         self.0.clone()
     }
-}
-
-/// Quote a string the way Go's `strconv.Quote` (and so `%q`) does.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if is_go_printable(c) => out.push(c),
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Approximation of Go's `strconv.IsPrint` for non-ASCII characters: control
-/// characters, the non-ASCII spaces and format characters are not printable.
-fn is_go_printable(c: char) -> bool {
-    if c.is_ascii() {
-        return !c.is_ascii_control();
-    }
-    if c.is_control() || c.is_whitespace() {
-        return false;
-    }
-    // Unicode format characters (Cf) that Go treats as non-printable.
-    !matches!(
-        c,
-        '\u{ad}' | '\u{600}'..='\u{605}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-            | '\u{2060}'..='\u{2064}' | '\u{feff}'
-    )
 }
 
 /// Builds field paths the way apimachinery's `field.Path` does:
@@ -330,7 +287,7 @@ impl InvalidObject {
     /// as seen in events and API responses rather than in kubectl output.
     pub fn api_message(&self) -> String {
         let msgs: Vec<String> = self.errors.iter().map(|e| e.to_string()).collect();
-        let (kind, name) = (self.kind, go_quote(&self.name));
+        let (kind, name) = (self.kind, go::quote(&self.name));
         match msgs.len() {
             0 => format!("{kind} {name} is invalid"),
             1 => format!("{kind} {name} is invalid: {}", msgs[0]),
@@ -341,7 +298,7 @@ impl InvalidObject {
 
 impl fmt::Display for InvalidObject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "The {} {} is invalid", self.kind, go_quote(&self.name))?;
+        write!(f, "The {} {} is invalid", self.kind, go::quote(&self.name))?;
         match self.errors.as_slice() {
             [] => Ok(()),
             [only] => write!(f, ": {only}"),
@@ -400,25 +357,6 @@ mod tests {
         ];
         for (err, want) in cases {
             assert_eq!(err.to_string(), want);
-        }
-    }
-
-    #[test]
-    fn go_quote_matches_strconv_quote() {
-        let cases = [
-            ("plain", "\"plain\""),
-            ("a\"b", "\"a\\\"b\""),
-            ("back\\slash", "\"back\\\\slash\""),
-            ("tab\there", "\"tab\\there\""),
-            ("nl\n", "\"nl\\n\""),
-            ("\u{1}", "\"\\x01\""),
-            ("\u{7f}", "\"\\x7f\""),
-            ("héllo", "\"héllo\""),
-            ("\u{a0}", "\"\\u00a0\""),
-            ("", "\"\""),
-        ];
-        for (input, want) in cases {
-            assert_eq!(go_quote(input), want, "input {input:?}");
         }
     }
 

@@ -14,7 +14,8 @@
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 
-use crate::field_error::{ErrorKind, FieldError, FieldPath, go_quote};
+use crate::field_error::{ErrorKind, FieldError, FieldPath};
+use crate::go;
 
 /// The detail of every refusal.
 pub const NOT_SUPPORTED: &str = "not supported by podwright yet";
@@ -453,7 +454,7 @@ fn check_field(support: Support, value: &Value, path: &FieldPath, errs: &mut Vec
             let supported: Vec<String> = allowed
                 .iter()
                 .filter_map(|a| match a {
-                    Str(s) => Some(go_quote(s)),
+                    Str(s) => Some(go::quote(s)),
                     Unset | Bool(_) => None,
                 })
                 .collect();
@@ -479,7 +480,7 @@ fn check_field(support: Support, value: &Value, path: &FieldPath, errs: &mut Vec
 /// make the line unreadable, and the path already names it).
 fn refusal(path: FieldPath, value: &Value, detail: String) -> FieldError {
     let shown = match value {
-        Value::String(s) => Some(go_quote(s)),
+        Value::String(s) => Some(go::quote(s)),
         Value::Number(n) => Some(n.to_string()),
         Value::Bool(b) => Some(b.to_string()),
         Value::Null | Value::Array(_) | Value::Object(_) => None,

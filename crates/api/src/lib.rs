@@ -2,6 +2,7 @@
 //! RuntimeClasses beside them) for the podwright node agent, handled the way the API server
 //! and kubectl handle them.
 //!
+//! * [`annotations`] — the `kubernetes.io/config.*` keys of static and mirror pods;
 //! * [`manifest`] — strict YAML/JSON parsing (unknown fields, wrong types and
 //!   syntax errors name the file, line and field path);
 //! * [`init_container_annotations`] — the pre-1.6 `pod.beta/alpha.kubernetes.io/init-containers`
@@ -18,12 +19,17 @@
 //! * [`sysctl`] — sysctl names and the kernel namespaces that isolate them;
 //! * [`runtime_class_admission`] — the RuntimeClass admission plugin: unknown classes refused,
 //!   the class's overhead set on the pod;
+//! * [`expansion`] — `$(VAR)` references in commands, env values and `subPathExpr`;
+//! * [`go`] — Go's quoting, duration text and aggregate error message, as Kubernetes prints them;
 //! * [`load()`] — all of the above for a manifest file, pods and the objects beside them.
 
+pub mod annotations;
 pub mod container_kind;
 pub mod defaults;
+pub mod expansion;
 pub mod field_error;
 pub mod formats;
+pub mod go;
 pub mod honoured_fields;
 pub mod hook;
 pub mod image_ref;

@@ -4,7 +4,8 @@
 //! and `serve` on create, so the effective pod resources (`PodRequests`/`PodLimits` add
 //! `spec.overhead`) and the pod-level cgroup include the overhead.
 
-use crate::field_error::{FieldError, go_quote};
+use crate::field_error::FieldError;
+use crate::go;
 use crate::quantity::Quantity;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::node::v1::RuntimeClass;
@@ -14,7 +15,7 @@ use std::collections::BTreeMap;
 /// Why the plugin refuses a pod; the API server answers 403 Forbidden with this message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RuntimeClassRefusal {
-    #[error("pod rejected: RuntimeClass {} not found", go_quote(.0))]
+    #[error("pod rejected: RuntimeClass {} not found", go::quote(.0))]
     NotFound(String),
     #[error("pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead")]
     OverheadMismatch,

@@ -4,7 +4,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use crate::alloc;
-use crate::counted::Counted;
+use crate::counted::{Counted, Counter};
 use crate::measure::{self, cpu_time};
 use crate::pod;
 use k8s_openapi::api::core::v1::Pod;
@@ -177,7 +177,7 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
     let _root_guard = TempRoot(root.clone());
 
     let fake = new_fake();
-    let counted = Arc::new(Counted::new(fake.clone(), false));
+    let counted = Arc::new(Counted::new(fake.clone(), Counter::new(false)));
     let runtime: Arc<dyn Runtime> = counted.clone();
     let event_log = Arc::new(EventLog::default());
     let workers = Node::new(runtime, &root).clock(fake.clock()).events(event_log.clone()).build();
@@ -237,8 +237,8 @@ pub async fn run(args: &FakeArgs) -> Result<FakeReport, String> {
         run,
         remove,
         cpu,
-        actions: counted.actions(),
-        reads: counted.reads(),
+        actions: counted.hook().actions(),
+        reads: counted.hook().reads(),
         rss_before_kib,
         rss_peak_kib,
         peak_reset,

@@ -10,7 +10,7 @@
 // A benchmark measures real time on purpose.
 #![allow(clippy::disallowed_methods)]
 
-use crate::counted::Counted;
+use crate::counted::{Counted, Counter};
 use crate::measure::Summary;
 use crate::real::{DEFAULT_ROOT, connect};
 use jiff::Timestamp;
@@ -139,7 +139,7 @@ pub async fn run(args: &PullsArgs) -> Result<PullsReport, String> {
     // Started here, on the thread that lives as long as the benchmark: the registry dies with it.
     let registry = Registry::start("podwright-bench", None)?;
     let images = push_images(&registry, args.pods, args.layer_kib)?;
-    let counted = Arc::new(Counted::new(cri.clone(), true));
+    let counted = Arc::new(Counted::new(cri.clone(), Counter::new(true)));
     let events = Arc::new(PullEvents::default());
     let pods = images.iter().enumerate().map(|(i, image)| (format!("pull-{i}"), image.clone())).collect();
     let bench = Bench { cri, counted, events, pods };
@@ -250,7 +250,7 @@ impl Bench {
             .iter()
             .map(|(name, image)| crate::pod::pull_template(image).map(|t| crate::pod::instance(&t, name)))
             .collect::<Result<_, _>>()?;
-        self.counted.take_timeline();
+        self.counted.hook().take_timeline();
         self.events.take();
         let t0 = Instant::now();
         let started = async {
@@ -278,7 +278,7 @@ impl Bench {
         let outcome = tokio::time::timeout(POD_LIMIT, started)
             .await
             .unwrap_or_else(|_| Err(format!("the pods were not all Running within {POD_LIMIT:?}")));
-        let spans = self.counted.take_timeline();
+        let spans = self.counted.hook().take_timeline();
         let events = self.events.take();
 
         // Not timed: the pods go at once, whatever happened.

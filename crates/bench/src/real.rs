@@ -5,7 +5,7 @@
 // A benchmark measures real time on purpose.
 #![allow(clippy::disallowed_methods)]
 
-use crate::counted::{Counted, Span};
+use crate::counted::{Counted, Counter, Span};
 use crate::measure::{self, Summary};
 use crate::pod;
 use jiff::Timestamp;
@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use podwright_containerd::EmbeddedRuntime;
 use podwright_node::cri::config as cri_config;
 use podwright_node::cri::env::EnvSources;
-use podwright_node::cri::hosts;
+use podwright_node::cri::{hosts, labels};
 use podwright_node::{Node, PodUpdate, PodWorkers, StatusStream, layout, volumes};
 use podwright_planner::pod::all_containers;
 use podwright_runtime::cri_api::ContainerState;
@@ -109,7 +109,7 @@ pub async fn connect(endpoint: Option<&str>, root: &Path) -> Result<(CriRuntime,
 
 pub async fn run(args: &RealArgs) -> Result<RealReport, String> {
     let (cri, version) = connect(args.endpoint.as_deref(), &args.root_dir).await?;
-    let counted = Arc::new(Counted::new(Arc::new(cri), true));
+    let counted = Arc::new(Counted::new(Arc::new(cri), Counter::new(true)));
     let runtime: Arc<dyn Runtime> = counted.clone();
 
     let events: EventTimes = Arc::default();
@@ -170,7 +170,7 @@ impl Bench {
     /// Moves the timeline to ms since `t0` and drops what came before it.
     fn spans_since(&self, t0: Instant) -> Vec<(&'static str, f64, f64)> {
         let ms = |i: Instant| i.saturating_duration_since(t0).as_secs_f64() * 1e3;
-        let spans: Vec<Span> = self.counted.take_timeline();
+        let spans: Vec<Span> = self.counted.hook().take_timeline();
         spans.into_iter().filter(|s| s.start >= t0).map(|s| (s.op, ms(s.start), ms(s.end))).collect()
     }
 
@@ -178,12 +178,12 @@ impl Bench {
     async fn floor(&self, name: &str) -> Result<Trace, String> {
         let rt: &dyn Runtime = self.counted.as_ref();
         let mut floor = FloorPod::new(pod::instance(&self.template, name), &self.root)?;
-        self.counted.take_timeline();
-        let reads0 = self.counted.reads();
+        self.counted.hook().take_timeline();
+        let reads0 = self.counted.hook().reads();
         let (wall0, t0) = (Timestamp::now(), Instant::now());
         let result = floor.run(rt, true).await;
         let total = t0.elapsed().as_secs_f64() * 1e3;
-        let reads = self.counted.reads() - reads0;
+        let reads = self.counted.hook().reads() - reads0;
         let spans = self.spans_since(t0);
 
         let mut exits = [None; 3];
@@ -202,9 +202,9 @@ impl Bench {
         let pod = pod::instance(&self.template, name);
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let mut statuses = self.statuses.lock().await;
-        self.counted.take_timeline();
+        self.counted.hook().take_timeline();
         self.events.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        let reads0 = self.counted.reads();
+        let reads0 = self.counted.hook().reads();
         let (wall0, t0) = (Timestamp::now(), Instant::now());
 
         self.workers.update(pod).map_err(|e| e.to_string())?;
@@ -222,7 +222,7 @@ impl Bench {
         })
         .await
         .unwrap_or_else(|_| Err(format!("the pod did not succeed within {RUN_LIMIT:?}")));
-        let reads = self.counted.reads() - reads0;
+        let reads = self.counted.hook().reads() - reads0;
         let spans = self.spans_since(t0);
         let delivered: Vec<(Instant, String)> = self.events.lock().unwrap_or_else(|e| e.into_inner()).clone();
 
@@ -233,7 +233,7 @@ impl Bench {
         let _ = tokio::time::timeout(RUN_LIMIT, self.workers.wait_finished()).await;
         while statuses.try_recv().is_ok() {}
         let rt: &dyn Runtime = self.counted.as_ref();
-        let listed = rt.list_containers(&cri_config::pod_selector(&uid)).await.unwrap_or_default();
+        let listed = rt.list_containers(&labels::pod_selector(&uid)).await.unwrap_or_default();
         let (mut exits, mut events) = ([None; 3], [None; 3]);
         for c in &listed {
             let name = c.metadata.as_ref().map_or("", |m| m.name.as_str());
@@ -246,7 +246,7 @@ impl Bench {
             }
         }
         self.workers.remove(&uid).await;
-        self.counted.take_timeline();
+        self.counted.hook().take_timeline();
         let total = outcome?.as_secs_f64() * 1e3;
         Ok(Trace { total, spans, exits, events, reads })
     }

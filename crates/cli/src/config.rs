@@ -109,7 +109,7 @@ impl ServeConfig {
     /// `fileCheckFrequency` (`20s`, `1m30s`), 20 s unless given.
     pub(crate) fn file_check_frequency(&self) -> Result<Duration, String> {
         let Some(given) = &self.file_check_frequency else { return Ok(DEFAULT_CHECK_FREQUENCY) };
-        podwright_node::go_duration::parse_go_duration(given)
+        podwright_api::go::parse_duration(given)
             .ok()
             .and_then(|d| Duration::try_from(d).ok())
             .filter(|d| !d.is_zero())

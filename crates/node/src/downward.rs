@@ -3,7 +3,7 @@
 //! `fieldpath.ExtractFieldPathAsString` and `ExtractContainerResourceValue` give them.
 
 use k8s_openapi::api::core::v1::{Container, Pod, ResourceFieldSelector};
-use podwright_api::field_error::go_quote;
+use podwright_api::go;
 use podwright_api::quantity::Quantity;
 use std::collections::BTreeMap;
 
@@ -66,7 +66,7 @@ pub fn host_ip() -> Option<String> {
 /// A label or annotation map as a downward API file holds it: `key="value"` lines, sorted by
 /// key, values quoted as Go's `%q` does (`fieldpath.FormatMap`).
 pub fn format_map(m: Option<&BTreeMap<String, String>>) -> String {
-    m.into_iter().flatten().map(|(k, v)| format!("{k}={}", go_quote(v))).collect::<Vec<_>>().join("\n")
+    m.into_iter().flatten().map(|(k, v)| format!("{k}={}", go::quote(v))).collect::<Vec<_>>().join("\n")
 }
 
 /// `metadata.labels['key']` → ("labels", "key").

@@ -12,10 +12,10 @@
 //! large as the limit, so writes past it fail instead.
 
 use crate::layout;
-use crate::static_pods::{CONFIG_MIRROR, CONFIG_SOURCE};
 use crate::volumes::usage;
 use k8s_openapi::api::core::v1::Pod;
-use podwright_api::field_error::go_quote;
+use podwright_api::annotations::{API_SOURCE, CONFIG_MIRROR, CONFIG_SOURCE};
+use podwright_api::go;
 use podwright_api::quantity::{self, Quantity};
 use podwright_planner::Eviction;
 use podwright_runtime::Clock;
@@ -65,7 +65,7 @@ fn is_critical(pod: &Pod) -> bool {
     let annotations = pod.metadata.annotations.as_ref();
     let source = annotations.and_then(|a| a.get(CONFIG_SOURCE));
     let static_or_mirror =
-        source.is_some_and(|s| s != "api") || annotations.is_some_and(|a| a.contains_key(CONFIG_MIRROR));
+        source.is_some_and(|s| s != API_SOURCE) || annotations.is_some_and(|a| a.contains_key(CONFIG_MIRROR));
     let priority = pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
     static_or_mirror || priority >= SYSTEM_CRITICAL_PRIORITY
 }
@@ -73,7 +73,7 @@ fn is_critical(pod: &Pod) -> bool {
 /// `Usage of EmptyDir volume "cache" exceeds the limit "1Mi". ` (the trailing space is the
 /// kubelet's).
 fn message(limit: &Limit) -> String {
-    format!("Usage of EmptyDir volume {} exceeds the limit {}. ", go_quote(&limit.volume), go_quote(&limit.shown))
+    format!("Usage of EmptyDir volume {} exceeds the limit {}. ", go::quote(&limit.volume), go::quote(&limit.shown))
 }
 
 /// The eviction the volumes' usage calls for now, if any: for the first volume (in spec order)

@@ -42,7 +42,6 @@ pub mod downward;
 pub mod events;
 pub(crate) mod eviction;
 pub(crate) mod executor;
-pub mod go_duration;
 pub(crate) mod images;
 pub mod layout;
 pub mod log_rotation;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cri::config as cri_config;
+use crate::cri::labels;
 
 /// How often running containers' logs are checked (the kubelet's monitor period).
 const MONITOR_PERIOD: Duration = Duration::from_secs(10);
@@ -76,7 +76,7 @@ pub async fn rotate_one(runtime: &dyn Runtime, id: &str, path: &Path, policy: Lo
 
 /// Checks every running podwright container's log, every monitor period, for ever.
 pub async fn rotate_logs(runtime: Arc<dyn Runtime>, clock: podwright_runtime::Clock, policy: LogPolicy) {
-    let managed = cri_config::managed_selector();
+    let managed = labels::managed_selector();
     loop {
         tokio::time::sleep(MONITOR_PERIOD).await;
         let Ok(containers) = runtime.list_containers(&managed).await else { continue };

@@ -2,6 +2,7 @@
 //! container's name, for `podwright run`; exec hooks' output, which no log file holds, comes
 //! the same way once each hook ends.
 
+use podwright_runtime::cri_log;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -36,13 +37,6 @@ impl From<LogTarget> for Output {
 /// How often a follower looks for more output once it has read everything: output is for a
 /// person watching, so a few tens of milliseconds is as good as instant.
 const FOLLOW_INTERVAL: Duration = Duration::from_millis(50);
-
-/// The message part of a CRI log line (`<time> <stream> <P|F> <message>`).
-pub fn message(line: &str) -> &str {
-    let mut parts = line.splitn(4, ' ');
-    let (_, _, _, msg) = (parts.next(), parts.next(), parts.next(), parts.next());
-    msg.unwrap_or(line)
-}
 
 /// Follows every announced log file until `stop` turns true, then reads what is left and
 /// returns.
@@ -85,7 +79,7 @@ async fn follow(t: LogTarget, stop: watch::Receiver<bool>) {
                         break;
                     }
                     Ok(_) => {
-                        let msg = message(line.trim_end_matches('\n'));
+                        let msg = cri_log::message(line.trim_end_matches('\n'));
                         let _ = writeln!(std::io::stderr(), "[{}] {}", t.container, msg);
                     }
                 }
@@ -95,14 +89,5 @@ async fn follow(t: LogTarget, stop: watch::Receiver<bool>) {
             return;
         }
         tokio::time::sleep(FOLLOW_INTERVAL).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn strips_the_cri_prefix() {
-        assert_eq!(super::message("2024-01-01T00:00:00.1Z stdout F hello world"), "hello world");
-        assert_eq!(super::message("garbage"), "garbage");
     }
 }

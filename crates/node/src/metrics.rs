@@ -11,7 +11,7 @@ mod instrumented;
 
 use instrumented::Instrumented;
 use podwright_planner::{ContainerKind, RunState, StartFailureReason};
-use podwright_runtime::{Clock, Runtime};
+use podwright_runtime::{Clock, Decorated, Runtime, RuntimeOperation};
 use std::fmt::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
@@ -70,91 +70,6 @@ impl PassKind {
             PassKind::Update => "update",
             PassKind::Kill => "kill",
             PassKind::Sync => "sync",
-        }
-    }
-}
-
-/// One call of the runtime's, by the kubelet's `operation_type` name (its instrumented CRI
-/// services). Declared in the order the series are written (by label).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RuntimeOperation {
-    Attach,
-    ContainerStatus,
-    CreateContainer,
-    Exec,
-    ExecSync,
-    ImageFsInfo,
-    ImageStatus,
-    ListContainerStats,
-    ListContainers,
-    ListImages,
-    ListPodSandbox,
-    PodSandboxStatus,
-    PortForward,
-    PullImage,
-    RemoveContainer,
-    RemoveImage,
-    RemovePodSandbox,
-    ReopenContainerLog,
-    RunPodSandbox,
-    StartContainer,
-    StopContainer,
-    StopPodSandbox,
-    Version,
-}
-
-impl RuntimeOperation {
-    const ALL: [RuntimeOperation; 23] = [
-        RuntimeOperation::Attach,
-        RuntimeOperation::ContainerStatus,
-        RuntimeOperation::CreateContainer,
-        RuntimeOperation::Exec,
-        RuntimeOperation::ExecSync,
-        RuntimeOperation::ImageFsInfo,
-        RuntimeOperation::ImageStatus,
-        RuntimeOperation::ListContainerStats,
-        RuntimeOperation::ListContainers,
-        RuntimeOperation::ListImages,
-        RuntimeOperation::ListPodSandbox,
-        RuntimeOperation::PodSandboxStatus,
-        RuntimeOperation::PortForward,
-        RuntimeOperation::PullImage,
-        RuntimeOperation::RemoveContainer,
-        RuntimeOperation::RemoveImage,
-        RuntimeOperation::RemovePodSandbox,
-        RuntimeOperation::ReopenContainerLog,
-        RuntimeOperation::RunPodSandbox,
-        RuntimeOperation::StartContainer,
-        RuntimeOperation::StopContainer,
-        RuntimeOperation::StopPodSandbox,
-        RuntimeOperation::Version,
-    ];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            RuntimeOperation::Attach => "attach",
-            RuntimeOperation::ContainerStatus => "container_status",
-            RuntimeOperation::CreateContainer => "create_container",
-            RuntimeOperation::Exec => "exec",
-            RuntimeOperation::ExecSync => "exec_sync",
-            RuntimeOperation::ImageFsInfo => "image_fs_info",
-            RuntimeOperation::ImageStatus => "image_status",
-            RuntimeOperation::ListContainerStats => "list_container_stats",
-            RuntimeOperation::ListContainers => "list_containers",
-            RuntimeOperation::ListImages => "list_images",
-            RuntimeOperation::ListPodSandbox => "list_podsandbox",
-            RuntimeOperation::PodSandboxStatus => "podsandbox_status",
-            RuntimeOperation::PortForward => "port_forward",
-            RuntimeOperation::PullImage => "pull_image",
-            RuntimeOperation::RemoveContainer => "remove_container",
-            RuntimeOperation::RemoveImage => "remove_image",
-            RuntimeOperation::RemovePodSandbox => "remove_podsandbox",
-            RuntimeOperation::ReopenContainerLog => "reopen_container_log",
-            RuntimeOperation::RunPodSandbox => "run_podsandbox",
-            RuntimeOperation::StartContainer => "start_container",
-            RuntimeOperation::StopContainer => "stop_container",
-            RuntimeOperation::StopPodSandbox => "stop_podsandbox",
-            RuntimeOperation::Version => "version",
         }
     }
 }
@@ -294,7 +209,7 @@ impl Metrics {
     /// it calls itself (the API's exec, attach and port-forward, log rotation) with the node's
     /// metrics (see [`crate::Node::metrics`]).
     pub fn instrument(self: &Arc<Self>, runtime: Arc<dyn Runtime>, clock: Clock) -> Arc<dyn Runtime> {
-        Arc::new(Instrumented::new(runtime, self.clone(), clock))
+        Arc::new(Decorated::new(runtime, Instrumented::new(self.clone(), clock)))
     }
 
     /// One pass of a pod worker: observe, plan, act.

@@ -3,7 +3,9 @@
 //! `<root>/kubepods/pod<uid>` for a Guaranteed pod, `<root>/kubepods/burstable/pod<uid>` and
 //! `<root>/kubepods/besteffort/pod<uid>` for the others, sized from the pod's effective requests
 //! and limits (`spec.overhead` included), made before the sandbox, which gets it as its
-//! `cgroup_parent` so that containerd puts the sandbox and every container under it.
+//! `cgroup_parent` so that containerd puts the sandbox and every container under it. The CPU
+//! arithmetic (`MilliCPUToShares`, `milliCPUToQuota`) is here, and the containers' CRI resources
+//! use it too.
 //!
 //! `<root>` is `podwright_<root directory>` (each `/` as `_`), not the kubelet's `/`: several
 //! podwrights (tests run many, each with its own root directory and containerd) share the host's
@@ -15,7 +17,6 @@
 //! at the mount): the controllers are enabled down the path, with `cpu.weight`, `cpu.max` and
 //! `memory.max`.
 
-use crate::cri::config::{CPU_PERIOD, milli_cpu_to_quota, milli_cpu_to_shares};
 use k8s_openapi::api::core::v1::Pod;
 use podwright_planner::qos::qos_class;
 use podwright_planner::resources::{pod_limits_declared, pod_requests};
@@ -26,8 +27,28 @@ use std::path::{Path, PathBuf};
 /// Where the host mounts its cgroups.
 pub const CGROUP_MOUNT: &str = "/sys/fs/cgroup";
 
-/// The shares of a pod without CPU requests, and of the `besteffort` level.
-const MIN_SHARES: i64 = 2;
+/// CFS period of the kubelet's `--cpu-cfs-quota-period`, in microseconds.
+pub(crate) const CPU_PERIOD: i64 = 100_000;
+/// The least CFS quota the kernel takes, in microseconds.
+const MIN_CPU_QUOTA: i64 = 1_000;
+/// The least and most cpu shares cgroups take; the least is also what a pod without CPU
+/// requests, and the `besteffort` level, get.
+const MIN_CPU_SHARES: i64 = 2;
+const MAX_CPU_SHARES: i64 = 262_144;
+
+/// `MilliCPUToShares`: 1024 shares a core.
+pub(crate) fn milli_cpu_to_shares(milli: i128) -> i64 {
+    let shares = milli.saturating_mul(1024) / 1000;
+    i64::try_from(shares).unwrap_or(MAX_CPU_SHARES).clamp(MIN_CPU_SHARES, MAX_CPU_SHARES)
+}
+
+/// `milliCPUToQuota`: no limit is no quota (0); a limit is at least the kernel's least quota.
+pub(crate) fn milli_cpu_to_quota(milli: i128) -> i64 {
+    if milli <= 0 {
+        return 0;
+    }
+    i64::try_from(milli.saturating_mul(i128::from(CPU_PERIOD)) / 1000).unwrap_or(i64::MAX).max(MIN_CPU_QUOTA)
+}
 
 /// The pod cgroup's settings (`ResourceConfig`); `None` leaves the kernel's default (no limit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +65,7 @@ pub struct ResourceConfig {
 /// (which a Guaranteed pod always has); a BestEffort pod gets the least shares and nothing else.
 pub fn resource_config(pod: &Pod) -> ResourceConfig {
     if qos_class(pod) == "BestEffort" {
-        return ResourceConfig { cpu_shares: MIN_SHARES, cpu_quota: None, memory_limit: None };
+        return ResourceConfig { cpu_shares: MIN_CPU_SHARES, cpu_quota: None, memory_limit: None };
     }
     let requests = pod_requests(pod);
     let (limits, declared) = pod_limits_declared(pod);
@@ -172,7 +193,7 @@ impl PodCgroups {
                 }
                 let besteffort = self.kubepods.join("besteffort");
                 for dir in dirs.iter().filter(|d| is_controller(d, "cpu")) {
-                    write(&dir.join(&besteffort), "cpu.shares", MIN_SHARES)?;
+                    write(&dir.join(&besteffort), "cpu.shares", MIN_CPU_SHARES)?;
                     let pod_dir = dir.join(&relative);
                     write(&pod_dir, "cpu.shares", config.cpu_shares)?;
                     if let Some((quota, period)) = config.cpu_quota {
@@ -190,7 +211,7 @@ impl PodCgroups {
                 for path in paths {
                     make_path_v2(&self.mount, &path)?;
                 }
-                write(&self.mount.join(self.kubepods.join("besteffort")), "cpu.weight", cpu_weight(MIN_SHARES))?;
+                write(&self.mount.join(self.kubepods.join("besteffort")), "cpu.weight", cpu_weight(MIN_CPU_SHARES))?;
                 let pod_dir = self.mount.join(&relative);
                 write(&pod_dir, "cpu.weight", cpu_weight(config.cpu_shares))?;
                 if let Some((quota, period)) = config.cpu_quota {

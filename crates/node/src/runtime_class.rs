@@ -4,13 +4,13 @@
 
 use crate::objects::Objects;
 use k8s_openapi::api::core::v1::Pod;
-use podwright_api::field_error::go_quote;
+use podwright_api::go;
 use podwright_runtime::RuntimeError;
 
 /// The pod names a RuntimeClass that does not exist. Worded as the API's NotFound error the
 /// kubelet's lister returns, which ends up in the `FailedCreatePodSandBox` event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("runtimeclasses.node.k8s.io {} not found", go_quote(.0))]
+#[error("runtimeclasses.node.k8s.io {} not found", go::quote(.0))]
 pub struct NotFound(pub String);
 
 fn class_name(pod: &Pod) -> Option<&str> {

@@ -49,7 +49,7 @@ fn log_tail(path: &Path) -> Option<String> {
     f.seek(SeekFrom::Start(start)).ok()?;
     let mut text = String::new();
     f.read_to_string(&mut text).ok()?;
-    let lines: Vec<&str> = text.lines().skip(usize::from(start > 0)).map(crate::logs::message).collect();
+    let lines: Vec<&str> = text.lines().skip(usize::from(start > 0)).map(podwright_runtime::cri_log::message).collect();
     let tail = lines[lines.len().saturating_sub(MAX_LOG_LINES)..].join("\n");
     let cut = tail.len().saturating_sub(MAX_LOG_BYTES);
     let tail = tail[tail.char_indices().map(|(i, _)| i).find(|i| *i >= cut).unwrap_or(tail.len())..].to_string();

@@ -50,7 +50,6 @@ const LAYERS: Layers = &[
             "objects",
             "downward",
             "logs",
-            "go_duration",
         ],
     ),
 ];

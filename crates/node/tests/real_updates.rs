@@ -5,7 +5,7 @@
 mod common;
 use common::with_image;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
-use podwright_node::cri::config::pod_selector;
+use podwright_node::cri::labels::pod_selector;
 use podwright_node::{EventLog, Node, PodUpdate, PodWorkers, StatusStream};
 use podwright_runtime::{CriRuntime, RuntimeService};
 use std::future::Future;

@@ -62,25 +62,6 @@ impl Backoff {
     }
 }
 
-/// Go's `time.Duration` text, cut to milliseconds, as the kubelet prints durations in messages:
-/// `177ms`, `10s`, `1.5s`, `1m20s`, `5m0s`, `1h0m0s`.
-pub fn go_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms == 0 {
-        return "0s".into();
-    }
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    let (h, m, s, frac) = (ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000);
-    let secs = if frac == 0 { s.to_string() } else { format!("{s}.{frac:03}").trim_end_matches('0').to_string() };
-    match (h, m) {
-        (0, 0) => format!("{secs}s"),
-        (0, _) => format!("{m}m{secs}s"),
-        _ => format!("{h}h{m}m{secs}s"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,26 +98,5 @@ mod tests {
         assert_eq!(b.blocked_until("c", t(15 + 601), t(15 + 601)), None);
         b.next("c", t(15 + 601), t(15 + 601));
         assert_eq!(b.entries["c"].backoff_secs, 10);
-    }
-
-    #[test]
-    fn go_durations() {
-        let ms = Duration::from_millis;
-        for (d, want) in [
-            (ms(0), "0s"),
-            (Duration::from_micros(999), "0s"),
-            (ms(177), "177ms"),
-            (ms(1_000), "1s"),
-            (ms(1_500), "1.5s"),
-            (ms(10_000), "10s"),
-            (ms(60_000), "1m0s"),
-            (ms(80_000), "1m20s"),
-            (ms(123_004), "2m3.004s"),
-            (ms(160_000), "2m40s"),
-            (ms(300_000), "5m0s"),
-            (ms(3_600_000), "1h0m0s"),
-        ] {
-            assert_eq!(go_duration(d), want);
-        }
     }
 }

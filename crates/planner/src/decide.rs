@@ -1,12 +1,13 @@
 //! Per-container decisions shared by the planner and the status function, so that what the
 //! status says ("CrashLoopBackOff", "PodInitializing") is exactly what the planner does.
 
-use crate::backoff::{Backoff, go_duration};
+use crate::backoff::Backoff;
 use crate::observed::{ContainerKind, Observed, ObservedContainer, RunState};
 use crate::pod::{self, SpecContainer};
 use crate::words::{RestartPolicy, StartFailureReason, WaitingReason};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
+use podwright_api::go;
 
 /// Retry delay after a start failure that has no back-off of its own (the kubelet re-syncs a
 /// pod whose sync failed after 10 s).
@@ -109,7 +110,7 @@ pub fn crash_backoff(ctx: &PodContext, sc: &SpecContainer) -> Option<Decision> {
         reason: WaitingReason::CrashLoopBackOff,
         message: format!(
             "back-off {} restarting failed container={} pod={}",
-            go_duration(ctx.backoff.window(&key)),
+            go::format_duration(ctx.backoff.window(&key)),
             sc.name(),
             pod::display_name(ctx.pod)
         ),

@@ -1,6 +1,7 @@
 //! The container runtime as podwright sees it: the CRI proposal's imperative, container-level
 //! interface (`RuntimeService` + `ImageService`), a CRI v1 client over a unix socket, the
-//! exit-event stream, a clock, and a scriptable `FakeRuntime` for tests.
+//! exit-event stream, the line format of the container log files, a clock, a decorator that
+//! makes every call through one hook, and a scriptable `FakeRuntime` for tests.
 //!
 //! Configs and statuses are CRI v1's own message types (`k8s_cri::v1`), so the fake and the real
 //! runtime are driven by exactly what containerd would receive.
@@ -8,6 +9,8 @@
 pub mod clock;
 pub mod cri;
 pub mod cri_events;
+pub mod cri_log;
+pub mod decorator;
 pub mod error;
 pub mod events;
 pub mod fake;
@@ -16,6 +19,7 @@ pub mod keeper;
 pub use clock::Clock;
 pub use cri::{CriRuntime, InFlight, connect, connect_with};
 pub use cri_events::EventStreamState;
+pub use decorator::{Decorated, Hook, RuntimeOperation};
 pub use error::{RuntimeError, RuntimeResult};
 pub use events::{RuntimeEvent, RuntimeEventKind};
 pub use fake::{Behaviour, Call, ExecBehaviour, FakeRuntime, FakeStats, FakeUsage};

@@ -34,4 +34,5 @@ mod table;
 mod usage;
 mod watch;
 
+pub use node_link::NodeFeed;
 pub use server::{ApiServer, ServerConfig};

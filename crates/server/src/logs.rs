@@ -10,6 +10,7 @@ use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use jiff::{SignedDuration, Timestamp};
+use podwright_runtime::cri_log;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -184,12 +185,11 @@ struct Decoder {
 impl Decoder {
     /// Feeds one CRI line (without its newline); returns a complete entry (time, message).
     fn line(&mut self, line: &[u8]) -> Option<(String, Vec<u8>)> {
-        let mut parts = line.splitn(4, |b| *b == b' ');
-        let (time, _stream, tag, msg) = (parts.next()?, parts.next()?, parts.next()?, parts.next().unwrap_or_default());
-        let time = String::from_utf8_lossy(time).into_owned();
+        let line = cri_log::Line::parse(line)?;
+        let time = String::from_utf8_lossy(line.time).into_owned();
         self.pending_time.get_or_insert(time);
-        self.pending.extend_from_slice(msg);
-        if tag == b"P" {
+        self.pending.extend_from_slice(line.message.unwrap_or_default());
+        if line.is_partial() {
             return None;
         }
         let mut entry = std::mem::take(&mut self.pending);

@@ -5,8 +5,8 @@
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use podwright_api::annotations::{CONFIG_HASH, CONFIG_MIRROR};
 use podwright_node::static_pods::uid::Fnv128a;
-use podwright_node::static_pods::{CONFIG_HASH, CONFIG_MIRROR};
 use serde_json::{Value, json};
 
 /// The config hash (the static pod's UID) a pod object mirrors, if it is a mirror pod.

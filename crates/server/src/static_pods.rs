@@ -18,8 +18,8 @@ use crate::node_link::NodeLink;
 use crate::resources::Resource;
 use crate::store::Store;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use podwright_api::field_error::go_quote;
-use podwright_node::static_pods::{CONFIG_SEEN, FILE_SOURCE};
+use podwright_api::annotations::{CONFIG_SEEN, FILE_SOURCE};
+use podwright_api::go;
 use podwright_node::{EventSink, EventType};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -101,7 +101,7 @@ impl StaticPods {
                 let message = format!(
                     "Error validating pod {name}_{ns}({}) from {FILE_SOURCE} due to duplicate pod name {}, ignoring",
                     uid(&pod),
-                    go_quote(&name)
+                    go::quote(&name)
                 );
                 events.record(&pod, None, EventType::Warning, "FailedValidation", message, now);
             }
@@ -247,11 +247,11 @@ impl StaticPods {
                     let stale = stale.to_string();
                     let _ = self.store.delete_if(Resource::Pods, &ns, &name, |o| mirrored_uid(o) == Some(&stale));
                 }
-                None => return Err(format!("pods {} already exists and is not a mirror pod", go_quote(&name))),
+                None => return Err(format!("pods {} already exists and is not a mirror pod", go::quote(&name))),
             }
         }
         if self.store.get(Resource::Namespaces, "", &ns).is_err() {
-            return Err(format!("namespaces {} not found", go_quote(&ns)));
+            return Err(format!("namespaces {} not found", go::quote(&ns)));
         }
         self.store.create(Resource::Pods, mirror_object(pod, &self.node, status)).map(drop).map_err(|e| e.message)
     }

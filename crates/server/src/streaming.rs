@@ -374,7 +374,7 @@ async fn port_forward_url(
 ) -> Result<String, KubeletError> {
     let not_found = || KubeletError::internal(format!("pod not found ({:?})", full_name(ns, name)));
     let uid = crate::mirror::node_uid(pod);
-    let selector = podwright_node::cri::config::pod_selector(uid);
+    let selector = podwright_node::cri::labels::pod_selector(uid);
     let sandboxes = s.runtime().list_pod_sandboxes(&selector).await?;
     let sandbox = sandboxes
         .into_iter()

@@ -15,11 +15,11 @@ use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use jiff::{SignedDuration, Timestamp};
+use podwright_api::go;
 use podwright_api::quantity::{Format, Quantity};
 use podwright_node::downward::NodeFacts;
 use podwright_node::usage::summary::{CpuStats, MemoryStats};
 use podwright_node::usage::{Usage, host, prometheus};
-use podwright_planner::backoff::go_duration;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 
@@ -136,7 +136,7 @@ fn rfc3339(t: Timestamp) -> String {
 }
 
 fn window(w: SignedDuration) -> String {
-    go_duration(w.unsigned_abs())
+    go::format_duration(w.unsigned_abs())
 }
 
 /// The PodMetrics of the stored `pods` that have usage, sorted by namespace and name.

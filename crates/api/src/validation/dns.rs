@@ -5,8 +5,9 @@
 use k8s_openapi::api::core::v1::{HostAlias, PodSpec};
 
 use super::{Errors, str_or_empty};
-use crate::field_error::{FieldError, FieldPath, Raw, go_quote};
+use crate::field_error::{FieldError, FieldPath, Raw};
 use crate::formats::{is_dns1123_subdomain, is_dns1123_subdomain_with_underscore, is_valid_ip_sloppy};
+use crate::go;
 
 const DNS_POLICIES: [&str; 4] = ["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"];
 /// `MaxDNSNameservers`.
@@ -26,7 +27,7 @@ pub(super) fn validate_dns_policy(spec: &PodSpec, path: &FieldPath, errs: &mut E
 
 /// A list as Go's `%#v` prints a `[]string`.
 fn go_string_slice(items: &[String]) -> Raw {
-    Raw(format!("[]string{{{}}}", items.iter().map(|s| go_quote(s)).collect::<Vec<_>>().join(", ")))
+    Raw(format!("[]string{{{}}}", items.iter().map(|s| go::quote(s)).collect::<Vec<_>>().join(", ")))
 }
 
 pub(super) fn validate_pod_dns_config(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {

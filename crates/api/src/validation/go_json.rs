@@ -4,7 +4,7 @@
 //! (`encoding/json/scanner.go`, whose state machine this follows byte for byte), then the
 //! type of the top-level value.
 
-use crate::field_error::go_quote;
+use crate::go;
 
 /// Go's `maxNestingDepth`.
 const MAX_NESTING_DEPTH: usize = 10_000;
@@ -58,7 +58,7 @@ fn quote_char(c: u8) -> String {
         b'\'' => r"'\''".to_string(),
         b'"' => "'\"'".to_string(),
         _ => {
-            let quoted = go_quote(&char::from(c).to_string());
+            let quoted = go::quote(&char::from(c).to_string());
             format!("'{}'", &quoted[1..quoted.len() - 1])
         }
     }

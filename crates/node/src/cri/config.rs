@@ -1,12 +1,14 @@
 //! Builds the CRI sandbox and container configs for a pod, as the kubelet's
 //! `generatePodSandboxConfig` / `generateContainerConfig` do for what podwright supports.
 
-use crate::cri::env::{Env, EnvSources, container_env, expand};
+use crate::cri::env::{Env, EnvSources, container_env};
 use crate::cri::{hosts, labels, ports, security};
 use crate::layout;
+use crate::pod_cgroup::{CPU_PERIOD, milli_cpu_to_quota, milli_cpu_to_shares};
 use crate::volumes::mounts;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
+use podwright_api::expansion::expand;
 use podwright_api::quantity::Quantity;
 use podwright_planner::pod::SpecContainer;
 use podwright_runtime::ImageUser;
@@ -24,16 +26,6 @@ fn meta(pod: &Pod) -> (&str, &str, &str) {
         m.namespace.as_deref().unwrap_or("default"),
         m.uid.as_deref().unwrap_or_default(),
     )
-}
-
-/// The labels that select everything of one pod in the runtime.
-pub fn pod_selector(uid: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([(labels::POD_UID.to_string(), uid.to_string())])
-}
-
-/// The labels that select everything podwright made in the runtime.
-pub fn managed_selector() -> BTreeMap<String, String> {
-    BTreeMap::from([(labels::MANAGED.to_string(), "true".to_string())])
 }
 
 fn pod_labels(pod: &Pod, root: &Path) -> HashMap<String, String> {
@@ -66,28 +58,6 @@ pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32, hostname: String, dn
         }),
         ..Default::default()
     }
-}
-
-/// CFS period of the kubelet's `--cpu-cfs-quota-period`, in microseconds.
-pub(crate) const CPU_PERIOD: i64 = 100_000;
-/// The least CFS quota the kernel takes, in microseconds.
-const MIN_CPU_QUOTA: i64 = 1_000;
-/// The least and most cpu shares cgroups take.
-const MIN_CPU_SHARES: i64 = 2;
-const MAX_CPU_SHARES: i64 = 262_144;
-
-/// `MilliCPUToShares`: 1024 shares a core.
-pub(crate) fn milli_cpu_to_shares(milli: i128) -> i64 {
-    let shares = milli.saturating_mul(1024) / 1000;
-    i64::try_from(shares).unwrap_or(MAX_CPU_SHARES).clamp(MIN_CPU_SHARES, MAX_CPU_SHARES)
-}
-
-/// `milliCPUToQuota`: no limit is no quota (0); a limit is at least the kernel's least quota.
-pub(crate) fn milli_cpu_to_quota(milli: i128) -> i64 {
-    if milli <= 0 {
-        return 0;
-    }
-    i64::try_from(milli.saturating_mul(i128::from(CPU_PERIOD)) / 1000).unwrap_or(i64::MAX).max(MIN_CPU_QUOTA)
 }
 
 /// The kubelet's `calculateLinuxResources` (cgroupfs): cpu shares from the CPU request (or

@@ -7,7 +7,7 @@
 //! is empty).
 
 use k8s_openapi::api::core::v1::{Pod, PodDNSConfig, PodDNSConfigOption};
-use podwright_api::field_error::go_quote;
+use podwright_api::go;
 use podwright_runtime::cri_api::DnsConfig;
 use std::net::IpAddr;
 
@@ -178,7 +178,7 @@ pub fn pod_dns(pod: &Pod, dns: &ClusterDns) -> PodDns {
 fn missing_cluster_dns(pod: &Pod) -> String {
     format!(
         "pod: {}. kubelet does not have ClusterDNS IP configured and cannot create Pod using \"ClusterFirst\" policy. Falling back to \"Default\" policy.",
-        go_quote(&podwright_planner::pod::display_name(pod))
+        go::quote(&podwright_planner::pod::display_name(pod))
     )
 }
 

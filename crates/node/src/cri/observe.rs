@@ -1,6 +1,5 @@
 //! Reads a pod's sandboxes and containers from the runtime into the planner's `Observed`.
 
-use crate::cri::config::pod_selector;
 use crate::cri::labels;
 use crate::termination_message;
 
@@ -82,7 +81,7 @@ pub async fn observe(
     root: &Path,
     messages: &mut MessageCache,
 ) -> RuntimeResult<(Vec<ObservedSandbox>, Vec<ObservedContainer>)> {
-    let sel = pod_selector(uid);
+    let sel = labels::pod_selector(uid);
     let (sandboxes, containers) = tokio::join!(rt.list_pod_sandboxes(&sel), rt.list_containers(&sel));
     let mut sandboxes: Vec<ObservedSandbox> = sandboxes?.iter().map(sandbox).collect();
     sandboxes.sort_by_key(|s| (s.attempt, s.created_at));

@@ -2,8 +2,8 @@
 //! words them (`kuberuntime_container.go` `startContainer`, `images/image_manager.go`
 //! `EnsureImageExists`, `prober/prober.go` `probe`), in one place to check against it.
 
+use podwright_api::go;
 use podwright_planner::ProbeKind;
-use podwright_planner::backoff::go_duration;
 use std::time::Duration;
 
 /// `Created`: 1.33 added the colon.
@@ -26,8 +26,8 @@ pub fn pulling(image: &str) -> String {
 pub fn pulled(image: &str, pull: Duration, including_waiting: Duration, size: u64) -> String {
     format!(
         "Successfully pulled image {image:?} in {} ({} including waiting). Image size: {size} bytes.",
-        go_duration(pull),
-        go_duration(including_waiting)
+        go::format_duration(pull),
+        go::format_duration(including_waiting)
     )
 }
 

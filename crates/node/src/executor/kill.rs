@@ -2,7 +2,7 @@
 //! (`preStop` hooks, sidecars in reverse order, the grace period).
 
 use super::{Executor, PodSync};
-use crate::cri::config as cri_config;
+use crate::cri::labels;
 use crate::events::EventType;
 use crate::probes::hooks::{self, Hook};
 use k8s_openapi::api::core::v1::Pod;
@@ -111,7 +111,7 @@ impl Executor {
         });
         let mut stopped = futures_util::future::join_all(kills).await.into_iter().all(|s| s);
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
-        match self.ctx.runtime.list_pod_sandbox_states(&cri_config::pod_selector(uid)).await {
+        match self.ctx.runtime.list_pod_sandbox_states(&labels::pod_selector(uid)).await {
             Ok(sandboxes) => {
                 for s in sandboxes {
                     if let Err(e) = self.ctx.runtime.stop_pod_sandbox(&s.id).await {

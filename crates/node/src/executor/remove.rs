@@ -4,7 +4,7 @@
 //! clean` every pod podwright left in its runtime.
 
 use super::Executor;
-use crate::cri::{config as cri_config, labels};
+use crate::cri::labels;
 use crate::pleg::relist;
 use crate::pod_cgroup::PodCgroups;
 use crate::volumes;
@@ -29,7 +29,7 @@ impl Executor {
 /// `root` and its cgroup; returns the IDs of the containers removed. Best effort: a failure to
 /// remove one object does not keep the others.
 pub async fn remove_pod(runtime: &dyn Runtime, root: &Path, cgroups: Option<&PodCgroups>, uid: &str) -> Vec<String> {
-    let sel = cri_config::pod_selector(uid);
+    let sel = labels::pod_selector(uid);
     let mut removed = Vec::new();
     if let Ok(cs) = runtime.list_container_states(&sel).await {
         for c in cs {
@@ -88,7 +88,7 @@ pub async fn remove_managed(
 /// The UIDs of every pod podwright has a sandbox or container of in the runtime; only those
 /// made by a podwright with root directory `root` when it is given.
 pub async fn managed_pods(runtime: &dyn Runtime, root: Option<&Path>) -> RuntimeResult<BTreeSet<String>> {
-    let mut sel = cri_config::managed_selector();
+    let mut sel = labels::managed_selector();
     if let Some(root) = root {
         sel.insert(labels::ROOT_DIR.to_string(), root.display().to_string());
     }

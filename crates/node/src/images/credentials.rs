@@ -243,16 +243,5 @@ pub fn lookup_all(pod: &Keyring, node: &Keyring, plugins: &Keyring, repository: 
     found
 }
 
-/// Go's `utilerrors.NewAggregate(...).Error()`: one message as it is, several distinct ones
-/// bracketed and joined by ", ".
-pub(crate) fn aggregate(mut messages: Vec<String>) -> String {
-    let mut seen = std::collections::HashSet::new();
-    messages.retain(|m| seen.insert(m.clone()));
-    match messages.as_slice() {
-        [one] => one.clone(),
-        many => format!("[{}]", many.join(", ")),
-    }
-}
-
 #[cfg(test)]
 mod tests;

@@ -29,9 +29,8 @@ pub use decide::{Decision, InUse, Records, Why, decide};
 pub use policy::ImageGcPolicy;
 
 use crate::events::{EventSink, EventType};
-use crate::images::credentials::aggregate;
 use jiff::Timestamp;
-use podwright_planner::backoff::go_duration;
+use podwright_api::go;
 use podwright_runtime::{Clock, ListedImage, Runtime};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, Weak};
@@ -189,7 +188,9 @@ impl ImageGc {
                 continue;
             }
             let why = match removal.why {
-                Why::Age => format!("unused for longer than imageMaximumGCAge {}", go_duration(self.policy.max_age)),
+                Why::Age => {
+                    format!("unused for longer than imageMaximumGCAge {}", go::format_duration(self.policy.max_age))
+                }
                 Why::Space => format!(
                     "image filesystem usage at or over imageGCHighThresholdPercent {}%",
                     self.policy.high_threshold_percent
@@ -204,14 +205,14 @@ impl ImageGc {
         if !age_errors.is_empty() {
             return Err(format!(
                 "wanted to free images older than {}, encountered errors in image deletion: {}",
-                go_duration(self.policy.max_age),
-                aggregate(age_errors)
+                go::format_duration(self.policy.max_age),
+                go::aggregate(age_errors)
             ));
         }
         if !space_errors.is_empty() {
             return Err(format!(
                 "wanted to free {needed} bytes, but freed {freed} bytes space with errors in image deletion: {}",
-                aggregate(space_errors)
+                go::aggregate(space_errors)
             ));
         }
         if freed < needed {

@@ -204,7 +204,7 @@ impl ImagePuller {
                 Err(e) => errors.push(e.to_string()),
             }
         }
-        Err(credentials::aggregate(errors))
+        Err(podwright_api::go::aggregate(errors))
     }
 
     /// A pull that failed with `error`: the kubelet's events and `ErrImagePull`.

@@ -1,36 +1,30 @@
-//! [`Instrumented`]: a runtime that counts and times every call into the node's [`Metrics`]
-//! (the kubelet's instrumented CRI services); made by [`Metrics::instrument`].
+//! [`Instrumented`]: the hook that counts and times every runtime call into the node's
+//! [`Metrics`] (the kubelet's instrumented CRI services); [`Metrics::instrument`] puts it on a
+//! runtime.
 
-use crate::metrics::{Metrics, RuntimeOperation as Op};
-use async_trait::async_trait;
-use podwright_runtime::cri_api::{
-    AttachRequest, AuthConfig, ContainerConfig, ContainerStats, ContainerStatus, ExecRequest, ImageSpec,
-    PodSandboxConfig, PodSandboxStatus,
-};
-use podwright_runtime::{
-    Clock, ContainerInfo, ExecResult, ImageFs, ImageService, Listed, ListedImage, Runtime, RuntimeEvent, RuntimeResult,
-    RuntimeService, SandboxInfo,
-};
-use std::collections::BTreeMap;
+use crate::metrics::Metrics;
+use podwright_runtime::{Clock, Hook, RuntimeOperation, RuntimeResult};
 use std::sync::Arc;
-use std::time::Duration;
 
-/// A runtime whose calls are recorded as `kubelet_runtime_operations_*`, timed on the engine's
-/// clock. One trait call is one operation: `list_containers`, which reads every container's
-/// full status, counts as one `list_containers`; `image_size` is an `image_status` (as the
-/// kubelet's `GetImageSize`).
+/// Records each call as `kubelet_runtime_operations_*`, timed on the engine's clock.
 pub(crate) struct Instrumented {
-    inner: Arc<dyn Runtime>,
     metrics: Arc<Metrics>,
     clock: Clock,
 }
 
 impl Instrumented {
-    pub(crate) fn new(inner: Arc<dyn Runtime>, metrics: Arc<Metrics>, clock: Clock) -> Self {
-        Instrumented { inner, metrics, clock }
+    pub(crate) fn new(metrics: Arc<Metrics>, clock: Clock) -> Self {
+        Instrumented { metrics, clock }
     }
+}
 
-    async fn timed<T>(&self, op: Op, call: impl Future<Output = RuntimeResult<T>>) -> RuntimeResult<T> {
+impl Hook for Instrumented {
+    async fn around<T: Send>(
+        &self,
+        op: RuntimeOperation,
+        _image: Option<&str>,
+        call: impl Future<Output = RuntimeResult<T>> + Send,
+    ) -> RuntimeResult<T> {
         let start = self.clock.now();
         let result = call.await;
         let took = self.clock.now().duration_since(start).unsigned_abs();
@@ -39,138 +33,11 @@ impl Instrumented {
     }
 }
 
-#[async_trait]
-impl RuntimeService for Instrumented {
-    async fn version(&self) -> RuntimeResult<String> {
-        self.timed(Op::Version, self.inner.version()).await
-    }
-
-    async fn run_pod_sandbox(&self, config: &PodSandboxConfig, runtime_handler: &str) -> RuntimeResult<String> {
-        self.timed(Op::RunPodSandbox, self.inner.run_pod_sandbox(config, runtime_handler)).await
-    }
-
-    async fn stop_pod_sandbox(&self, sandbox_id: &str) -> RuntimeResult<()> {
-        self.timed(Op::StopPodSandbox, self.inner.stop_pod_sandbox(sandbox_id)).await
-    }
-
-    async fn remove_pod_sandbox(&self, sandbox_id: &str) -> RuntimeResult<()> {
-        self.timed(Op::RemovePodSandbox, self.inner.remove_pod_sandbox(sandbox_id)).await
-    }
-
-    async fn pod_sandbox_status(&self, sandbox_id: &str) -> RuntimeResult<PodSandboxStatus> {
-        self.timed(Op::PodSandboxStatus, self.inner.pod_sandbox_status(sandbox_id)).await
-    }
-
-    async fn list_pod_sandboxes(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<SandboxInfo>> {
-        self.timed(Op::ListPodSandbox, self.inner.list_pod_sandboxes(labels)).await
-    }
-
-    async fn create_container(
-        &self,
-        sandbox_id: &str,
-        config: &ContainerConfig,
-        sandbox_config: &PodSandboxConfig,
-    ) -> RuntimeResult<String> {
-        self.timed(Op::CreateContainer, self.inner.create_container(sandbox_id, config, sandbox_config)).await
-    }
-
-    async fn exec(&self, request: &ExecRequest) -> RuntimeResult<String> {
-        self.timed(Op::Exec, self.inner.exec(request)).await
-    }
-
-    async fn attach(&self, request: &AttachRequest) -> RuntimeResult<String> {
-        self.timed(Op::Attach, self.inner.attach(request)).await
-    }
-
-    async fn port_forward(&self, sandbox_id: &str, ports: &[i32]) -> RuntimeResult<String> {
-        self.timed(Op::PortForward, self.inner.port_forward(sandbox_id, ports)).await
-    }
-
-    async fn start_container(&self, container_id: &str) -> RuntimeResult<()> {
-        self.timed(Op::StartContainer, self.inner.start_container(container_id)).await
-    }
-
-    async fn stop_container(&self, container_id: &str, timeout: Duration) -> RuntimeResult<()> {
-        self.timed(Op::StopContainer, self.inner.stop_container(container_id, timeout)).await
-    }
-
-    async fn remove_container(&self, container_id: &str) -> RuntimeResult<()> {
-        self.timed(Op::RemoveContainer, self.inner.remove_container(container_id)).await
-    }
-
-    async fn container_status(&self, container_id: &str) -> RuntimeResult<ContainerStatus> {
-        self.timed(Op::ContainerStatus, self.inner.container_status(container_id)).await
-    }
-
-    async fn list_containers(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<ContainerInfo>> {
-        self.timed(Op::ListContainers, self.inner.list_containers(labels)).await
-    }
-
-    async fn list_pod_sandbox_states(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<Listed>> {
-        self.timed(Op::ListPodSandbox, self.inner.list_pod_sandbox_states(labels)).await
-    }
-
-    async fn list_container_states(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<Listed>> {
-        self.timed(Op::ListContainers, self.inner.list_container_states(labels)).await
-    }
-
-    async fn exec_sync(&self, container_id: &str, cmd: &[String], timeout: Duration) -> RuntimeResult<ExecResult> {
-        self.timed(Op::ExecSync, self.inner.exec_sync(container_id, cmd, timeout)).await
-    }
-
-    async fn list_container_stats(&self, labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<ContainerStats>> {
-        self.timed(Op::ListContainerStats, self.inner.list_container_stats(labels)).await
-    }
-
-    async fn reopen_container_log(&self, container_id: &str) -> RuntimeResult<()> {
-        self.timed(Op::ReopenContainerLog, self.inner.reopen_container_log(container_id)).await
-    }
-
-    fn subscribe(&self) -> tokio::sync::broadcast::Receiver<RuntimeEvent> {
-        self.inner.subscribe()
-    }
-}
-
-#[async_trait]
-impl ImageService for Instrumented {
-    async fn image_status(&self, image: &str) -> RuntimeResult<Option<String>> {
-        self.timed(Op::ImageStatus, self.inner.image_status(image)).await
-    }
-
-    async fn image_size(&self, image: &str) -> RuntimeResult<u64> {
-        self.timed(Op::ImageStatus, self.inner.image_size(image)).await
-    }
-
-    async fn image_user(&self, image: &str) -> RuntimeResult<podwright_runtime::ImageUser> {
-        self.timed(Op::ImageStatus, self.inner.image_user(image)).await
-    }
-
-    async fn pull_image(
-        &self,
-        image: &ImageSpec,
-        auth: Option<&AuthConfig>,
-        sandbox_config: &PodSandboxConfig,
-    ) -> RuntimeResult<String> {
-        self.timed(Op::PullImage, self.inner.pull_image(image, auth, sandbox_config)).await
-    }
-
-    async fn list_images(&self) -> RuntimeResult<Vec<ListedImage>> {
-        self.timed(Op::ListImages, self.inner.list_images()).await
-    }
-
-    async fn image_fs_info(&self) -> RuntimeResult<ImageFs> {
-        self.timed(Op::ImageFsInfo, self.inner.image_fs_info()).await
-    }
-
-    async fn remove_image(&self, image: &str) -> RuntimeResult<()> {
-        self.timed(Op::RemoveImage, self.inner.remove_image(image)).await
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use podwright_runtime::FakeRuntime;
+    use std::time::Duration;
 
     #[tokio::test(start_paused = true)]
     async fn every_call_is_counted_and_timed_and_failures_are_errors() {

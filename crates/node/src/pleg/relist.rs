@@ -5,7 +5,7 @@
 //! died) for every pod at the cost of two runtime calls, where a relist by each worker costs
 //! several calls per pod.
 
-use crate::cri::{config as cri_config, labels};
+use crate::cri::labels;
 use crate::pleg::dispatch::Dispatcher;
 use podwright_runtime::{Clock, Listed, Runtime, RuntimeResult};
 use std::collections::{BTreeMap, HashMap};
@@ -26,7 +26,7 @@ pub(crate) fn start(runtime: Arc<dyn Runtime>, clock: Clock, dispatcher: Weak<Di
         loop {
             clock.sleep_until(clock.now() + RELIST).await;
             let Some(dispatcher) = dispatcher.upgrade() else { return };
-            match snapshot(runtime.as_ref(), &cri_config::managed_selector()).await {
+            match snapshot(runtime.as_ref(), &labels::managed_selector()).await {
                 Ok(now) => {
                     for uid in changed(&last, &now) {
                         dispatcher.ring_pod(uid);

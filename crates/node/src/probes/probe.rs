@@ -1,9 +1,9 @@
 //! One probe attempt of any kind (`exec`, `httpGet`, `tcpSocket`, `grpc`) against one container
 //! instance, with the kubelet's outcome texts.
 
-use crate::cri::env::expand;
 use crate::probes::http_get::{self, Request};
 use k8s_openapi::api::core::v1::{Container, Probe};
+use podwright_api::expansion::expand;
 use podwright_runtime::{RuntimeError, RuntimeService};
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -17,22 +17,13 @@ mod watch;
 pub(crate) use watch::DirWatch;
 
 use k8s_openapi::api::core::v1::{Pod, Toleration};
+use podwright_api::annotations::{CONFIG_HASH, CONFIG_SOURCE, FILE_SOURCE};
 use podwright_api::parse_manifests;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Where a pod came from: `file` for static pods, `api` for the API's.
-pub const CONFIG_SOURCE: &str = "kubernetes.io/config.source";
-/// The static pod's UID, which its mirror pod carries as [`CONFIG_MIRROR`].
-pub const CONFIG_HASH: &str = "kubernetes.io/config.hash";
-/// When this process first saw the pod (RFC 3339).
-pub const CONFIG_SEEN: &str = "kubernetes.io/config.seen";
-/// On a mirror pod: the config hash of the static pod it shows.
-pub const CONFIG_MIRROR: &str = "kubernetes.io/config.mirror";
-/// The [`CONFIG_SOURCE`] of static pods.
-pub const FILE_SOURCE: &str = "file";
 /// The largest static pod file read (the kubelet's limit); the API's own 3 MiB limit on a pod
 /// applies after it.
 pub(crate) const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;

@@ -9,7 +9,6 @@ pub mod host;
 pub mod prometheus;
 pub mod summary;
 
-use crate::cri::config as cri_config;
 use crate::cri::labels;
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -86,7 +85,7 @@ pub struct UsageCollector {
 impl UsageCollector {
     /// A collector of the pods that the podwright with root directory `root` runs on `runtime`.
     pub fn new(runtime: Arc<dyn Runtime>, clock: Clock, node_name: &str, root: &Path) -> Self {
-        let mut selector = cri_config::managed_selector();
+        let mut selector = labels::managed_selector();
         selector.insert(labels::ROOT_DIR.to_string(), root.display().to_string());
         UsageCollector { runtime, clock, node_name: node_name.to_string(), selector, kept: Mutex::default() }
     }

@@ -17,7 +17,7 @@ pub(crate) mod usage;
 use crate::layout;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
-use podwright_api::field_error::go_quote;
+use podwright_api::go;
 use projection::Sources;
 use std::io;
 use std::path::Path;
@@ -25,7 +25,7 @@ use std::path::Path;
 /// A volume that could not be set up, worded as the kubelet's `FailedMount` event
 /// (`MountVolume.SetUp failed for volume "v" : hostPath type check failed: /x is not a file`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("MountVolume.SetUp failed for volume {} : {message}", go_quote(.volume))]
+#[error("MountVolume.SetUp failed for volume {} : {message}", go::quote(.volume))]
 pub struct SetUpError {
     pub volume: String,
     pub message: String,

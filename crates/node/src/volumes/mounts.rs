@@ -2,9 +2,9 @@
 //! as the kubelet's `makeMounts` makes them.
 
 use super::projection;
-use crate::cri::env::expand_strict;
 use crate::layout;
 use k8s_openapi::api::core::v1::{Container, Pod, Volume, VolumeMount};
+use podwright_api::expansion::expand_strict;
 use podwright_planner::pod;
 use podwright_runtime::cri_api::{Mount, MountPropagation};
 use std::collections::BTreeMap;

@@ -7,7 +7,7 @@ use crate::downward::{NodeFacts, field_value, resource_value};
 use crate::objects::Objects;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Container, DownwardAPIVolumeFile, KeyToPath, Pod, Volume};
-use podwright_api::field_error::go_quote;
+use podwright_api::go;
 use std::collections::BTreeMap;
 
 /// The API's default file mode of these volumes (0644).
@@ -81,11 +81,9 @@ pub fn payload(src: &Sources, v: &Volume) -> Result<Payload, String> {
                 errors.push(e);
             }
         }
-        // Every source's error at once, as utilerrors.NewAggregate prints them.
-        match errors.len() {
-            0 => {}
-            1 => return Err(errors.remove(0)),
-            _ => return Err(format!("[{}]", errors.join(", "))),
+        // Every source's error at once.
+        if !errors.is_empty() {
+            return Err(go::aggregate(errors));
         }
     }
     Ok(out)
@@ -165,7 +163,7 @@ fn object_files(
     let data = match data {
         Some(d) => d,
         None if optional => BTreeMap::new(),
-        None => return Err(format!("{word} {} not found", go_quote(name))),
+        None => return Err(format!("{word} {} not found", go::quote(name))),
     };
     keyed(data, items, mode, optional, missing_key, out)
 }

@@ -7,7 +7,7 @@ use crate::store::meta_str;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use futures_util::FutureExt;
-use podwright_node::static_pods::{CONFIG_HASH, CONFIG_MIRROR, CONFIG_SOURCE};
+use podwright_api::annotations::{CONFIG_HASH, CONFIG_MIRROR, CONFIG_SOURCE};
 use podwright_node::{PodChange, PodSource, PodUpdate, StatusSink};
 use podwright_runtime::{Clock, FakeRuntime};
 use serde_json::json;

@@ -1,7 +1,8 @@
 //! The image garbage collection policy from a `KubeletConfiguration`, with the kubelet's
 //! defaults and its configuration validation's messages.
 
-use podwright_planner::backoff::go_duration;
+use jiff::SignedDuration;
+use podwright_api::go;
 use std::time::Duration;
 
 /// When images are removed: the kubelet's `ImageGCPolicy`.
@@ -46,8 +47,8 @@ impl ImageGcPolicy {
         let low = low.unwrap_or(defaults.low_threshold_percent.into());
         let min_age = min_age.map(|d| duration("imageMinimumGCAge", d)).transpose()?;
         let max_age = max_age.map(|d| duration("imageMaximumGCAge", d)).transpose()?;
-        let min_age = min_age.unwrap_or(defaults.min_age.as_nanos() as i128);
-        let max_age = max_age.unwrap_or(0);
+        let min_age = min_age.unwrap_or(SignedDuration::from_nanos_i128(defaults.min_age.as_nanos() as i128));
+        let max_age = max_age.unwrap_or(SignedDuration::ZERO);
         let mut errors = Vec::new();
         if !(0..=100).contains(&high) {
             errors.push(format!(
@@ -64,27 +65,29 @@ impl ImageGcPolicy {
                 "invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) {low} must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) {high}"
             ));
         }
-        if max_age < 0 {
-            errors.push(format!("invalid configuration: imageMaximumGCAge {} must not be negative", go_nanos(max_age)));
-        }
-        if max_age > 0 && max_age <= min_age {
+        if max_age.is_negative() {
             errors.push(format!(
-                "invalid configuration: imageMaximumGCAge {} must be greater than imageMinimumGCAge {}",
-                go_nanos(max_age),
-                go_nanos(min_age)
+                "invalid configuration: imageMaximumGCAge {} must not be negative",
+                go::format_signed_duration(max_age)
             ));
         }
-        match errors.as_slice() {
-            [] => Ok(ImageGcPolicy {
-                // Both in 0..=100 and `min_age` not above a valid `max_age` here.
-                high_threshold_percent: high as u8,
-                low_threshold_percent: low as u8,
-                min_age: Duration::from_nanos(min_age.max(0) as u64),
-                max_age: Duration::from_nanos(max_age as u64),
-            }),
-            [one] => Err(one.clone()),
-            many => Err(format!("[{}]", many.join(", "))),
+        if max_age.is_positive() && max_age <= min_age {
+            errors.push(format!(
+                "invalid configuration: imageMaximumGCAge {} must be greater than imageMinimumGCAge {}",
+                go::format_signed_duration(max_age),
+                go::format_signed_duration(min_age)
+            ));
         }
+        if !errors.is_empty() {
+            return Err(go::aggregate(errors));
+        }
+        Ok(ImageGcPolicy {
+            // Both in 0..=100, and `max_age` not negative, here.
+            high_threshold_percent: high as u8,
+            low_threshold_percent: low as u8,
+            min_age: min_age.max(SignedDuration::ZERO).unsigned_abs(),
+            max_age: max_age.unsigned_abs(),
+        })
     }
 
     /// Whether garbage collection runs at all: not when nothing could ever trigger it (a high
@@ -94,17 +97,9 @@ impl ImageGcPolicy {
     }
 }
 
-/// A Go duration (`2m`, `1h30m`, `-5s`) in nanoseconds; the error names the field.
-fn duration(field: &str, text: &str) -> Result<i128, String> {
-    let parsed =
-        crate::go_duration::parse_go_duration(text).map_err(|e| format!("{field}: Invalid value: {text:?}: {e}"))?;
-    Ok(parsed.as_nanos())
-}
-
-/// Go's `time.Duration` text of a signed count of nanoseconds.
-fn go_nanos(nanos: i128) -> String {
-    let d = Duration::from_nanos(nanos.unsigned_abs().min(u64::MAX.into()) as u64);
-    if nanos < 0 { format!("-{}", go_duration(d)) } else { go_duration(d) }
+/// A Go duration (`2m`, `1h30m`, `-5s`); the error names the field.
+fn duration(field: &str, text: &str) -> Result<SignedDuration, String> {
+    go::parse_duration(text).map_err(|e| format!("{field}: Invalid value: {text:?}: {e}"))
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 //! `pkg/credentialprovider/plugin/config.go` does, with its messages. Fields podwright does not
 //! honour (`tokenAttributes`) are refused by name.
 
-use crate::go_duration::parse_go_duration;
 use podwright_api::field_error::{FieldError, dedup_errors};
+use podwright_api::go;
 use serde::Deserialize;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
@@ -140,7 +140,7 @@ fn parse(text: &str) -> Result<Vec<Provider>, ParseError> {
     if !errors.is_empty() {
         errors = dedup_errors(errors);
         let messages = errors.iter().map(ToString::to_string).collect();
-        return Err(ParseError::Invalid(crate::images::credentials::aggregate(messages)));
+        return Err(ParseError::Invalid(go::aggregate(messages)));
     }
     Ok(raw
         .providers
@@ -149,7 +149,7 @@ fn parse(text: &str) -> Result<Vec<Provider>, ParseError> {
             default_cache_duration: p
                 .default_cache_duration
                 .as_deref()
-                .and_then(|d| parse_go_duration(d).ok())
+                .and_then(|d| go::parse_duration(d).ok())
                 .and_then(|d| Duration::try_from(d).ok())
                 .unwrap_or_default(),
             name: p.name,
@@ -199,7 +199,7 @@ fn validate(providers: &[RawProvider]) -> Vec<FieldError> {
                 ));
             }
         }
-        match p.default_cache_duration.as_deref().map(parse_go_duration) {
+        match p.default_cache_duration.as_deref().map(go::parse_duration) {
             None => errors.push(FieldError::required("providers.defaultCacheDuration", "")),
             Some(Err(e)) => errors.push(FieldError::invalid(
                 "providers.defaultCacheDuration",

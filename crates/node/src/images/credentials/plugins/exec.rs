@@ -6,8 +6,8 @@
 //! which holds the credentials.
 
 use super::config::Provider;
-use crate::go_duration::parse_go_duration;
 use crate::images::credentials::{Credential, DockerConfig};
+use podwright_api::go;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -105,7 +105,7 @@ pub(super) fn parse_response(api_version: &str, stdout: &[u8]) -> Result<Respons
     if raw.kind != RESPONSE_KIND || raw.api_version != api_version {
         return Err(undecodable());
     }
-    let cache_duration = match raw.cache_duration.as_deref().map(parse_go_duration) {
+    let cache_duration = match raw.cache_duration.as_deref().map(go::parse_duration) {
         None => None,
         Some(Ok(d)) => Some(Duration::try_from(d).unwrap_or_default()),
         Some(Err(_)) => return Err(undecodable()),
