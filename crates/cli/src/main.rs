@@ -1,9 +1,11 @@
 //! `podwright`: run Kubernetes pods on a CRI runtime with the kubelet's semantics.
 
 mod check;
+mod completion;
 mod config;
 mod connect;
 mod http;
+mod man;
 mod output;
 mod run;
 mod runtime;
@@ -12,7 +14,7 @@ mod signals;
 mod timeline;
 mod timeline_file;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -29,6 +31,8 @@ pub mod exit {
 #[command(
     name = "podwright",
     version,
+    // Every command's man page and `--version` say which podwright they are of.
+    propagate_version = true,
     about = "Run Kubernetes pods on a container runtime with the kubelet's semantics"
 )]
 struct Cli {
@@ -77,6 +81,10 @@ enum Command {
         #[arg(long, default_value = "/var/lib/podwright", global = true)]
         root_dir: PathBuf,
     },
+    /// Print the completion script of a shell (bash, zsh, fish, elvish or powershell).
+    Completion(completion::CompletionArgs),
+    /// Print podwright's man page, or write it and a page per command into a directory.
+    Man(man::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -118,6 +126,8 @@ fn main() -> ExitCode {
             }
             Command::Timeline(args) => timeline::timeline(args).await,
             Command::Runtime { action, root_dir } => runtime::runtime_cmd(action, root_dir).await,
+            Command::Completion(args) => completion::completion(&args, Cli::command()),
+            Command::Man(args) => man::man(&args, Cli::command()),
         }
     });
     // Workers and followers are done; do not wait for idle blocking threads.
