@@ -5,6 +5,7 @@ mod completion;
 mod config;
 mod connect;
 mod http;
+mod logging;
 mod man;
 mod output;
 mod run;
@@ -38,6 +39,14 @@ pub mod exit {
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How log lines are written on stderr: text for a person, json (one object a line) for
+    /// log tools.
+    #[arg(long, value_enum, default_value_t = logging::LogFormat::Text, global = true)]
+    log_format: logging::LogFormat,
+    /// How much is logged, as the kubelet's verbosity: 0 warnings and errors, 1-2 also what the
+    /// node does, 3-4 debugging, 5 and up everything. A tracing filter in PODWRIGHT_LOG wins.
+    #[arg(short = 'v', long = "v", value_name = "N", default_value_t = 0, global = true)]
+    verbosity: u8,
 }
 
 #[derive(clap::Args, Clone)]
@@ -88,13 +97,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("PODWRIGHT_LOG").unwrap_or_else(|_| "warn".into()))
-        .with_writer(std::io::stderr)
-        // Colour codes only for a person at a terminal, not in a CI log or a pipe.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
     let cli = Cli::parse();
+    logging::init(cli.log_format, cli.verbosity);
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
+use tracing::Instrument;
 
 /// Why an update was not taken.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -117,15 +118,23 @@ impl PodWorkers {
             return Ok(());
         }
         let pod = Arc::new(pod);
+        // Every log line of the worker names its pod. At warn, the least podwright logs at, so
+        // that warnings carry it too.
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        let span = tracing::warn_span!("pod", pod = %format_args!("{namespace}/{name}"), uid = %uid);
         let (desired_tx, desired_rx) = watch::channel(Desired { pod: pod.clone(), deletion: None });
         let (published, latest) = watch::channel(PodUpdate::new(pod));
         let worker = PodWorker::new(self.deps.clone(), self.status.clone(), desired_rx, published);
         self.running.send_modify(|n| *n += 1);
         let running = self.running.clone();
-        let task = tokio::spawn(async move {
-            worker.run().await;
-            running.send_modify(|n| *n -= 1);
-        });
+        let task = tokio::spawn(
+            async move {
+                worker.run().await;
+                running.send_modify(|n| *n -= 1);
+            }
+            .instrument(span),
+        );
         let seq = pods.next_seq;
         pods.next_seq += 1;
         pods.by_uid.insert(uid, Handle { desired: desired_tx, latest, seq, task: task.abort_handle() });

@@ -189,7 +189,7 @@ impl PodWorker {
     /// stopped, so that a podwright restarted meanwhile still fails the pod and does not say so
     /// again.
     fn end_by_node(&mut self, verdict: Eviction, event_message: String, now: Timestamp) {
-        tracing::info!(reason = %verdict.reason, message = %verdict.message, "the node ends the pod");
+        tracing::info!(reason = %verdict.reason, status_message = %verdict.message, "the node ends the pod");
         self.deps.ctx.events.record(&self.pod, None, EventType::Warning, &verdict.reason, event_message, now);
         self.memory.eviction = Some(verdict);
         self.checkpoint();

@@ -315,7 +315,7 @@ fn is_transport_failure(status: &Status) -> bool {
 }
 
 pub(crate) fn map_status(endpoint: &str, op: &'static str, status: Status) -> RuntimeError {
-    tracing::debug!(op, code = ?status.code(), message = status.message(), "runtime call failed");
+    tracing::debug!(op, code = ?status.code(), grpc_message = status.message(), "runtime call failed");
     if is_local_timeout(&status) {
         return RuntimeError::DeadlineExceeded(format!("{op}: no answer from the runtime in time"));
     }

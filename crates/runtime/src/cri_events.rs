@@ -79,16 +79,16 @@ async fn run(
             }
             Err(status) if status.code() == Code::Unimplemented => {
                 // Another CRI runtime (CRI-O, ...): callers fall back on relisting.
-                tracing::debug!(%endpoint, message = status.message(), "no containerd event service: container events disabled");
+                tracing::debug!(%endpoint, grpc_message = status.message(), "no containerd event service: container events disabled");
                 let _ = state.send(EventStreamState::Unsupported);
                 return;
             }
             Err(status) => {
                 if warned {
-                    tracing::debug!(%endpoint, code = ?status.code(), message = status.message(), "containerd event stream failed");
+                    tracing::debug!(%endpoint, code = ?status.code(), grpc_message = status.message(), "containerd event stream failed");
                 } else {
                     // Once per outage: a runtime that is down for long would otherwise flood the log.
-                    tracing::warn!(%endpoint, code = ?status.code(), message = status.message(), "containerd event stream failed, resubscribing");
+                    tracing::warn!(%endpoint, code = ?status.code(), grpc_message = status.message(), "containerd event stream failed, resubscribing");
                     warned = true;
                 }
             }
