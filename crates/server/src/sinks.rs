@@ -2,7 +2,7 @@
 //! store, where kubectl reads it.
 
 use crate::mirror::node_uid;
-use crate::node_link::NodeLink;
+use crate::node_link::{NodeLink, lock};
 use crate::resources::Resource;
 use crate::static_pods::StaticPods;
 use crate::store::{Store, meta_str};
@@ -96,7 +96,7 @@ impl StoreEvents {
                 gone.insert((ns.to_string(), name.to_string()));
             }
         }
-        self.names.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, at| !gone.contains(at));
+        lock(&self.names).retain(|_, at| !gone.contains(at));
         gone.len()
     }
 }
@@ -126,7 +126,7 @@ impl StoreEvents {
     /// Counts one more of the event `key` on its object, or creates the object from `first`.
     fn add(&self, key: EventKey, first: PodEvent<'_>, now: Timestamp) {
         let now_v = serde_json::to_value(Time(now)).unwrap_or(Value::Null);
-        let mut names = self.names.lock().unwrap_or_else(|e| e.into_inner());
+        let mut names = lock(&self.names);
         if let Some((ens, ename)) = names.get(&key) {
             let bumped = self.store.update(Resource::Events, ens, ename, |old| {
                 let mut new = old.clone();
