@@ -44,6 +44,10 @@ pub mod validation;
 pub mod volume_sources;
 pub mod yaml_positions;
 
+/// The Kubernetes release whose API and kubelet rules podwright follows: what it reports as its
+/// version (the local API's `/version`, a Node's `kubeletVersion`).
+pub const KUBERNETES_VERSION: &str = "v1.33.0";
+
 pub use k8s_openapi;
 
 pub use container_kind::{ContainerKind, PodContainer, container_statuses, field_path, is_sidecar, pod_containers};

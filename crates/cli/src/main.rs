@@ -1,6 +1,7 @@
 //! `podwright`: run Kubernetes pods on a CRI runtime with the kubelet's semantics.
 
 mod check;
+mod cluster;
 mod completion;
 mod config;
 mod connect;

@@ -59,6 +59,18 @@ pub struct ServeArgs {
     /// The serving certificate's key (PEM), with --tls-cert-file.
     #[arg(long, requires = "tls_cert_file")]
     pub tls_private_key_file: Option<PathBuf>,
+    /// Join a cluster as its node: the kubeconfig the node talks to the API server with (pods
+    /// then come from the API server, and no local API is served). Written by TLS bootstrap
+    /// when missing or expired.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// A kubeconfig with a bootstrap token, used to ask the API server for the node's client
+    /// certificate when --kubeconfig has none that is valid.
+    #[arg(long, value_name = "FILE", requires = "kubeconfig")]
+    pub bootstrap_kubeconfig: Option<PathBuf>,
+    /// The node's address in the cluster (its InternalIP); the host's otherwise.
+    #[arg(long, requires = "kubeconfig")]
+    pub node_ip: Option<IpAddr>,
 }
 
 /// The cluster DNS pods are told to use: the configured servers, or podwright's own. The
@@ -131,6 +143,9 @@ pub async fn serve(args: ServeArgs) -> u8 {
 /// code.
 async fn start_and_serve(args: ServeArgs) -> Result<(), u8> {
     let settings = Settings::read(&args).map_err(|e| fail(exit::INVALID, e))?;
+    if args.kubeconfig.is_some() {
+        return crate::cluster::join_and_run(&args, settings).await;
+    }
     let root = &args.runtime.root_dir;
     let listener = listen(root, settings.addr).await.map_err(|e| fail(exit::FAILED, e))?;
     let runtime = connect_runtime(&args.runtime).await.map_err(|e| fail(exit::NO_RUNTIME, e))?;
@@ -166,21 +181,21 @@ async fn start_and_serve(args: ServeArgs) -> Result<(), u8> {
 }
 
 /// Prints a failure as every podwright command does and gives the code it exits with.
-fn fail(code: u8, e: impl std::fmt::Display) -> u8 {
+pub(crate) fn fail(code: u8, e: impl std::fmt::Display) -> u8 {
     eprintln!("podwright: {e}");
     code
 }
 
 /// What `serve` runs with: its flags over the `--config` file, validated.
-struct Settings {
+pub(crate) struct Settings {
     /// For cluster DNS and the image settings.
-    config: ServeConfig,
+    pub(crate) config: ServeConfig,
     addr: SocketAddr,
-    tls: bool,
-    log_policy: LogPolicy,
+    pub(crate) tls: bool,
+    pub(crate) log_policy: LogPolicy,
     file_check_frequency: Duration,
-    credential_plugins: Option<PluginConfig>,
-    static_pod_path: Option<PathBuf>,
+    pub(crate) credential_plugins: Option<PluginConfig>,
+    pub(crate) static_pod_path: Option<PathBuf>,
 }
 
 impl Settings {
@@ -216,7 +231,7 @@ async fn listen(root: &Path, addr: SocketAddr) -> Result<TcpListener, String> {
 }
 
 /// The runtime the node and the API drive.
-async fn connect_runtime(args: &RuntimeArgs) -> Result<CriRuntime, String> {
+pub(crate) async fn connect_runtime(args: &RuntimeArgs) -> Result<CriRuntime, String> {
     // Calls in flight when serve is killed finish: the next serve resumes from their results.
     let runtime = connect(args, InFlight::Finished).await?;
     if args.runtime_endpoint.is_none() {

@@ -169,7 +169,7 @@ pub async fn version() -> Response {
     axum::Json(json!({
         "major": "1",
         "minor": "33",
-        "gitVersion": "v1.33.0",
+        "gitVersion": podwright_api::KUBERNETES_VERSION,
         "gitCommit": "",
         "gitTreeState": "clean",
         "buildDate": "",

@@ -309,7 +309,7 @@ pub fn node_object(s: &ApiServer) -> Value {
             }],
             "addresses": addresses,
             "nodeInfo": {
-                "kubeletVersion": "v1.33.0",
+                "kubeletVersion": podwright_api::KUBERNETES_VERSION,
                 "operatingSystem": os,
                 "architecture": arch,
                 "containerRuntimeVersion": "",

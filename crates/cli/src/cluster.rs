@@ -1,0 +1,93 @@
+//! `podwright serve --kubeconfig`: the node of a cluster. The API server gives the pods bound
+//! to this node and takes their statuses, events, the Node and its Lease; no local API is
+//! served. SIGTERM stops the agent and leaves the pods running, as for `serve`.
+
+use crate::exit;
+use crate::serve::{ServeArgs, Settings, connect_runtime, fail};
+use crate::signals::StopSignals;
+use podwright_cluster::credentials::CredentialPaths;
+use podwright_cluster::node_status::NodeIdentity;
+use podwright_cluster::{ClusterSettings, join};
+use podwright_node::cri::dns::{ClusterDns, HOST_RESOLV_CONF, ResolvConf};
+use podwright_node::downward::{host_ip, host_name};
+use podwright_node::log_rotation;
+use podwright_node::{Metrics, Node, PodCgroups};
+use podwright_runtime::{Clock, Runtime};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The kubelet's port unless given.
+const KUBELET_PORT: u16 = 10250;
+
+/// Joins the cluster, then runs the pods it binds to this node until a signal.
+pub(crate) async fn join_and_run(args: &ServeArgs, settings: Settings) -> Result<(), u8> {
+    refuse_local_api_flags(args, &settings).map_err(|e| fail(exit::INVALID, e))?;
+    let root = &args.runtime.root_dir;
+    std::fs::create_dir_all(root).map_err(|e| fail(exit::FAILED, format!("{}: {e}", root.display())))?;
+    let kubeconfig = args.kubeconfig.clone().unwrap_or_default();
+    let name = args.hostname_override.clone().map(|h| h.to_lowercase()).unwrap_or_else(host_name);
+    let identity = NodeIdentity {
+        name: name.clone(),
+        ip: args.node_ip.map(|ip| ip.to_string()).or_else(host_ip),
+        port: args.port.or(settings.config.port).unwrap_or(KUBELET_PORT),
+        root: root.clone(),
+        version: podwright_api::KUBERNETES_VERSION.to_string(),
+    };
+    let credentials =
+        CredentialPaths { kubeconfig, bootstrap: args.bootstrap_kubeconfig.clone(), pki: root.join("pki") };
+    let runtime: Arc<dyn Runtime> =
+        Arc::new(connect_runtime(&args.runtime).await.map_err(|e| fail(exit::NO_RUNTIME, e))?);
+    let clock = Clock::new();
+    let joined = join(ClusterSettings { identity, credentials }, runtime.as_ref(), clock)
+        .await
+        .map_err(|e| fail(exit::FAILED, e))?;
+    // What the runtime holds of pods the API server no longer binds here (deleted while the
+    // node was down) goes before anything starts.
+    let bound = joined.bound_pods().await.map_err(|e| fail(exit::FAILED, e))?;
+    let metrics = Arc::new(Metrics::default());
+    let mut node = Node::new(runtime.clone(), root).clock(clock).metrics(metrics.clone());
+    if let Some(cgroups) = PodCgroups::of_host(root) {
+        node = node.cgroups(cgroups);
+    }
+    node.remove_orphans(&bound).await;
+    node = node
+        .image_pulls(settings.config.image_pulls)
+        .image_gc(settings.config.image_gc)
+        .cluster_dns(cluster_dns(&settings));
+    if let Some(plugins) = settings.credential_plugins {
+        node = node.credential_plugins(plugins);
+    }
+    tokio::spawn(log_rotation::rotate_logs(metrics.instrument(runtime.clone(), clock), clock, settings.log_policy));
+    eprintln!("podwright: node {name} joined the cluster");
+    let mut stop_signals = StopSignals::listen();
+    tokio::select! {
+        () = joined.run(node, runtime) => Ok(()),
+        _ = stop_signals.received() => Ok(()),
+    }
+}
+
+/// The flags of the local API, which a node of a cluster does not serve, and what cluster
+/// mode does not do yet: refused rather than ignored.
+fn refuse_local_api_flags(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
+    if settings.tls {
+        return Err("--tls, --tls-cert-file and --tls-private-key-file are for the local API, which a node of a cluster (--kubeconfig) does not serve".into());
+    }
+    if args.address.is_some() || settings.config.address.is_some() {
+        return Err("--address (and the config's address) is for the local API, which a node of a cluster (--kubeconfig) does not serve".into());
+    }
+    if settings.static_pod_path.is_some() {
+        return Err("static pods (--pod-manifest-path, staticPodPath) are not supported with --kubeconfig yet".into());
+    }
+    Ok(())
+}
+
+/// The cluster's DNS servers from the config (`clusterDNS`); without them pods resolve as the
+/// host does, with the kubelet's `MissingClusterDNS` event for `ClusterFirst` ones.
+fn cluster_dns(settings: &Settings) -> ClusterDns {
+    let host = ResolvConf::read(Path::new(HOST_RESOLV_CONF)).unwrap_or_else(|e| {
+        eprintln!("podwright: {HOST_RESOLV_CONF}: {e}; pods search only the cluster domains");
+        ResolvConf::default()
+    });
+    let servers = settings.config.cluster_dns.clone().unwrap_or_default();
+    ClusterDns { servers, domain: settings.config.cluster_domain().to_string(), host }
+}

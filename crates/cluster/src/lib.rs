@@ -1,0 +1,133 @@
+//! Cluster mode: podwright as a node of a real Kubernetes cluster. The API server is the pod
+//! source and the status and event sink; Kubernetes' own control plane schedules, and podwright
+//! runs what is bound to it, as the kubelet does.
+//!
+//! | kubelet (`pkg/kubelet/...`) | here |
+//! |---|---|
+//! | `certificate/bootstrap`, client-go's certificate manager | [`credentials`], [`csr`] |
+//! | `kubelet_node_status.go`, `nodestatus/setters.go` | [`node_status`] |
+//! | `nodelease` (component-helpers' lease controller) | [`lease`] |
+//! | `config/apiserver.go`, `status/status_manager.go` | [`pods`] |
+//! | `util/manager/watch_based_manager.go`, `runtimeclass` | [`objects`] |
+//! | `cmd/kubelet/app/server.go` `makeEventRecorder` | [`events`] |
+//!
+//! [`join`] registers the node; [`Joined::run`] then runs its pods until dropped.
+
+pub mod credentials;
+pub mod csr;
+pub mod events;
+pub mod lease;
+pub mod node_status;
+pub mod objects;
+pub mod pods;
+
+use crate::credentials::CredentialPaths;
+use crate::events::ApiEvents;
+use crate::node_status::{NodeIdentity, Reported};
+use crate::objects::ClusterObjects;
+use crate::pods::{ClusterPods, PodNode};
+use podwright_node::Node;
+use podwright_node::downward::NodeFacts;
+use podwright_runtime::{Clock, Runtime};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a heartbeat (lease or node status) may take: min(`nodeStatusUpdateFrequency`,
+/// the lease's duration), as the kubelet's heartbeat client.
+const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("{0}")]
+    Credentials(String),
+    #[error("the API server: {0}")]
+    Api(#[from] kube::Error),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// What a node of a cluster is given.
+#[derive(Debug, Clone)]
+pub struct ClusterSettings {
+    pub identity: NodeIdentity,
+    pub credentials: CredentialPaths,
+}
+
+/// A node registered with its cluster.
+pub struct Joined {
+    client: kube::Client,
+    /// For the lease and the node status: never queued behind pod traffic.
+    heartbeat: kube::Client,
+    identity: NodeIdentity,
+    reported: Reported,
+    clock: Clock,
+}
+
+/// Joins the cluster: credentials (TLS bootstrap when needed), then the Node registered or
+/// taken over.
+pub async fn join(settings: ClusterSettings, runtime: &dyn Runtime, clock: Clock) -> Result<Joined, ClusterError> {
+    let identity = settings.identity;
+    let config = credentials::client_config(&settings.credentials, &identity.name, clock).await?;
+    let client = kube::Client::try_from(config.clone())?;
+    let mut beat = config;
+    beat.read_timeout = Some(HEARTBEAT_TIMEOUT);
+    beat.connect_timeout = Some(HEARTBEAT_TIMEOUT);
+    let heartbeat = kube::Client::try_from(beat)?;
+    let (_, reported) = register_with_retries(&client, &identity, runtime, clock).await?;
+    Ok(Joined { client, heartbeat, identity, reported, clock })
+}
+
+/// Registration, retried as the kubelet retries it (from 100 ms, doubling to 7 s) while the API
+/// server is unreachable; a refusal (403, 422) is final.
+async fn register_with_retries(
+    client: &kube::Client,
+    identity: &NodeIdentity,
+    runtime: &dyn Runtime,
+    clock: Clock,
+) -> Result<(k8s_openapi::api::core::v1::Node, Reported), ClusterError> {
+    let mut delay = Duration::from_millis(100);
+    loop {
+        match node_status::register(client, identity, runtime, clock.now()).await {
+            Ok(r) => return Ok(r),
+            Err(ClusterError::Api(kube::Error::Api(s))) if s.code < 500 && s.code != 429 => {
+                return Err(ClusterError::Api(kube::Error::Api(s)));
+            }
+            Err(e) => {
+                tracing::warn!(%e, "node not registered; trying again");
+                clock.sleep_until(clock.now() + delay).await;
+                delay = (delay * 2).min(Duration::from_secs(7));
+            }
+        }
+    }
+}
+
+impl Joined {
+    /// The UIDs of the pods bound to this node: what the node's clean-up at start keeps.
+    pub async fn bound_pods(&self) -> Result<BTreeSet<String>, ClusterError> {
+        Ok(pods::list_uids(&self.client, &self.identity.name).await?)
+    }
+
+    /// Runs the node: its heartbeats, and the pods bound to it on `node` (a node layer with
+    /// everything but its pods' source and sinks set). Runs until dropped.
+    pub async fn run(self, node: Node, runtime: Arc<dyn Runtime>) {
+        let Joined { client, heartbeat, identity, reported, clock } = self;
+        tokio::spawn(lease::keep_renewed(heartbeat.clone(), identity.name.clone(), clock));
+        tokio::spawn(node_status::report_status(heartbeat, identity.clone(), runtime, clock, reported));
+        let objects = ClusterObjects::new(client.clone());
+        tokio::spawn(objects.clone().follow_runtime_classes());
+        let (events, send_events) = ApiEvents::new(client.clone(), &identity.name);
+        tokio::spawn(send_events);
+        let events: Arc<dyn podwright_node::EventSink> = Arc::new(events);
+        let (pods, status) = ClusterPods::new();
+        let workers = Arc::new(
+            node.events(events.clone())
+                .status(Arc::new(status))
+                .objects(objects.clone())
+                .facts(NodeFacts::of_this_machine(identity.name.clone(), identity.ip.clone()))
+                .build(),
+        );
+        let node = PodNode { name: identity.name.clone(), ip: identity.ip.clone() };
+        pods.run(client, node, workers, objects, events, clock).await;
+    }
+}

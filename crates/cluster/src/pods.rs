@@ -1,0 +1,446 @@
+//! The node's pods on the API server: the watch of the pods bound to this node as the node's
+//! pod source (`pkg/kubelet/config/apiserver.go`), and their statuses written back as the
+//! kubelet's status manager writes them (`pkg/kubelet/status/status_manager.go`):
+//!
+//! - a strategic merge patch of `pods/<name>/status` carrying the pod's UID (a pod deleted and
+//!   made again under the same name refuses it), with the conditions the kubelet owns (others',
+//!   such as readiness gates', are left as they are);
+//! - sent again whenever the API server's copy differs from the node's (the node lifecycle
+//!   controller marks the pods of a node it lost NotReady), checked on every watch event and
+//!   every 10 s;
+//! - a pod deleted through the API is stopped with the grace the API server gives; once it has
+//!   stopped, its terminal phase is written, then the pod is deleted for good (grace 0, with a
+//!   UID precondition), then its containers and files leave the node.
+
+use crate::objects::ClusterObjects;
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::{HostIP, Pod, PodStatus};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
+use kube::runtime::watcher;
+use podwright_api::annotations::CONFIG_MIRROR;
+use podwright_node::{EventSink, EventType, PodUpdate, PodWorkers, StatusSink};
+use podwright_runtime::Clock;
+use serde_json::{Value, json};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// How often every pod's status is checked against the API server's (`syncPeriod`).
+const RESYNC_EVERY: Duration = Duration::from_secs(10);
+/// The reason of a pod refused for a field podwright does not honour.
+pub const UNSUPPORTED: &str = "UnsupportedPodSpec";
+
+/// The field selector of the pods bound to `node`: the only pod list and watch the Node
+/// authorizer allows a node (since 1.32).
+pub fn node_selector(node: &str) -> String {
+    format!("spec.nodeName={node}")
+}
+
+/// The UIDs of the pods bound to the node now (what the node's clean-up at start keeps).
+pub async fn list_uids(client: &kube::Client, node: &str) -> Result<BTreeSet<String>, kube::Error> {
+    let api: Api<Pod> = Api::all(client.clone());
+    let pods = api.list(&ListParams::default().fields(&node_selector(node))).await?;
+    Ok(pods.items.into_iter().filter(|p| !is_mirror(p)).filter_map(|p| p.metadata.uid).collect())
+}
+
+/// A mirror pod: the API's copy of one of this node's static pods, not a pod to run.
+fn is_mirror(pod: &Pod) -> bool {
+    pod.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(CONFIG_MIRROR))
+}
+
+/// What the status manager hears: the workers' statuses, and the API server's copies.
+enum Heard {
+    Update(PodUpdate),
+    /// The API server's pod, as the watch last saw it.
+    Observed(Box<Pod>),
+    /// The pod is no longer on the API server.
+    Gone(String),
+    /// Refused before anything started: fails with this message.
+    Refused(Box<Pod>, String),
+}
+
+/// The node's [`StatusSink`]: hands each status to the status manager.
+pub struct ApiStatus {
+    tx: mpsc::UnboundedSender<Heard>,
+}
+
+impl StatusSink for ApiStatus {
+    fn publish(&self, update: &PodUpdate) {
+        // The manager lives as long as the node.
+        let _ = self.tx.send(Heard::Update(update.clone()));
+    }
+}
+
+/// The node's pods on the API server: the sink to build the node with, then [`ClusterPods::run`]
+/// with the node's workers.
+pub struct ClusterPods {
+    tx: mpsc::UnboundedSender<Heard>,
+    rx: mpsc::UnboundedReceiver<Heard>,
+}
+
+/// Who the pods' node is, for their statuses.
+#[derive(Debug, Clone)]
+pub struct PodNode {
+    pub name: String,
+    pub ip: Option<String>,
+}
+
+impl ClusterPods {
+    pub fn new() -> (ClusterPods, ApiStatus) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (ClusterPods { tx: tx.clone(), rx }, ApiStatus { tx })
+    }
+
+    /// Runs the node's pods: the watch gives them to `workers`, the status manager writes
+    /// their statuses and deletes them when they are done. Runs until the node stops.
+    pub async fn run(
+        self,
+        client: kube::Client,
+        node: PodNode,
+        workers: Arc<PodWorkers>,
+        objects: Arc<ClusterObjects>,
+        events: Arc<dyn EventSink>,
+        clock: Clock,
+    ) {
+        let (removals_tx, mut removals) = mpsc::unbounded_channel::<String>();
+        let manager = StatusManager { client: client.clone(), node: node.clone(), pods: HashMap::new(), removals: removals_tx };
+        tokio::spawn(manager.run(self.rx));
+        tokio::spawn({
+            let (workers, objects) = (workers.clone(), objects.clone());
+            async move {
+                while let Some(uid) = removals.recv().await {
+                    workers.remove(&uid).await;
+                    objects.release(&uid);
+                }
+            }
+        });
+        tokio::spawn({
+            let workers = Arc::downgrade(&workers);
+            let mut changed = objects.subscribe();
+            async move {
+                while changed.changed().await.is_ok() {
+                    match workers.upgrade() {
+                        Some(w) => w.objects_changed(),
+                        None => return,
+                    }
+                }
+            }
+        });
+        let source = PodWatch { workers, objects, events, clock, status: self.tx, given: HashSet::new() };
+        source.run(client, &node.name).await;
+    }
+}
+
+/// The watch of the node's pods, handing them to the workers.
+struct PodWatch {
+    workers: Arc<PodWorkers>,
+    objects: Arc<ClusterObjects>,
+    events: Arc<dyn EventSink>,
+    clock: Clock,
+    status: mpsc::UnboundedSender<Heard>,
+    /// UIDs given to the workers (or refused).
+    given: HashSet<String>,
+}
+
+impl PodWatch {
+    async fn run(mut self, client: kube::Client, node: &str) {
+        let api: Api<Pod> = Api::all(client);
+        let mut stream = watcher(api, watcher::Config::default().fields(&node_selector(node))).boxed();
+        // The UIDs of a relist so far: those given before and missing from it were deleted
+        // while the watch was away.
+        let mut listing: Option<HashSet<String>> = None;
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(watcher::Event::Init) => listing = Some(HashSet::new()),
+                Ok(watcher::Event::InitApply(pod)) => {
+                    if let (Some(l), Some(uid)) = (listing.as_mut(), pod.metadata.uid.clone()) {
+                        l.insert(uid);
+                    }
+                    self.apply(pod).await;
+                }
+                Ok(watcher::Event::InitDone) => {
+                    let listed = listing.take().unwrap_or_default();
+                    let gone: Vec<String> = self.given.iter().filter(|u| !listed.contains(*u)).cloned().collect();
+                    for uid in gone {
+                        self.gone(&uid, None);
+                    }
+                }
+                Ok(watcher::Event::Apply(pod)) => self.apply(pod).await,
+                Ok(watcher::Event::Delete(pod)) => {
+                    if let Some(uid) = pod.metadata.uid.clone() {
+                        self.gone(&uid, pod.metadata.deletion_grace_period_seconds);
+                    }
+                }
+                Err(e) => tracing::warn!(%e, "watch of the node's pods failed; it resumes with back-off"),
+            }
+        }
+    }
+
+    /// A pod added or changed on the API server.
+    async fn apply(&mut self, pod: Pod) {
+        if is_mirror(&pod) {
+            return;
+        }
+        let Some(uid) = pod.metadata.uid.clone() else { return };
+        let _ = self.status.send(Heard::Observed(Box::new(pod.clone())));
+        let deletion = pod.metadata.deletion_timestamp.as_ref().map(|_| pod.metadata.deletion_grace_period_seconds);
+        if self.given.insert(uid.clone()) {
+            let refused = podwright_api::honoured_fields::unsupported_fields(&pod);
+            if !refused.is_empty() {
+                let message = refused.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
+                self.events.record(&pod, None, EventType::Warning, UNSUPPORTED, message.clone(), self.clock.now());
+                let _ = self.status.send(Heard::Refused(Box::new(pod), message));
+                return;
+            }
+            self.objects.track(&pod).await;
+        }
+        let mut pod = pod;
+        podwright_api::defaults::apply_defaults(&mut pod);
+        if let Err(e) = self.workers.update(pod) {
+            tracing::debug!(%e, uid, "pod update not applied");
+        }
+        if let Some(grace) = deletion {
+            self.workers.delete(&uid, grace);
+        }
+    }
+
+    /// A pod no longer on the API server: stopped (with the grace its deletion had, if it still
+    /// runs), then removed once stopped.
+    fn gone(&mut self, uid: &str, grace: Option<i64>) {
+        if self.given.remove(uid) {
+            self.workers.delete(uid, grace);
+            let _ = self.status.send(Heard::Gone(uid.to_string()));
+        }
+    }
+}
+
+/// What the status manager knows of one pod.
+#[derive(Default)]
+struct Tracked {
+    /// The API server's copy, as last seen (by the watch or in a patch's answer).
+    api: Option<Pod>,
+    /// The workers' newest report.
+    latest: Option<PodUpdate>,
+    /// Refused: the status to report instead of a worker's.
+    refused: Option<PodStatus>,
+    /// No longer on the API server.
+    gone: bool,
+}
+
+impl Tracked {
+    fn finished(&self) -> bool {
+        self.refused.is_some() || self.latest.as_ref().is_some_and(|u| u.finished)
+    }
+
+    fn deleting(&self) -> bool {
+        self.api.as_ref().is_some_and(|p| p.metadata.deletion_timestamp.is_some())
+    }
+
+    /// (namespace, name, uid) of the pod.
+    fn names(&self) -> Option<(String, String, String)> {
+        let meta = match (&self.api, &self.latest) {
+            (Some(p), _) => &p.metadata,
+            (None, Some(u)) => &u.spec.metadata,
+            (None, None) => return None,
+        };
+        Some((meta.namespace.clone().unwrap_or_else(|| "default".into()), meta.name.clone()?, meta.uid.clone()?))
+    }
+}
+
+struct StatusManager {
+    client: kube::Client,
+    node: PodNode,
+    pods: HashMap<String, Tracked>,
+    removals: mpsc::UnboundedSender<String>,
+}
+
+impl StatusManager {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Heard>) {
+        let mut resync = tokio::time::interval(RESYNC_EVERY);
+        resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let dirty: BTreeSet<String> = tokio::select! {
+                biased;
+                heard = rx.recv() => {
+                    let Some(heard) = heard else { return };
+                    let mut dirty = BTreeSet::new();
+                    dirty.insert(self.hear(heard));
+                    // Fold what else is waiting: one patch per pod for a burst of reports.
+                    while let Ok(more) = rx.try_recv() {
+                        dirty.insert(self.hear(more));
+                    }
+                    dirty
+                }
+                _ = resync.tick() => self.pods.keys().cloned().collect(),
+            };
+            for uid in dirty {
+                self.sync(&uid).await;
+            }
+        }
+    }
+
+    /// Takes one report in; returns the UID it concerns.
+    fn hear(&mut self, heard: Heard) -> String {
+        match heard {
+            Heard::Update(u) => {
+                let uid = u.spec.metadata.uid.clone().unwrap_or_default();
+                self.pods.entry(uid.clone()).or_default().latest = Some(u);
+                uid
+            }
+            Heard::Observed(pod) => {
+                let uid = pod.metadata.uid.clone().unwrap_or_default();
+                self.pods.entry(uid.clone()).or_default().api = Some(*pod);
+                uid
+            }
+            Heard::Gone(uid) => {
+                self.pods.entry(uid.clone()).or_default().gone = true;
+                uid
+            }
+            Heard::Refused(pod, message) => {
+                let uid = pod.metadata.uid.clone().unwrap_or_default();
+                let t = self.pods.entry(uid.clone()).or_default();
+                t.refused = Some(PodStatus {
+                    phase: Some("Failed".into()),
+                    reason: Some(UNSUPPORTED.into()),
+                    message: Some(format!("Pod was rejected: {message}")),
+                    ..Default::default()
+                });
+                t.api = Some(*pod);
+                uid
+            }
+        }
+    }
+
+    /// Brings one pod's API copy in line with the node: its status, its final deletion, its
+    /// removal from the node.
+    async fn sync(&mut self, uid: &str) {
+        let Some(t) = self.pods.get(uid) else { return };
+        let Some((ns, name, _)) = t.names() else { return };
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
+        if !t.gone {
+            let ours = t.refused.clone().or_else(|| t.latest.as_ref().and_then(|u| u.status.as_deref().cloned()));
+            if let Some(mut status) = ours {
+                if let Some(ip) = &self.node.ip {
+                    status.host_ip = Some(ip.clone());
+                    status.host_ips = Some(vec![HostIP { ip: ip.clone() }]);
+                }
+                let theirs = t.api.as_ref().and_then(|p| p.status.as_ref());
+                if theirs.is_none_or(|theirs| summary(theirs) != summary(&status)) {
+                    let patch = status_patch(uid, &status, theirs);
+                    match api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(patch)).await {
+                        Ok(pod) => self.pods.entry(uid.to_string()).or_default().api = Some(pod),
+                        Err(e) if gone_error(&e) => self.pods.entry(uid.to_string()).or_default().gone = true,
+                        Err(e) => tracing::warn!(%e, pod = name, "pod status not written; trying again"),
+                    }
+                }
+            }
+        }
+        let Some(t) = self.pods.get(uid) else { return };
+        let terminal_written = t.api.as_ref().and_then(|p| p.status.as_ref()).and_then(|s| s.phase.as_deref()).is_some_and(|p| p == "Succeeded" || p == "Failed");
+        if !t.gone && t.finished() && t.deleting() && terminal_written {
+            let params = DeleteParams {
+                grace_period_seconds: Some(0),
+                preconditions: Some(Preconditions { uid: Some(uid.to_string()), resource_version: None }),
+                ..Default::default()
+            };
+            match api.delete(&name, &params).await {
+                Ok(_) => tracing::info!(pod = name, "pod deleted"),
+                Err(e) if gone_error(&e) => {}
+                Err(e) => {
+                    tracing::warn!(%e, pod = name, "pod not deleted; trying again");
+                    return;
+                }
+            }
+            self.pods.entry(uid.to_string()).or_default().gone = true;
+        }
+        let t = &self.pods[uid];
+        if t.gone && (t.finished() || t.latest.is_none()) {
+            self.pods.remove(uid);
+            let _ = self.removals.send(uid.to_string());
+        }
+    }
+}
+
+/// An answer meaning the pod is not there any more: not found, or another pod of the same
+/// name (its UID differs: 409 on a delete's precondition, 422 on a patch's immutable UID).
+fn gone_error(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404 || s.code == 409 || s.code == 422)
+}
+
+/// What decides whether the API server's status is the node's: phase, reason, the conditions'
+/// statuses, each container's state, readiness and restarts, the pod IP. (Fields an older API
+/// server drops are left out, or the node would write them for ever.)
+fn summary(status: &PodStatus) -> Value {
+    let containers = |list: &Option<Vec<k8s_openapi::api::core::v1::ContainerStatus>>| {
+        list.iter()
+            .flatten()
+            .map(|c| {
+                let state = c.state.as_ref().map(|s| {
+                    if s.running.is_some() {
+                        "running"
+                    } else if s.terminated.is_some() {
+                        "terminated"
+                    } else {
+                        "waiting"
+                    }
+                });
+                json!([c.name, c.ready, c.restart_count, c.container_id, state, c.started])
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut conditions: Vec<Value> = status
+        .conditions
+        .iter()
+        .flatten()
+        .filter(|c| OWNED_CONDITIONS.contains(&c.type_.as_str()))
+        .map(|c| json!([c.type_, c.status]))
+        .collect();
+    conditions.sort_by_key(|c| c.to_string());
+    json!({
+        "phase": status.phase,
+        "reason": status.reason,
+        "podIP": status.pod_ip,
+        "conditions": conditions,
+        "init": containers(&status.init_container_statuses),
+        "containers": containers(&status.container_statuses),
+    })
+}
+
+/// The conditions the kubelet owns (`pkg/kubelet/types/pod_status.go`); others' are left as
+/// they are.
+const OWNED_CONDITIONS: &[&str] = &["PodScheduled", "Ready", "Initialized", "ContainersReady", "PodReadyToStartContainers"];
+
+/// The strategic merge patch of a pod's status: the UID (the precondition), the node's status
+/// with its own conditions (merged by type), the pod IPs replaced whole, and a reason and
+/// message the node no longer gives removed.
+fn status_patch(uid: &str, status: &PodStatus, theirs: Option<&PodStatus>) -> Value {
+    let mut status = status.clone();
+    if let Some(c) = status.conditions.as_mut() {
+        c.retain(|c| OWNED_CONDITIONS.contains(&c.type_.as_str()));
+    }
+    let mut value = serde_json::to_value(&status).unwrap_or_else(|_| json!({}));
+    // Conditions merge by type, field by field: a reason or message a condition no longer has
+    // must be removed, or the API server keeps the old one beside the new status.
+    for c in value.get_mut("conditions").and_then(Value::as_array_mut).into_iter().flatten() {
+        for field in ["reason", "message"] {
+            if c.get(field).is_none() {
+                c[field] = Value::Null;
+            }
+        }
+    }
+    for list in ["podIPs", "hostIPs"] {
+        if let Some(items) = value.get_mut(list).and_then(Value::as_array_mut) {
+            items.insert(0, json!({"$patch": "replace"}));
+        }
+    }
+    for (field, theirs_set) in [("reason", theirs.and_then(|s| s.reason.as_ref())), ("message", theirs.and_then(|s| s.message.as_ref()))] {
+        if theirs_set.is_some() && value.get(field).is_none() {
+            value[field] = Value::Null;
+        }
+    }
+    json!({"metadata": {"uid": uid}, "status": value})
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,62 @@
+use super::*;
+use k8s_openapi::api::core::v1::PodCondition;
+
+fn status(v: Value) -> PodStatus {
+    serde_json::from_value(v).unwrap()
+}
+
+#[test]
+fn the_patch_carries_the_uid_and_only_the_kubelets_conditions() {
+    let ours = status(json!({
+        "phase": "Running",
+        "podIP": "10.88.0.5",
+        "podIPs": [{"ip": "10.88.0.5"}],
+        "conditions": [
+            {"type": "Ready", "status": "True"},
+            {"type": "example.com/gate", "status": "True"},
+        ],
+    }));
+    let patch = status_patch("u-1", &ours, None);
+    assert_eq!(patch["metadata"], json!({"uid": "u-1"}));
+    assert_eq!(
+        patch["status"]["conditions"],
+        json!([{"type": "Ready", "status": "True", "reason": null, "message": null}])
+    );
+    assert_eq!(patch["status"]["podIPs"], json!([{"$patch": "replace"}, {"ip": "10.88.0.5"}]));
+    assert!(patch["status"].get("reason").is_none());
+}
+
+#[test]
+fn a_reason_the_node_no_longer_gives_is_removed() {
+    let theirs = status(json!({"phase": "Failed", "reason": "Evicted", "message": "gone"}));
+    let ours = status(json!({"phase": "Running"}));
+    let patch = status_patch("u", &ours, Some(&theirs));
+    assert_eq!(patch["status"]["reason"], Value::Null);
+    assert_eq!(patch["status"]["message"], Value::Null);
+}
+
+#[test]
+fn a_status_marked_not_ready_by_the_control_plane_differs() {
+    let ours = status(json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}));
+    let mut theirs = ours.clone();
+    assert_eq!(summary(&ours), summary(&theirs));
+    theirs.conditions = Some(vec![PodCondition { type_: "Ready".into(), status: "False".into(), ..Default::default() }]);
+    assert_ne!(summary(&ours), summary(&theirs));
+}
+
+#[test]
+fn fields_an_older_api_server_drops_are_no_difference() {
+    let ours = status(json!({"phase": "Running", "hostIPs": [{"ip": "10.0.0.1"}], "qosClass": "BestEffort",
+        "conditions": [{"type": "Ready", "status": "True"}, {"type": "PodReadyToStartContainers", "status": "True"}]}));
+    // The conditions another component owns, and the times, do not count either.
+    let theirs = status(json!({"phase": "Running", "conditions": [
+        {"type": "PodReadyToStartContainers", "status": "True"},
+        {"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-27T00:00:00Z"},
+        {"type": "example.com/gate", "status": "False"}]}));
+    assert_eq!(summary(&ours), summary(&theirs));
+}
+
+#[test]
+fn only_the_pods_of_this_node_are_asked_for() {
+    assert_eq!(node_selector("n1"), "spec.nodeName=n1");
+}
