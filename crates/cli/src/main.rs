@@ -4,6 +4,8 @@ mod check;
 mod completion;
 mod config;
 mod connect;
+#[cfg(test)]
+mod docs_tests;
 mod http;
 mod logging;
 mod man;
