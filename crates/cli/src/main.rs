@@ -5,6 +5,8 @@ mod cluster;
 mod completion;
 mod config;
 mod connect;
+#[cfg(test)]
+mod docs_tests;
 mod http;
 mod logging;
 mod man;

@@ -1,6 +1,6 @@
 //! The node layer every mode shares: [`Node`] builds [`PodWorkers`] (one pod worker per pod),
 //! and the modes plug in where pods come from ([`PodSource`]), where statuses go
-//! ([`StatusSink`]) and where events go ([`EventSink`]). `docs/architecture.md` shows the
+//! ([`StatusSink`]) and where events go ([`EventSink`]). `docs/src/architecture.md` shows the
 //! layers; `tests/layers.rs` keeps them.
 //!
 //! Where a kubelet engineer finds the kubelet's parts here:

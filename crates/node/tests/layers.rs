@@ -1,4 +1,4 @@
-//! Keeps the node layer's shape (docs/architecture.md): see `tests/layering.rs` for the rules
+//! Keeps the node layer's shape (docs/src/architecture.md): see `tests/layering.rs` for the rules
 //! and how imports are read.
 
 #[path = "../../../tests/layering.rs"]

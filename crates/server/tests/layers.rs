@@ -1,4 +1,4 @@
-//! Keeps the server crate's shape (docs/architecture.md): see `tests/layering.rs` for the rules
+//! Keeps the server crate's shape (docs/src/architecture.md): see `tests/layering.rs` for the rules
 //! and how imports are read.
 
 #[path = "../../../tests/layering.rs"]
