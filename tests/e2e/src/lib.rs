@@ -14,6 +14,7 @@
 // The harness runs the real binary against a real containerd: real timeouts.
 #![allow(clippy::disallowed_methods)]
 
+pub mod cluster;
 pub mod registry;
 pub mod serve;
 

@@ -1,0 +1,158 @@
+//! Cluster mode against a real control plane (kube-apiserver, kube-controller-manager and
+//! kube-scheduler v1.20.2, `scripts/control-plane`): two podwright nodes join by TLS bootstrap,
+//! report their Node and Lease, run a Deployment the scheduler spreads over them, survive a
+//! SIGKILL with their containers, and leave nothing behind when it is deleted.
+
+use podwright_e2e::cluster::{ClusterNode, ControlPlane};
+use podwright_e2e::containers_with_label;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+const DEPLOYMENT: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: NAME}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: NAME}}
+  template:
+    metadata: {labels: {app: NAME}}
+    spec:
+      automountServiceAccountToken: false
+      terminationGracePeriodSeconds: 2
+      topologySpreadConstraints:
+      - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: NAME}}}
+      nodeSelector: {podwright-test: NAME}
+      initContainers:
+      - name: init
+        image: localhost/busybox:1.36
+        imagePullPolicy: Never
+        command: [sh, -c, "echo ready > /work/ready"]
+        volumeMounts: [{name: work, mountPath: /work}]
+      containers:
+      - name: app
+        image: localhost/busybox:1.36
+        imagePullPolicy: Never
+        command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 1; done"]
+        readinessProbe: {exec: {command: [cat, /work/ready]}, periodSeconds: 1}
+        volumeMounts: [{name: work, mountPath: /work}]
+      volumes: [{name: work, emptyDir: {}}]
+"#;
+
+fn condition<'a>(node: &'a Value, ty: &str) -> &'a Value {
+    node["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == ty).unwrap_or(&Value::Null)
+}
+
+fn is_ready(node: &Value) -> bool {
+    condition(node, "Ready")["status"] == "True"
+}
+
+/// Each pod's name → (node, the containers' IDs, the init container's ID).
+fn pods_by_name(pods: &Value) -> BTreeMap<String, (String, String, String)> {
+    pods["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let id = |list: &str| p["status"][list][0]["containerID"].as_str().unwrap_or_default().to_string();
+            (
+                p["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+                (p["spec"]["nodeName"].as_str().unwrap_or_default().to_string(), id("containerStatuses"), id("initContainerStatuses")),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn two_nodes_join_run_a_deployment_survive_a_crash_and_clean_up() {
+    let plane = ControlPlane::up();
+    let mut a = ClusterNode::join(&plane, "pw-a", &[]);
+    let b = ClusterNode::join(&plane, "pw-b", &[]);
+    let app = format!("web-{}", std::process::id());
+    for node in [&a, &b] {
+        let ready = plane.wait_json(&["get", "node", &node.name], Duration::from_secs(60), "the node is Ready", is_ready);
+        // What the kubelet says of its node.
+        let labels = &ready["metadata"]["labels"];
+        assert_eq!(labels["kubernetes.io/hostname"], node.name.as_str());
+        assert_eq!(labels["kubernetes.io/os"], "linux");
+        assert!(labels["kubernetes.io/arch"].is_string());
+        let status = &ready["status"];
+        assert!(status["capacity"]["cpu"].as_str().is_some_and(|c| c.parse::<u32>().unwrap_or(0) >= 1), "{status:#}");
+        assert!(status["capacity"]["memory"].as_str().is_some_and(|m| m.ends_with("Ki")), "{status:#}");
+        assert_eq!(status["capacity"]["pods"], "110");
+        assert!(status["allocatable"]["ephemeral-storage"].is_string(), "{status:#}");
+        assert_eq!(status["daemonEndpoints"]["kubeletEndpoint"]["Port"], node.port);
+        assert!(status["nodeInfo"]["containerRuntimeVersion"].as_str().is_some_and(|v| v.starts_with("containerd://")));
+        assert!(status["nodeInfo"]["bootID"].as_str().is_some_and(|v| !v.is_empty()));
+        assert!(status["nodeInfo"]["kernelVersion"].as_str().is_some_and(|v| !v.is_empty()));
+        for (ty, reason) in [
+            ("MemoryPressure", "KubeletHasSufficientMemory"),
+            ("DiskPressure", "KubeletHasNoDiskPressure"),
+            ("PIDPressure", "KubeletHasSufficientPID"),
+            ("Ready", "KubeletReady"),
+        ] {
+            assert_eq!(condition(&ready, ty)["reason"], reason, "{status:#}");
+        }
+        assert_eq!(status["addresses"][0], serde_json::json!({"type": "InternalIP", "address": "127.0.0.1"}));
+        // Its client certificate came by TLS bootstrap.
+        assert!(node.root.join("pki/kubelet-client-current.pem").exists());
+        // The controller-manager gave it a pod CIDR of its own.
+        assert!(ready["spec"]["podCIDR"].is_string(), "{ready:#}");
+        plane.ok(&["label", "node", &node.name, &format!("podwright-test={app}")]);
+    }
+    // The Lease: held by the node, 40 s, renewed every 10 s.
+    let lease = plane.json(&["get", "lease", "-n", "kube-node-lease", &a.name]);
+    assert_eq!(lease["spec"]["holderIdentity"], a.name.as_str());
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 40);
+    assert_eq!(lease["metadata"]["ownerReferences"][0]["kind"], "Node");
+    let renewed = lease["spec"]["renewTime"].as_str().unwrap().to_string();
+    plane.wait_json(&["get", "lease", "-n", "kube-node-lease", &a.name], Duration::from_secs(25), "the lease is renewed", |l| {
+        l["spec"]["renewTime"].as_str().is_some_and(|t| t != renewed)
+    });
+
+    // A Deployment with an init container and a readiness probe, over both nodes.
+    let manifest = podwright_e2e::Manifest::new(&DEPLOYMENT.replace("NAME", &app));
+    plane.ok(&["apply", "-f", manifest.path_str()]);
+    plane.wait_json(&["get", "deployment", &app], Duration::from_secs(120), "the Deployment is available", |d| {
+        d["status"]["availableReplicas"] == 4
+    });
+    let selector = format!("app={app}");
+    let before = pods_by_name(&plane.json(&["get", "pods", "-l", &selector]));
+    let on = |node: &str| before.values().filter(|(n, _, _)| n == node).count();
+    assert_eq!((on(&a.name), on(&b.name)), (2, 2), "{before:?}");
+    for (name, (_, app_id, init_id)) in &before {
+        assert!(app_id.starts_with("containerd://") && init_id.starts_with("containerd://"), "{name}: {before:?}");
+    }
+
+    // SIGKILL: the control plane marks the node NotReady (its grace is 20 s here); started again,
+    // the node is Ready and its pods keep their containers (no init container runs again).
+    a.kill();
+    plane.wait_json(&["get", "node", &a.name], Duration::from_secs(90), "the killed node is NotReady", |n| !is_ready(n));
+    a.restart();
+    plane.wait_json(&["get", "node", &a.name], Duration::from_secs(60), "the restarted node is Ready", is_ready);
+    plane.wait_json(&["get", "deployment", &app], Duration::from_secs(60), "the Deployment is available again", |d| {
+        d["status"]["availableReplicas"] == 4
+    });
+    let after = pods_by_name(&plane.json(&["get", "pods", "-l", &selector]));
+    assert_eq!(before, after, "the pods, their nodes and containers are the same after the restart");
+
+    // Deleted, the pods leave both nodes and the runtime.
+    let uids: Vec<String> = plane.json(&["get", "pods", "-l", &selector])["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["metadata"]["uid"].as_str().unwrap().to_string())
+        .collect();
+    plane.ok(&["delete", "deployment", &app]);
+    plane.wait_json(&["get", "pods", "-l", &selector], Duration::from_secs(60), "the pods are deleted", |p| {
+        p["items"].as_array().is_some_and(Vec::is_empty)
+    });
+    for uid in &uids {
+        let left = containers_with_label("io.kubernetes.pod.uid", uid);
+        assert!(left.is_empty(), "pod {uid} left containers in the runtime: {left:?}\n{}\n{}", a.log(), b.log());
+    }
+    for node in [&a, &b] {
+        plane.ok(&["delete", "node", &node.name]);
+    }
+}
