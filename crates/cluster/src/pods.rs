@@ -58,6 +58,8 @@ enum Heard {
     Gone(String),
     /// Refused before anything started: fails with this message.
     Refused(Box<Pod>, String),
+    /// Its containers, sandboxes and files have left the node.
+    Removed(String),
 }
 
 /// The node's [`StatusSink`]: hands each status to the status manager.
@@ -107,11 +109,12 @@ impl ClusterPods {
         let manager = StatusManager { client: client.clone(), node: node.clone(), pods: HashMap::new(), removals: removals_tx };
         tokio::spawn(manager.run(self.rx));
         tokio::spawn({
-            let (workers, objects) = (workers.clone(), objects.clone());
+            let (workers, objects, heard) = (workers.clone(), objects.clone(), self.tx.clone());
             async move {
                 while let Some(uid) = removals.recv().await {
                     workers.remove(&uid).await;
                     objects.release(&uid);
+                    let _ = heard.send(Heard::Removed(uid));
                 }
             }
         });
@@ -226,6 +229,9 @@ struct Tracked {
     refused: Option<PodStatus>,
     /// No longer on the API server.
     gone: bool,
+    /// Its removal from the node was asked for, and is done.
+    removing: bool,
+    removed: bool,
 }
 
 impl Tracked {
@@ -297,6 +303,10 @@ impl StatusManager {
                 self.pods.entry(uid.clone()).or_default().gone = true;
                 uid
             }
+            Heard::Removed(uid) => {
+                self.pods.entry(uid.clone()).or_default().removed = true;
+                uid
+            }
             Heard::Refused(pod, message) => {
                 let uid = pod.metadata.uid.clone().unwrap_or_default();
                 let t = self.pods.entry(uid.clone()).or_default();
@@ -337,8 +347,23 @@ impl StatusManager {
             }
         }
         let Some(t) = self.pods.get(uid) else { return };
-        let terminal_written = t.api.as_ref().and_then(|p| p.status.as_ref()).and_then(|s| s.phase.as_deref()).is_some_and(|p| p == "Succeeded" || p == "Failed");
-        if !t.gone && t.finished() && t.deleting() && terminal_written {
+        let terminal_written = t
+            .api
+            .as_ref()
+            .and_then(|p| p.status.as_ref())
+            .and_then(|s| s.phase.as_deref())
+            .is_some_and(|p| p == "Succeeded" || p == "Failed");
+        // A deleted pod leaves the node (containers, sandbox, files) once stopped and its
+        // terminal phase written, before its object goes: once the API server no longer shows
+        // it, nothing of it is left. A pod whose object went first (a forced deletion) leaves
+        // once stopped.
+        let leave = t.finished() && ((t.deleting() && terminal_written) || t.gone) || (t.gone && t.latest.is_none());
+        if leave && !t.removing {
+            self.pods.entry(uid.to_string()).or_default().removing = true;
+            let _ = self.removals.send(uid.to_string());
+            return;
+        }
+        if t.removed && !t.gone {
             let params = DeleteParams {
                 grace_period_seconds: Some(0),
                 preconditions: Some(Preconditions { uid: Some(uid.to_string()), resource_version: None }),
@@ -354,10 +379,8 @@ impl StatusManager {
             }
             self.pods.entry(uid.to_string()).or_default().gone = true;
         }
-        let t = &self.pods[uid];
-        if t.gone && (t.finished() || t.latest.is_none()) {
+        if self.pods.get(uid).is_some_and(|t| t.gone && t.removed) {
             self.pods.remove(uid);
-            let _ = self.removals.send(uid.to_string());
         }
     }
 }
