@@ -1,13 +1,14 @@
-//! Mirror pods: the API's copy of a static pod (`pkg/kubelet/pod/mirror_client.go`). It carries
-//! the static pod's config hash as `kubernetes.io/config.mirror` and the Node as its controller,
-//! gets a UID of its own, and shows the static pod's status; the node runs the static pod, never
-//! the mirror's spec.
+//! Mirror pods in the local API's store: the objects of [`podwright_node::static_pods::mirror`]
+//! (the API's copy of a static pod, `pkg/kubelet/pod/mirror_client.go`) as stored JSON, and the
+//! local Node that owns them.
 
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use podwright_api::annotations::{CONFIG_HASH, CONFIG_MIRROR};
+use podwright_api::annotations::CONFIG_MIRROR;
+use podwright_node::static_pods::mirror::mirror_pod;
 use podwright_node::static_pods::uid::Fnv128a;
 use serde_json::{Value, json};
+
+pub use podwright_node::static_pods::mirror::NodeRef;
 
 /// The config hash (the static pod's UID) a pod object mirrors, if it is a mirror pod.
 pub fn mirrored_uid(obj: &Value) -> Option<&str> {
@@ -20,50 +21,20 @@ pub fn node_uid(obj: &Value) -> &str {
     mirrored_uid(obj).or_else(|| crate::store::meta_str(obj, "uid")).unwrap_or_default()
 }
 
-/// The Node that owns mirror pods (and is served read-only, [`crate::usage::node_object`]); its
-/// UID is derived from the name so that it is the same in every run.
-#[derive(Debug, Clone)]
-pub struct NodeRef {
-    pub name: String,
-    pub uid: String,
+/// The local API's Node, which owns mirror pods (and is served read-only,
+/// [`crate::usage::node_object`]); its UID is derived from the name so that it is the same in
+/// every run.
+pub fn node_ref(name: &str) -> NodeRef {
+    let mut h = Fnv128a::new();
+    h.write(format!("node:{name}").as_bytes());
+    let uid = uuid::Uuid::from_u128(h.value()).to_string();
+    NodeRef { name: name.to_string(), uid }
 }
 
-impl NodeRef {
-    pub fn new(name: &str) -> Self {
-        let mut h = Fnv128a::new();
-        h.write(format!("node:{name}").as_bytes());
-        let uid = uuid::Uuid::from_u128(h.value()).to_string();
-        NodeRef { name: name.to_string(), uid }
-    }
-}
-
-/// The mirror pod of static pod `pod`, with `status` (Pending when there is none yet), ready to
-/// be created: the store gives it its own UID.
+/// The mirror pod of static pod `pod` as a stored object, with `status` (Pending when there
+/// is none yet), ready to be created: the store gives it its own UID.
 pub fn mirror_object(pod: &Pod, node: &NodeRef, status: Option<PodStatus>) -> Value {
-    let mut metadata = pod.metadata.clone();
-    let hash = metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(CONFIG_HASH))
-        .cloned()
-        .or_else(|| metadata.uid.clone())
-        .unwrap_or_default();
-    metadata.annotations.get_or_insert_default().insert(CONFIG_MIRROR.into(), hash);
-    metadata.owner_references = Some(vec![OwnerReference {
-        api_version: "v1".into(),
-        kind: "Node".into(),
-        name: node.name.clone(),
-        uid: node.uid.clone(),
-        controller: Some(true),
-        block_owner_deletion: None,
-    }]);
-    metadata.uid = None;
-    metadata.resource_version = None;
-    metadata.creation_timestamp = None;
-    metadata.generation = Some(1);
-    let status = status.unwrap_or_else(|| PodStatus { phase: Some("Pending".into()), ..Default::default() });
-    let mirror = Pod { metadata, spec: pod.spec.clone(), status: Some(status) };
-    let mut obj = serde_json::to_value(&mirror).unwrap_or(Value::Null);
+    let mut obj = serde_json::to_value(mirror_pod(pod, node, status)).unwrap_or(Value::Null);
     obj["kind"] = json!("Pod");
     obj["apiVersion"] = json!("v1");
     obj
@@ -72,6 +43,7 @@ pub fn mirror_object(pod: &Pod, node: &NodeRef, status: Option<PodStatus>) -> Va
 #[cfg(test)]
 mod tests {
     use super::*;
+    use podwright_api::annotations::CONFIG_HASH;
 
     #[test]
     fn a_mirror_pod_names_its_static_pod_and_its_node() {
@@ -80,7 +52,7 @@ mod tests {
             "spec": {"containers": [{"name": "app", "image": "busybox"}]},
         }))
         .unwrap();
-        let node = NodeRef::new("n");
+        let node = node_ref("n");
         let m = mirror_object(&pod, &node, None);
         assert_eq!(mirrored_uid(&m), Some("abc"));
         assert_eq!(m["metadata"]["uid"], Value::Null, "the store gives the mirror a UID of its own");
@@ -89,7 +61,7 @@ mod tests {
             json!([{"apiVersion": "v1", "kind": "Node", "name": "n", "uid": node.uid, "controller": true}])
         );
         assert_eq!(m["status"]["phase"], "Pending");
-        assert_eq!(node.uid, NodeRef::new("n").uid);
+        assert_eq!(node.uid, node_ref("n").uid);
         assert_eq!(node.uid.len(), 36);
         let mut stored = m.clone();
         stored["metadata"]["uid"] = json!("mirror-uid");

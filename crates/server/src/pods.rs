@@ -88,7 +88,7 @@ pub fn delete(s: &ApiServer, ns: &str, name: &str, options: &DeleteOptions, dry_
             return Ok((*obj).clone());
         }
         let gone = delete_mirror(s, ns, name, &obj)?;
-        s.statics().mirror_deleted(mirrored, &gone["status"]);
+        s.statics().mirror_deleted(mirrored, serde_json::from_value(gone["status"].clone()).ok());
         return Ok(gone);
     }
     let uid = meta_str(&obj, "uid").unwrap_or_default().to_string();

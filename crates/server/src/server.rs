@@ -143,7 +143,7 @@ impl ApiServer {
         }
         let (link, feed) = NodeLink::new();
         let link = Arc::new(link);
-        let statics = Arc::new(StaticPods::new(store.clone(), link.clone(), &config.node_name));
+        let statics = Arc::new(crate::static_pods::static_pods(store.clone(), link.clone(), &config.node_name));
         let status = Arc::new(StoreStatus {
             store: store.clone(),
             link: link.clone(),

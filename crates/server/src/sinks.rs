@@ -237,7 +237,7 @@ mod tests {
         store.delete(Resource::Pods, "default", "web").unwrap();
         assert!(!link.delete(&uid, 0));
 
-        let statics = Arc::new(StaticPods::new(store.clone(), link.clone(), "node"));
+        let statics = Arc::new(crate::static_pods::static_pods(store.clone(), link.clone(), "node"));
         let sink = StoreStatus { store, link, host_ip: None, statics };
         sink.publish(&PodUpdate { finished: false, ..PodUpdate::new(Arc::new(pod.clone())) });
         assert!(feed.removals.try_recv().is_err());

@@ -5,7 +5,7 @@
 //! round of the node's [`UsageCollector`]; rates come from the round before.
 
 use crate::errors::{ApiError, ApiResult};
-use crate::mirror::{NodeRef, node_uid};
+use crate::mirror::{node_ref, node_uid};
 use crate::request::Params;
 use crate::resources::Resource;
 use crate::selectors::Filter;
@@ -285,7 +285,7 @@ pub fn node_object(s: &ApiServer) -> Value {
         "apiVersion": "v1",
         "metadata": {
             "name": name,
-            "uid": NodeRef::new(name).uid,
+            "uid": node_ref(name).uid,
             "creationTimestamp": rfc3339(boot),
             "labels": {
                 "kubernetes.io/hostname": name,

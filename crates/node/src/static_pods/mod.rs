@@ -9,11 +9,15 @@
 //! for YAML errors, the line); it does not stop the others. [`StaticPodSource`] reads the path at
 //! start, again whenever it changes ([`DirWatch`]), and every `fileCheckFrequency`, each time
 //! giving the whole set: what to add, change or remove is the caller's diff, as in the kubelet's
-//! pod config.
+//! pod config: [`StaticPods`] takes each reading, runs the pods on the node and keeps their
+//! mirror pods ([`mirror`]) on the mode's API.
 
+pub mod mirror;
+mod set;
 pub mod uid;
 mod watch;
 
+pub use set::{StaticPodHost, StaticPods};
 pub(crate) use watch::DirWatch;
 
 use k8s_openapi::api::core::v1::{Pod, Toleration};

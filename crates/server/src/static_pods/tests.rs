@@ -7,10 +7,10 @@ use crate::store::meta_str;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use futures_util::FutureExt;
-use podwright_api::annotations::{CONFIG_HASH, CONFIG_MIRROR, CONFIG_SOURCE};
+use podwright_api::annotations::{CONFIG_HASH, CONFIG_MIRROR, CONFIG_SEEN, CONFIG_SOURCE};
 use podwright_node::{PodChange, PodSource, PodUpdate, StatusSink};
 use podwright_runtime::{Clock, FakeRuntime};
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn api() -> (ApiServer, NodeFeed) {
     let clock = Clock::new();
@@ -219,7 +219,7 @@ async fn of_two_files_with_one_pod_name_the_second_is_ignored_with_a_warning_eve
 async fn a_mirror_left_by_an_earlier_run_gives_its_status_and_one_of_no_static_pod_goes() {
     let (api, mut feed) = api();
     let web = static_pod("web", "u1", "busybox");
-    let node = NodeRef::new("n");
+    let node = crate::mirror::node_ref("n");
     let at = jiff::Timestamp::from_second(1_700_000_000).unwrap();
     let started =
         PodStatus { start_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at)), ..running("Running") };
