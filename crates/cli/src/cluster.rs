@@ -11,6 +11,7 @@ use podwright_cluster::{ClusterSettings, join};
 use podwright_node::cri::dns::{ClusterDns, HOST_RESOLV_CONF, ResolvConf};
 use podwright_node::downward::{host_ip, host_name};
 use podwright_node::log_rotation;
+use podwright_node::static_pods::StaticPodSource;
 use podwright_node::{Metrics, Node, PodCgroups};
 use podwright_runtime::{Clock, Runtime};
 use std::path::Path;
@@ -38,12 +39,14 @@ pub(crate) async fn join_and_run(args: &ServeArgs, settings: Settings) -> Result
     let runtime: Arc<dyn Runtime> =
         Arc::new(connect_runtime(&args.runtime).await.map_err(|e| fail(exit::NO_RUNTIME, e))?);
     let clock = Clock::new();
-    let joined = join(ClusterSettings { identity, credentials }, runtime.as_ref(), clock)
+    let mut joined = join(ClusterSettings { identity, credentials }, runtime.as_ref(), clock)
         .await
         .map_err(|e| fail(exit::FAILED, e))?;
     // What the runtime holds of pods the API server no longer binds here (deleted while the
-    // node was down) goes before anything starts.
-    let bound = joined.bound_pods().await.map_err(|e| fail(exit::FAILED, e))?;
+    // node was down) and of static pods no longer in their path goes before anything starts.
+    let static_pods =
+        settings.static_pod_path.clone().map(|p| StaticPodSource::new(p, &name, settings.file_check_frequency));
+    let bound = joined.take_stock(static_pods).await.map_err(|e| fail(exit::FAILED, e))?;
     let metrics = Arc::new(Metrics::default());
     let mut node = Node::new(runtime.clone(), root).clock(clock).metrics(metrics.clone());
     if let Some(cgroups) = PodCgroups::of_host(root) {
@@ -66,17 +69,14 @@ pub(crate) async fn join_and_run(args: &ServeArgs, settings: Settings) -> Result
     }
 }
 
-/// The flags of the local API, which a node of a cluster does not serve, and what cluster
-/// mode does not do yet: refused rather than ignored.
+/// The flags of the local API, which a node of a cluster does not serve: refused rather than
+/// ignored.
 fn refuse_local_api_flags(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
     if settings.tls {
         return Err("--tls, --tls-cert-file and --tls-private-key-file are for the local API, which a node of a cluster (--kubeconfig) does not serve".into());
     }
     if args.address.is_some() || settings.config.address.is_some() {
         return Err("--address (and the config's address) is for the local API, which a node of a cluster (--kubeconfig) does not serve".into());
-    }
-    if settings.static_pod_path.is_some() {
-        return Err("static pods (--pod-manifest-path, staticPodPath) are not supported with --kubeconfig yet".into());
     }
     Ok(())
 }

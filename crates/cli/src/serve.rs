@@ -193,7 +193,7 @@ pub(crate) struct Settings {
     addr: SocketAddr,
     pub(crate) tls: bool,
     pub(crate) log_policy: LogPolicy,
-    file_check_frequency: Duration,
+    pub(crate) file_check_frequency: Duration,
     pub(crate) credential_plugins: Option<PluginConfig>,
     pub(crate) static_pod_path: Option<PathBuf>,
 }

@@ -8,10 +8,12 @@
 //! | `kubelet_node_status.go`, `nodestatus/setters.go` | [`node_status`] |
 //! | `nodelease` (component-helpers' lease controller) | [`lease`] |
 //! | `config/apiserver.go`, `status/status_manager.go` | [`pods`] |
+//! | `config/file.go`, `pod/mirror_client.go` (static pods) | `podwright_node::static_pods`, [`pods::ClusterMirrors`] |
 //! | `util/manager/watch_based_manager.go`, `runtimeclass` | [`objects`] |
 //! | `cmd/kubelet/app/server.go` `makeEventRecorder` | [`events`] |
 //!
-//! [`join`] registers the node; [`Joined::run`] then runs its pods until dropped.
+//! [`join`] registers the node; [`Joined::take_stock`] reads what it is to run (before the
+//! node's clean-up at start); [`Joined::run`] then runs its pods until dropped.
 
 pub mod credentials;
 pub mod csr;
@@ -25,9 +27,10 @@ use crate::credentials::CredentialPaths;
 use crate::events::ApiEvents;
 use crate::node_status::{NodeIdentity, Reported};
 use crate::objects::ClusterObjects;
-use crate::pods::{ClusterPods, PodNode};
-use podwright_node::Node;
+use crate::pods::{ApiStatus, ClusterPods, PodNode, PodsContext};
 use podwright_node::downward::NodeFacts;
+use podwright_node::static_pods::{StaticPodSource, StaticPods};
+use podwright_node::{EventSink, Node};
 use podwright_runtime::{Clock, Runtime};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -62,6 +65,11 @@ pub struct Joined {
     identity: NodeIdentity,
     reported: Reported,
     clock: Clock,
+    pods: ClusterPods,
+    status: ApiStatus,
+    events: Arc<dyn EventSink>,
+    /// The static pods, and their path's source (read again as it changes).
+    statics: Option<(Arc<StaticPods>, Option<StaticPodSource>)>,
 }
 
 /// Joins the cluster: credentials (TLS bootstrap when needed), then the Node registered or
@@ -75,7 +83,11 @@ pub async fn join(settings: ClusterSettings, runtime: &dyn Runtime, clock: Clock
     beat.connect_timeout = Some(HEARTBEAT_TIMEOUT);
     let heartbeat = kube::Client::try_from(beat)?;
     let (_, reported) = register_with_retries(&client, &identity, runtime, clock).await?;
-    Ok(Joined { client, heartbeat, identity, reported, clock })
+    let (pods, status) = ClusterPods::new();
+    let (events, send_events) = ApiEvents::new(client.clone(), &identity.name);
+    tokio::spawn(send_events);
+    let events: Arc<dyn EventSink> = Arc::new(events);
+    Ok(Joined { client, heartbeat, identity, reported, clock, pods, status, events, statics: None })
 }
 
 /// Registration, retried as the kubelet retries it (from 100 ms, doubling to 7 s) while the API
@@ -103,23 +115,46 @@ async fn register_with_retries(
 }
 
 impl Joined {
-    /// The UIDs of the pods bound to this node: what the node's clean-up at start keeps.
-    pub async fn bound_pods(&self) -> Result<BTreeSet<String>, ClusterError> {
-        Ok(pods::list_uids(&self.client, &self.identity.name).await?)
+    /// What the node is to run, before it starts: the pods bound to it, and its static pods
+    /// (`static_pods`, the path read once now; the kubelet too waits for every source before
+    /// cleaning up). Returns their UIDs, what the node's clean-up at start keeps. A restart
+    /// finds the same static pods in the same files, with the mirrors an earlier run left.
+    pub async fn take_stock(&mut self, static_pods: Option<StaticPodSource>) -> Result<BTreeSet<String>, ClusterError> {
+        let (mut uids, mirrors) = pods::list_bound(&self.client, &self.identity.name).await?;
+        let statics = Arc::new(StaticPods::new(Box::new(self.pods.mirrors(mirrors)), self.clock));
+        let mut source = static_pods;
+        // Even without a path: mirrors of static pods no longer there are deleted.
+        statics.set(source.as_mut().map(StaticPodSource::list).unwrap_or_default(), &*self.events);
+        uids.extend(statics.uids());
+        self.statics = Some((statics, source));
+        Ok(uids)
     }
 
-    /// Runs the node: its heartbeats, and the pods bound to it on `node` (a node layer with
-    /// everything but its pods' source and sinks set). Runs until dropped.
-    pub async fn run(self, node: Node, runtime: Arc<dyn Runtime>) {
-        let Joined { client, heartbeat, identity, reported, clock } = self;
+    /// Runs the node: its heartbeats, the pods bound to it and its static pods on `node` (a
+    /// node layer with everything but its pods' source and sinks set). Runs until dropped.
+    pub async fn run(mut self, node: Node, runtime: Arc<dyn Runtime>) {
+        if self.statics.is_none() {
+            // Stock not taken: no static pods.
+            let _ = self.take_stock(None).await;
+        }
+        let Joined { client, heartbeat, identity, reported, clock, pods, status, events, statics } = self;
         tokio::spawn(lease::keep_renewed(heartbeat.clone(), identity.name.clone(), clock));
         tokio::spawn(node_status::report_status(heartbeat, identity.clone(), runtime, clock, reported));
         let objects = ClusterObjects::new(client.clone());
         tokio::spawn(objects.clone().follow_runtime_classes());
-        let (events, send_events) = ApiEvents::new(client.clone(), &identity.name);
-        tokio::spawn(send_events);
-        let events: Arc<dyn podwright_node::EventSink> = Arc::new(events);
-        let (pods, status) = ClusterPods::new();
+        let (statics, source) = statics.unwrap_or_else(|| {
+            let none = Arc::new(StaticPods::new(Box::new(pods.mirrors(Vec::new())), clock));
+            (none, None)
+        });
+        if let Some(mut source) = source {
+            let (statics, events) = (statics.clone(), events.clone());
+            tokio::spawn(async move {
+                loop {
+                    let read = source.next().await;
+                    statics.set(read, &*events);
+                }
+            });
+        }
         let workers = Arc::new(
             node.events(events.clone())
                 .status(Arc::new(status))
@@ -128,6 +163,6 @@ impl Joined {
                 .build(),
         );
         let node = PodNode { name: identity.name.clone(), ip: identity.ip.clone() };
-        pods.run(client, node, workers, objects, events, clock).await;
+        pods.run(client, PodsContext { node, workers, objects, events, statics, clock }).await;
     }
 }

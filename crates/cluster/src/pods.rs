@@ -11,6 +11,9 @@
 //! - a pod deleted through the API is stopped with the grace the API server gives; once it has
 //!   stopped, its terminal phase is written, then the pod is deleted for good (grace 0, with a
 //!   UID precondition), then its containers and files leave the node.
+//!
+//! The node's static pods run beside them, with their mirror pods on the API server
+//! ([`mirrors`]).
 
 use crate::objects::ClusterObjects;
 use futures_util::StreamExt;
@@ -18,6 +21,7 @@ use k8s_openapi::api::core::v1::{HostIP, Pod, PodStatus};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use kube::runtime::watcher;
 use podwright_api::annotations::CONFIG_MIRROR;
+use podwright_node::static_pods::StaticPods;
 use podwright_node::{EventSink, EventType, PodUpdate, PodWorkers, StatusSink};
 use podwright_runtime::Clock;
 use serde_json::{Value, json};
@@ -25,6 +29,10 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
+
+mod mirrors;
+
+pub use mirrors::ClusterMirrors;
 
 /// How often every pod's status is checked against the API server's (`syncPeriod`).
 const RESYNC_EVERY: Duration = Duration::from_secs(10);
@@ -37,11 +45,13 @@ pub fn node_selector(node: &str) -> String {
     format!("spec.nodeName={node}")
 }
 
-/// The UIDs of the pods bound to the node now (what the node's clean-up at start keeps).
-pub async fn list_uids(client: &kube::Client, node: &str) -> Result<BTreeSet<String>, kube::Error> {
+/// The pods bound to the node now: the UIDs of those to run (what the node's clean-up at start
+/// keeps), and the mirror pods of its static pods.
+pub async fn list_bound(client: &kube::Client, node: &str) -> Result<(BTreeSet<String>, Vec<Pod>), kube::Error> {
     let api: Api<Pod> = Api::all(client.clone());
     let pods = api.list(&ListParams::default().fields(&node_selector(node))).await?;
-    Ok(pods.items.into_iter().filter(|p| !is_mirror(p)).filter_map(|p| p.metadata.uid).collect())
+    let (mirrors, pods): (Vec<Pod>, Vec<Pod>) = pods.items.into_iter().partition(is_mirror);
+    Ok((pods.into_iter().filter_map(|p| p.metadata.uid).collect(), mirrors))
 }
 
 /// A mirror pod: the API's copy of one of this node's static pods, not a pod to run.
@@ -60,6 +70,18 @@ enum Heard {
     Refused(Box<Pod>, String),
     /// Its containers, sandboxes and files have left the node.
     Removed(String),
+    /// A static pod to run, or its new version.
+    StaticRun(Box<Pod>),
+    /// A static pod gone from its path: stopped with this grace, then removed with its mirror.
+    StaticStop(String, i64),
+    /// The UIDs of every static pod running or stopping: mirrors of others are deleted.
+    StaticKnown(BTreeSet<String>),
+    /// A mirror pod as the watch (or the listing at start) saw it.
+    MirrorObserved(Box<Pod>),
+    /// A mirror pod deleted from the API server.
+    MirrorGone(Box<Pod>),
+    /// The UIDs of the mirror pods a relist found: others are gone.
+    MirrorsListed(HashSet<String>),
 }
 
 /// The node's [`StatusSink`]: hands each status to the status manager.
@@ -81,6 +103,16 @@ pub struct ClusterPods {
     rx: mpsc::UnboundedReceiver<Heard>,
 }
 
+/// What [`ClusterPods::run`] runs the pods with.
+pub struct PodsContext {
+    pub node: PodNode,
+    pub workers: Arc<PodWorkers>,
+    pub objects: Arc<ClusterObjects>,
+    pub events: Arc<dyn EventSink>,
+    pub statics: Arc<StaticPods>,
+    pub clock: Clock,
+}
+
 /// Who the pods' node is, for their statuses.
 #[derive(Debug, Clone)]
 pub struct PodNode {
@@ -94,19 +126,29 @@ impl ClusterPods {
         (ClusterPods { tx: tx.clone(), rx }, ApiStatus { tx })
     }
 
-    /// Runs the node's pods: the watch gives them to `workers`, the status manager writes
-    /// their statuses and deletes them when they are done. Runs until the node stops.
-    pub async fn run(
-        self,
-        client: kube::Client,
-        node: PodNode,
-        workers: Arc<PodWorkers>,
-        objects: Arc<ClusterObjects>,
-        events: Arc<dyn EventSink>,
-        clock: Clock,
-    ) {
+    /// The static pods' host: they reach the node and the API server through the status
+    /// manager.
+    pub fn mirrors(&self, listed: Vec<Pod>) -> ClusterMirrors {
+        ClusterMirrors::new(self.tx.clone(), listed)
+    }
+
+    /// Runs the node's pods: the watch gives them to the workers (the static pods come from
+    /// `statics`), the status manager writes their statuses and deletes them when they are
+    /// done. Runs until the node stops.
+    pub async fn run(self, client: kube::Client, cx: PodsContext) {
+        let PodsContext { node, workers, objects, events, statics, clock } = cx;
         let (removals_tx, mut removals) = mpsc::unbounded_channel::<String>();
-        let manager = StatusManager { client: client.clone(), node: node.clone(), pods: HashMap::new(), removals: removals_tx };
+        let manager = StatusManager {
+            client: client.clone(),
+            node: node.clone(),
+            pods: HashMap::new(),
+            removals: removals_tx,
+            workers: workers.clone(),
+            events: events.clone(),
+            clock,
+            statics: None,
+            deleted_mirrors: HashSet::new(),
+        };
         tokio::spawn(manager.run(self.rx));
         tokio::spawn({
             let (workers, objects, heard) = (workers.clone(), objects.clone(), self.tx.clone());
@@ -114,7 +156,9 @@ impl ClusterPods {
                 while let Some(uid) = removals.recv().await {
                     workers.remove(&uid).await;
                     objects.release(&uid);
-                    let _ = heard.send(Heard::Removed(uid));
+                    let _ = heard.send(Heard::Removed(uid.clone()));
+                    // A static pod waiting for the name of this one starts now.
+                    statics.removed(&uid);
                 }
             }
         });
@@ -168,8 +212,12 @@ impl PodWatch {
                     for uid in gone {
                         self.gone(&uid, None);
                     }
+                    let _ = self.status.send(Heard::MirrorsListed(listed));
                 }
                 Ok(watcher::Event::Apply(pod)) => self.apply(pod).await,
+                Ok(watcher::Event::Delete(pod)) if is_mirror(&pod) => {
+                    let _ = self.status.send(Heard::MirrorGone(Box::new(pod)));
+                }
                 Ok(watcher::Event::Delete(pod)) => {
                     if let Some(uid) = pod.metadata.uid.clone() {
                         self.gone(&uid, pod.metadata.deletion_grace_period_seconds);
@@ -182,7 +230,9 @@ impl PodWatch {
 
     /// A pod added or changed on the API server.
     async fn apply(&mut self, pod: Pod) {
+        // Not a pod to run: the status manager keeps it for its static pod.
         if is_mirror(&pod) {
+            let _ = self.status.send(Heard::MirrorObserved(Box::new(pod)));
             return;
         }
         let Some(uid) = pod.metadata.uid.clone() else { return };
@@ -232,9 +282,19 @@ struct Tracked {
     /// Its removal from the node was asked for, and is done.
     removing: bool,
     removed: bool,
+    /// A static pod: its newest version, and what of its mirror the manager knows.
+    statics: Option<mirrors::StaticTracked>,
+    /// The mirror pod on the API server that carries this UID as its config hash, as last
+    /// seen: a static pod's, or one with no static pod behind it (to delete).
+    mirror: Option<Pod>,
 }
 
 impl Tracked {
+    /// A static pod or a mirror pod: not an API pod of its own.
+    fn is_static(&self) -> bool {
+        self.statics.is_some() || self.mirror.is_some()
+    }
+
     fn finished(&self) -> bool {
         self.refused.is_some() || self.latest.as_ref().is_some_and(|u| u.finished)
     }
@@ -259,6 +319,13 @@ struct StatusManager {
     node: PodNode,
     pods: HashMap<String, Tracked>,
     removals: mpsc::UnboundedSender<String>,
+    workers: Arc<PodWorkers>,
+    events: Arc<dyn EventSink>,
+    clock: Clock,
+    /// The static pods' UIDs as of the last reading of their path; none read yet: `None`.
+    statics: Option<BTreeSet<String>>,
+    /// Mirror pods this node deleted: what the watch still says of them is old.
+    deleted_mirrors: HashSet<String>,
 }
 
 impl StatusManager {
@@ -271,10 +338,10 @@ impl StatusManager {
                 heard = rx.recv() => {
                     let Some(heard) = heard else { return };
                     let mut dirty = BTreeSet::new();
-                    dirty.insert(self.hear(heard));
+                    self.hear(heard, &mut dirty);
                     // Fold what else is waiting: one patch per pod for a burst of reports.
                     while let Ok(more) = rx.try_recv() {
-                        dirty.insert(self.hear(more));
+                        self.hear(more, &mut dirty);
                     }
                     dirty
                 }
@@ -286,9 +353,9 @@ impl StatusManager {
         }
     }
 
-    /// Takes one report in; returns the UID it concerns.
-    fn hear(&mut self, heard: Heard) -> String {
-        match heard {
+    /// Takes one report in; adds the UIDs it concerns to `dirty`.
+    fn hear(&mut self, heard: Heard, dirty: &mut BTreeSet<String>) {
+        let uid = match heard {
             Heard::Update(u) => {
                 let uid = u.spec.metadata.uid.clone().unwrap_or_default();
                 self.pods.entry(uid.clone()).or_default().latest = Some(u);
@@ -319,22 +386,25 @@ impl StatusManager {
                 t.api = Some(*pod);
                 uid
             }
-        }
+            other => {
+                dirty.extend(self.hear_static(other));
+                return;
+            }
+        };
+        dirty.insert(uid);
     }
 
     /// Brings one pod's API copy in line with the node: its status, its final deletion, its
     /// removal from the node.
     async fn sync(&mut self, uid: &str) {
         let Some(t) = self.pods.get(uid) else { return };
+        if t.is_static() {
+            return self.sync_static(uid).await;
+        }
         let Some((ns, name, _)) = t.names() else { return };
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
         if !t.gone {
-            let ours = t.refused.clone().or_else(|| t.latest.as_ref().and_then(|u| u.status.as_deref().cloned()));
-            if let Some(mut status) = ours {
-                if let Some(ip) = &self.node.ip {
-                    status.host_ip = Some(ip.clone());
-                    status.host_ips = Some(vec![HostIP { ip: ip.clone() }]);
-                }
+            if let Some(status) = self.status_of(t) {
                 let theirs = t.api.as_ref().and_then(|p| p.status.as_ref());
                 if theirs.is_none_or(|theirs| summary(theirs) != summary(&status)) {
                     let patch = status_patch(uid, &status, theirs);
@@ -382,6 +452,16 @@ impl StatusManager {
         if self.pods.get(uid).is_some_and(|t| t.gone && t.removed) {
             self.pods.remove(uid);
         }
+    }
+
+    /// The status to write for a pod: the node's (or its refusal), with the node's IP.
+    fn status_of(&self, t: &Tracked) -> Option<PodStatus> {
+        let mut status = t.refused.clone().or_else(|| t.latest.as_ref().and_then(|u| u.status.as_deref().cloned()))?;
+        if let Some(ip) = &self.node.ip {
+            status.host_ip = Some(ip.clone());
+            status.host_ips = Some(vec![HostIP { ip: ip.clone() }]);
+        }
+        Some(status)
     }
 }
 
