@@ -13,7 +13,8 @@ const LAYERS: Layers = &[
     ("one worker per pod", &["pod_workers"]),
     ("the pod worker", &["worker"]),
     // Cluster mode adds here the kubelet's port (`kubelet_server`: exec, attach, logs,
-    // port-forward and stats for the API server) and the mirror-pod client (`mirror_pods`).
+    // port-forward and stats for the API server). Mirror pods are `static_pods`' (the API side
+    // is each mode's `StaticPodHost`).
     (
         "what a worker drives, and the node-wide loops",
         &[
@@ -26,7 +27,6 @@ const LAYERS: Layers = &[
             "usage",
             "log_rotation",
             "kubelet_server",
-            "mirror_pods",
         ],
     ),
     (
@@ -55,6 +55,6 @@ const LAYERS: Layers = &[
 ];
 
 /// Cluster mode's modules, named in [`LAYERS`] before they exist.
-const PLANNED: &[&str] = &["kubelet_server", "mirror_pods"];
+const PLANNED: &[&str] = &["kubelet_server"];
 
 layer_tests!(LAYERS, PLANNED);

@@ -2,7 +2,8 @@
 //! as the kubelet runs them: a podwright node with `--pod-manifest-path` shows each static pod
 //! as a mirror pod on the API server (the config hash, the Node as its controller, the static
 //! pod's status). Deleting the mirror makes it again and stops nothing; a SIGKILLed node keeps
-//! the mirror and the containers; removing the file stops the pod and deletes the mirror. A
+//! the mirror and the containers; a changed file replaces the pod and its mirror; removing the
+//! file stops the pod and deletes the mirror, also while the node is down. A
 //! static pod that references a Secret runs without a mirror: NodeRestriction refuses it (403),
 //! and the node says so.
 
@@ -118,6 +119,31 @@ fn wait_until(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
+/// On a failure, before the node stops: its static pods leave the runtime (their files removed)
+/// and its Node the API server.
+struct Cleanup<'a> {
+    plane: &'a ControlPlane,
+    dir: &'a ManifestDir,
+    node: String,
+}
+
+impl Drop for Cleanup<'_> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        for entry in std::fs::read_dir(&self.dir.0).into_iter().flatten().flatten() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+        let start = Instant::now();
+        let left = || ["web", "pull"].iter().any(|p| !containers_with_label("io.kubernetes.pod.name", &format!("{p}-{}", self.node)).is_empty());
+        while left() && start.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        let _ = self.plane.kubectl(&["delete", "node", &self.node]);
+    }
+}
+
 fn pod_gone(plane: &ControlPlane, name: &str) -> bool {
     let out = plane.kubectl(&["get", "pod", name, "-o", "name"]);
     !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("NotFound")
@@ -129,6 +155,7 @@ fn static_pods_of_a_cluster_node_have_mirror_pods_on_the_api_server() {
     let dir = ManifestDir::new();
     dir.write("web.yaml", WEB);
     let mut node = ClusterNode::join(&plane, "sp", &["--pod-manifest-path", dir.arg()]);
+    let _cleanup = Cleanup { plane: &plane, dir: &dir, node: node.name.clone() };
     let node_obj = plane.wait_json(&["get", "node", &node.name], Duration::from_secs(60), "the node is registered", |n| {
         condition(n, "Ready")["status"] == "True"
     });
@@ -196,13 +223,36 @@ fn static_pods_of_a_cluster_node_have_mirror_pods_on_the_api_server() {
     assert!(!containers_with_label("io.kubernetes.pod.name", &pull).is_empty(), "it runs on the node");
     assert!(node.log().contains("no mirror pod for the static pod"), "{}", node.log());
 
+    // A changed file is a new version of the pod (a new config hash): the old one stops and
+    // leaves the node, and the new one runs with a mirror of its own.
+    dir.write("web.yaml", &WEB.replace("app: static-web", "app: static-web-2"));
+    let v2 = plane.wait_json(&["get", "pod", &mirror], Duration::from_secs(60), "the new version's mirror is ready", |p| {
+        p["metadata"]["annotations"]["kubernetes.io/config.mirror"].as_str().is_some_and(|h| h != hash)
+            && p["metadata"]["labels"]["app"] == "static-web-2"
+            && is_running_and_ready(p)
+    });
+    let hash2 = v2["metadata"]["annotations"]["kubernetes.io/config.mirror"].as_str().unwrap().to_string();
+    assert!(containers_with_label("io.kubernetes.pod.uid", &hash).is_empty(), "the old version left the node");
+    assert_ne!(containers(&v2), running);
+
     // The files removed, the pods stop and leave the node, and the mirror goes.
     dir.remove("web.yaml");
     dir.remove("pull.yaml");
     wait_until(Duration::from_secs(60), "the mirror pod is deleted", || pod_gone(&plane, &mirror));
     wait_until(Duration::from_secs(60), "the static pods' containers are removed", || {
-        containers_with_label("io.kubernetes.pod.uid", &hash).is_empty()
+        containers_with_label("io.kubernetes.pod.uid", &hash2).is_empty()
             && containers_with_label("io.kubernetes.pod.name", &pull).is_empty()
     });
+
+    // A file removed while the node is down: at its start the node removes the pod's
+    // containers, and deletes the mirror no static pod stands behind.
+    dir.write("web.yaml", WEB);
+    let back = plane.wait_json(&["get", "pod", &mirror], Duration::from_secs(60), "the mirror is back", is_running_and_ready);
+    assert_eq!(back["metadata"]["annotations"]["kubernetes.io/config.mirror"], hash.as_str(), "the same file, the same hash");
+    node.kill();
+    dir.remove("web.yaml");
+    node.restart();
+    wait_until(Duration::from_secs(60), "the orphaned mirror pod is deleted", || pod_gone(&plane, &mirror));
+    assert!(containers_with_label("io.kubernetes.pod.uid", &hash).is_empty(), "its containers went at the start");
     plane.ok(&["delete", "node", &node.name]);
 }

@@ -15,7 +15,7 @@
 //!   podwright was down) is deleted. A mirror whose static pod is stopping stays until the pod
 //!   has stopped.
 
-use crate::{EventSink, EventType};
+use crate::events::{EventSink, EventType};
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podwright_api::annotations::{CONFIG_SEEN, FILE_SOURCE};
 use podwright_api::go;
