@@ -12,9 +12,12 @@ use serde_json::json;
 use std::collections::HashMap;
 use tokio::sync::mpsc;
 
+/// What folds repeats of an event: (object UID, field path, reason, message).
+type EventKey = (String, String, String, String);
+
 /// An event to send: the first occurrence as an object, and what tells its repeats.
 struct Pending {
-    key: (String, String, String, String),
+    key: EventKey,
     event: Event,
 }
 
@@ -61,7 +64,7 @@ impl EventSink for ApiEvents {
 /// Sends each event; a repeat raises the count of the event first sent for its key.
 async fn send_events(client: kube::Client, mut rx: mpsc::UnboundedReceiver<Pending>) {
     // (namespace, name, count) of the event sent for each key.
-    let mut sent: HashMap<(String, String, String, String), (String, String, i32)> = HashMap::new();
+    let mut sent: HashMap<EventKey, (String, String, i32)> = HashMap::new();
     while let Some(Pending { key, event }) = rx.recv().await {
         let ns = event.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let api: Api<Event> = Api::namespaced(client.clone(), &ns);

@@ -403,16 +403,16 @@ impl StatusManager {
         }
         let Some((ns, name, _)) = t.names() else { return };
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
-        if !t.gone {
-            if let Some(status) = self.status_of(t) {
-                let theirs = t.api.as_ref().and_then(|p| p.status.as_ref());
-                if theirs.is_none_or(|theirs| summary(theirs) != summary(&status)) {
-                    let patch = status_patch(uid, &status, theirs);
-                    match api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(patch)).await {
-                        Ok(pod) => self.pods.entry(uid.to_string()).or_default().api = Some(pod),
-                        Err(e) if gone_error(&e) => self.pods.entry(uid.to_string()).or_default().gone = true,
-                        Err(e) => tracing::warn!(%e, pod = name, "pod status not written; trying again"),
-                    }
+        if !t.gone
+            && let Some(status) = self.status_of(t)
+        {
+            let theirs = t.api.as_ref().and_then(|p| p.status.as_ref());
+            if theirs.is_none_or(|theirs| summary(theirs) != summary(&status)) {
+                let patch = status_patch(uid, &status, theirs);
+                match api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(patch)).await {
+                    Ok(pod) => self.pods.entry(uid.to_string()).or_default().api = Some(pod),
+                    Err(e) if gone_error(&e) => self.pods.entry(uid.to_string()).or_default().gone = true,
+                    Err(e) => tracing::warn!(%e, pod = name, "pod status not written; trying again"),
                 }
             }
         }

@@ -88,7 +88,9 @@ fn condition<'a>(obj: &'a Value, ty: &str) -> &'a Value {
 fn is_running_and_ready(pod: &Value) -> bool {
     pod["status"]["phase"] == "Running"
         && condition(pod, "Ready")["status"] == "True"
-        && pod["status"]["containerStatuses"].as_array().is_some_and(|c| c.len() == 2 && c.iter().all(|c| c["ready"] == true))
+        && pod["status"]["containerStatuses"]
+            .as_array()
+            .is_some_and(|c| c.len() == 2 && c.iter().all(|c| c["ready"] == true))
 }
 
 /// Each container's name → (its ID, its restarts).
@@ -136,7 +138,11 @@ impl Drop for Cleanup<'_> {
             let _ = std::fs::remove_file(entry.path());
         }
         let start = Instant::now();
-        let left = || ["web", "pull"].iter().any(|p| !containers_with_label("io.kubernetes.pod.name", &format!("{p}-{}", self.node)).is_empty());
+        let left = || {
+            ["web", "pull"]
+                .iter()
+                .any(|p| !containers_with_label("io.kubernetes.pod.name", &format!("{p}-{}", self.node)).is_empty())
+        };
         while left() && start.elapsed() < Duration::from_secs(30) {
             std::thread::sleep(Duration::from_millis(500));
         }
@@ -156,14 +162,20 @@ fn static_pods_of_a_cluster_node_have_mirror_pods_on_the_api_server() {
     dir.write("web.yaml", WEB);
     let mut node = ClusterNode::join(&plane, "sp", &["--pod-manifest-path", dir.arg()]);
     let _cleanup = Cleanup { plane: &plane, dir: &dir, node: node.name.clone() };
-    let node_obj = plane.wait_json(&["get", "node", &node.name], Duration::from_secs(60), "the node is registered", |n| {
-        condition(n, "Ready")["status"] == "True"
-    });
+    let node_obj =
+        plane.wait_json(&["get", "node", &node.name], Duration::from_secs(60), "the node is registered", |n| {
+            condition(n, "Ready")["status"] == "True"
+        });
     let mirror = format!("web-{}", node.name);
 
     // The mirror: the config hash, the Node (its real UID) as its one controller, bound to the
     // node, and the static pod's status, Running and ready.
-    let first = plane.wait_json(&["get", "pod", &mirror], Duration::from_secs(90), "the mirror pod is Running and ready", is_running_and_ready);
+    let first = plane.wait_json(
+        &["get", "pod", &mirror],
+        Duration::from_secs(90),
+        "the mirror pod is Running and ready",
+        is_running_and_ready,
+    );
     let annotations = &first["metadata"]["annotations"];
     let hash = annotations["kubernetes.io/config.mirror"].as_str().expect("the mirror annotation").to_string();
     assert_eq!(annotations["kubernetes.io/config.hash"], hash.as_str(), "{first:#}");
@@ -185,9 +197,10 @@ fn static_pods_of_a_cluster_node_have_mirror_pods_on_the_api_server() {
 
     // Deleted by a user, the mirror is made again (a new object), and nothing restarts.
     plane.ok(&["delete", "pod", &mirror, "--wait=false"]);
-    let again = plane.wait_json(&["get", "pod", &mirror], Duration::from_secs(30), "the mirror pod is made again", |p| {
-        !uid(p).is_empty() && uid(p) != uid(&first) && is_running_and_ready(p)
-    });
+    let again =
+        plane.wait_json(&["get", "pod", &mirror], Duration::from_secs(30), "the mirror pod is made again", |p| {
+            !uid(p).is_empty() && uid(p) != uid(&first) && is_running_and_ready(p)
+        });
     assert_eq!(containers(&again), running, "the containers are the same");
 
     // SIGKILLed and started again, the node keeps the mirror and the containers.
@@ -197,7 +210,12 @@ fn static_pods_of_a_cluster_node_have_mirror_pods_on_the_api_server() {
         condition(n, "Ready")["status"] == "True"
     });
     std::thread::sleep(Duration::from_secs(5));
-    let after = plane.wait_json(&["get", "pod", &mirror], Duration::from_secs(60), "the mirror pod is ready after the restart", is_running_and_ready);
+    let after = plane.wait_json(
+        &["get", "pod", &mirror],
+        Duration::from_secs(60),
+        "the mirror pod is ready after the restart",
+        is_running_and_ready,
+    );
     assert_eq!(uid(&after), uid(&again), "the same mirror:\n{}", node.log());
     assert_eq!(containers(&after), running, "the same containers:\n{}", node.log());
 
@@ -226,11 +244,12 @@ fn static_pods_of_a_cluster_node_have_mirror_pods_on_the_api_server() {
     // A changed file is a new version of the pod (a new config hash): the old one stops and
     // leaves the node, and the new one runs with a mirror of its own.
     dir.write("web.yaml", &WEB.replace("app: static-web", "app: static-web-2"));
-    let v2 = plane.wait_json(&["get", "pod", &mirror], Duration::from_secs(60), "the new version's mirror is ready", |p| {
-        p["metadata"]["annotations"]["kubernetes.io/config.mirror"].as_str().is_some_and(|h| h != hash)
-            && p["metadata"]["labels"]["app"] == "static-web-2"
-            && is_running_and_ready(p)
-    });
+    let v2 =
+        plane.wait_json(&["get", "pod", &mirror], Duration::from_secs(60), "the new version's mirror is ready", |p| {
+            p["metadata"]["annotations"]["kubernetes.io/config.mirror"].as_str().is_some_and(|h| h != hash)
+                && p["metadata"]["labels"]["app"] == "static-web-2"
+                && is_running_and_ready(p)
+        });
     let hash2 = v2["metadata"]["annotations"]["kubernetes.io/config.mirror"].as_str().unwrap().to_string();
     assert!(containers_with_label("io.kubernetes.pod.uid", &hash).is_empty(), "the old version left the node");
     assert_ne!(containers(&v2), running);
@@ -247,8 +266,13 @@ fn static_pods_of_a_cluster_node_have_mirror_pods_on_the_api_server() {
     // A file removed while the node is down: at its start the node removes the pod's
     // containers, and deletes the mirror no static pod stands behind.
     dir.write("web.yaml", WEB);
-    let back = plane.wait_json(&["get", "pod", &mirror], Duration::from_secs(60), "the mirror is back", is_running_and_ready);
-    assert_eq!(back["metadata"]["annotations"]["kubernetes.io/config.mirror"], hash.as_str(), "the same file, the same hash");
+    let back =
+        plane.wait_json(&["get", "pod", &mirror], Duration::from_secs(60), "the mirror is back", is_running_and_ready);
+    assert_eq!(
+        back["metadata"]["annotations"]["kubernetes.io/config.mirror"],
+        hash.as_str(),
+        "the same file, the same hash"
+    );
     node.kill();
     dir.remove("web.yaml");
     node.restart();

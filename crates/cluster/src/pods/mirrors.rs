@@ -19,6 +19,7 @@
 //!   static pod runs without it, and the mirror is tried again every minute.
 
 use super::{Heard, StatusManager, gone_error, status_patch, summary};
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use podwright_node::EventType;
@@ -26,11 +27,10 @@ use podwright_node::static_pods::StaticPodHost;
 use podwright_node::static_pods::mirror::{NodeRef, config_hash, is_mirror_of, mirror_pod, mirrored_hash};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 /// How long after a refusal a mirror is tried again.
-const MIRROR_RETRY: Duration = Duration::from_secs(60);
+const MIRROR_RETRY: SignedDuration = SignedDuration::from_secs(60);
 /// The reason of the event that says a static pod has no mirror.
 pub const MIRROR_REFUSED: &str = "FailedCreateMirrorPod";
 
@@ -93,7 +93,7 @@ pub(super) struct StaticTracked {
     /// The node has no worker for it (stopped before it started): nothing to wait for.
     not_running: bool,
     /// The last refusal of its mirror (said once), and when to try again.
-    refused: Option<(String, Instant)>,
+    refused: Option<(String, Timestamp)>,
 }
 
 impl StatusManager {
@@ -152,7 +152,8 @@ impl StatusManager {
             Heard::MirrorsListed(listed) => {
                 let mut dirty = vec![];
                 for (uid, t) in &mut self.pods {
-                    let kept = t.mirror.as_ref().and_then(|m| m.metadata.uid.as_ref()).is_none_or(|m| listed.contains(m));
+                    let kept =
+                        t.mirror.as_ref().and_then(|m| m.metadata.uid.as_ref()).is_none_or(|m| listed.contains(m));
                     if !kept {
                         t.mirror = None;
                         dirty.push(uid.clone());
@@ -245,7 +246,9 @@ impl StatusManager {
             }
         }
         let Some(t) = self.pods.get(uid) else { return };
-        if t.mirror.is_some() || t.statics.as_ref().and_then(|s| s.refused.as_ref()).is_some_and(|(_, at)| Instant::now() < *at) {
+        let now = self.clock.now();
+        let later = t.statics.as_ref().and_then(|s| s.refused.as_ref()).is_some_and(|(_, at)| now < *at);
+        if t.mirror.is_some() || later {
             return;
         }
         match self.create_mirror(&pod).await {
@@ -302,7 +305,7 @@ impl StatusManager {
     /// changes; tried again later.
     fn mirror_refused(&mut self, uid: &str, pod: &Pod, why: String) {
         let Some(s) = self.pods.get_mut(uid).and_then(|t| t.statics.as_mut()) else { return };
-        let again = Instant::now() + MIRROR_RETRY;
+        let again = self.clock.now() + MIRROR_RETRY;
         if s.refused.as_ref().is_some_and(|(said, _)| *said == why) {
             s.refused = Some((why, again));
             return;
@@ -323,7 +326,9 @@ impl StatusManager {
         if theirs.is_some_and(|theirs| summary(theirs) == summary(&status)) {
             return;
         }
-        let (Some(name), Some(muid)) = (mirror.metadata.name.as_deref(), mirror.metadata.uid.as_deref()) else { return };
+        let (Some(name), Some(muid)) = (mirror.metadata.name.as_deref(), mirror.metadata.uid.as_deref()) else {
+            return;
+        };
         let ns = mirror.metadata.namespace.as_deref().unwrap_or("default");
         let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
         let patch = status_patch(muid, &status, theirs);
