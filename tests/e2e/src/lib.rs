@@ -95,6 +95,47 @@ impl Drop for Manifest {
     }
 }
 
+/// A static-pod manifest directory of a test's own under the test root
+/// (`<root>-<tag>-<pid>-<n>`), removed on drop.
+pub struct ManifestDir(pub PathBuf);
+
+impl ManifestDir {
+    pub fn new(tag: &str) -> ManifestDir {
+        static DIRS: AtomicUsize = AtomicUsize::new(0);
+        let n = DIRS.fetch_add(1, Ordering::SeqCst);
+        let dir = PathBuf::from(format!("{}-{tag}-{}-{n}", test_root().display(), std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("manifest dir");
+        ManifestDir(dir)
+    }
+
+    /// The path, as a flag's value.
+    pub fn arg(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 path")
+    }
+
+    pub fn write(&self, file: &str, text: &str) {
+        std::fs::write(self.0.join(file), text).unwrap_or_else(|e| panic!("writing {file}: {e}"));
+    }
+
+    pub fn remove(&self, file: &str) {
+        std::fs::remove_file(self.0.join(file)).unwrap_or_else(|e| panic!("removing {file}: {e}"));
+    }
+
+    /// Removes every file in it.
+    pub fn empty(&self) {
+        for entry in std::fs::read_dir(&self.0).into_iter().flatten().flatten() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+impl Drop for ManifestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// The `--config` of a podwright that collects no images (`imageGCHighThresholdPercent: 100`;
 /// a test's own config must say so too): the suite's containerd holds the local images every
 /// test needs, which no registry gives back, and a nearly full disk must not let one test's

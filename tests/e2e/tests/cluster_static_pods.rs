@@ -11,9 +11,8 @@
 #![allow(clippy::disallowed_methods)]
 
 use podwright_e2e::cluster::{ClusterNode, ControlPlane};
-use podwright_e2e::{containers_with_label, test_root};
+use podwright_e2e::{ManifestDir, containers_with_label};
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const WEB: &str = r#"
@@ -50,36 +49,6 @@ spec:
     imagePullPolicy: Never
     command: [sh, -c, "trap 'exit 0' TERM; while true; do sleep 1; done"]
 "#;
-
-/// The manifest directory of the test, removed with it.
-struct ManifestDir(PathBuf);
-
-impl ManifestDir {
-    fn new() -> ManifestDir {
-        let dir = PathBuf::from(format!("{}-cluster-static-{}", test_root().display(), std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("manifest dir");
-        ManifestDir(dir)
-    }
-
-    fn arg(&self) -> &str {
-        self.0.to_str().expect("a UTF-8 path")
-    }
-
-    fn write(&self, file: &str, text: &str) {
-        std::fs::write(self.0.join(file), text).expect("manifest written");
-    }
-
-    fn remove(&self, file: &str) {
-        std::fs::remove_file(self.0.join(file)).expect("manifest removed");
-    }
-}
-
-impl Drop for ManifestDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn condition<'a>(obj: &'a Value, ty: &str) -> &'a Value {
     obj["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == ty).unwrap_or(&Value::Null)
@@ -134,9 +103,7 @@ impl Drop for Cleanup<'_> {
         if !std::thread::panicking() {
             return;
         }
-        for entry in std::fs::read_dir(&self.dir.0).into_iter().flatten().flatten() {
-            let _ = std::fs::remove_file(entry.path());
-        }
+        self.dir.empty();
         let start = Instant::now();
         let left = || {
             ["web", "pull"]
@@ -158,7 +125,7 @@ fn pod_gone(plane: &ControlPlane, name: &str) -> bool {
 #[test]
 fn static_pods_of_a_cluster_node_have_mirror_pods_on_the_api_server() {
     let plane = ControlPlane::up();
-    let dir = ManifestDir::new();
+    let dir = ManifestDir::new("cluster-static");
     dir.write("web.yaml", WEB);
     let mut node = ClusterNode::join(&plane, "sp", &["--pod-manifest-path", dir.arg()]);
     let _cleanup = Cleanup { plane: &plane, dir: &dir, node: node.name.clone() };

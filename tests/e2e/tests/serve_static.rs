@@ -6,40 +6,14 @@
 #![allow(clippy::disallowed_methods)]
 
 use podwright_e2e::serve::{Daemon, text};
-use podwright_e2e::{containers_with_label_at, test_root};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use podwright_e2e::{ManifestDir, containers_with_label_at};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 const IMAGE: &str = "localhost/busybox:1.36";
 const NODE: &str = "e2e-static";
 const MIRROR: &str = "{.metadata.annotations.kubernetes\\.io/config\\.mirror}";
 const CONTAINER_ID: &str = "{.status.containerStatuses[0].containerID}";
-
-static DIRS: AtomicUsize = AtomicUsize::new(0);
-
-/// A manifest directory of the test's own, removed with it.
-struct ManifestDir(PathBuf);
-
-impl ManifestDir {
-    fn new() -> ManifestDir {
-        let n = DIRS.fetch_add(1, Ordering::SeqCst);
-        let dir = PathBuf::from(format!("{}-static-{}-{n}", test_root().display(), std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("manifest dir");
-        ManifestDir(dir)
-    }
-
-    fn arg(&self) -> &str {
-        self.0.to_str().expect("a UTF-8 path")
-    }
-}
-
-impl Drop for ManifestDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn web(command: &str) -> String {
     format!(
@@ -57,9 +31,7 @@ struct Static {
 
 impl Drop for Static {
     fn drop(&mut self) {
-        for entry in std::fs::read_dir(&self.dir.0).into_iter().flatten().flatten() {
-            let _ = std::fs::remove_file(entry.path());
-        }
+        self.dir.empty();
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(30) {
             let out = self.d.kubectl(None, &["get", "pods", "-A", "-o", "name"]);
@@ -112,7 +84,7 @@ fn wait_gone(d: &Daemon, name: &str) {
 
 #[test]
 fn static_pods_follow_their_files_and_their_mirror_pods_are_shown_and_made_again() {
-    let dir = ManifestDir::new();
+    let dir = ManifestDir::new("static");
     let broken = dir.0.join("broken.yaml");
     std::fs::write(&broken, "apiVersion: v1\nkind: Pod\nmetadata:\n  nmae: broken\nspec: {}\n").unwrap();
     let file = dir.0.join("web.yaml");
@@ -163,7 +135,7 @@ fn static_pods_follow_their_files_and_their_mirror_pods_are_shown_and_made_again
 
 #[test]
 fn a_restarted_daemon_adopts_the_static_pods_containers() {
-    let dir = ManifestDir::new();
+    let dir = ManifestDir::new("static");
     let file = dir.0.join("web.yaml");
     std::fs::write(&file, web("trap \"exit 0\" TERM; sleep 3600 & wait")).unwrap();
     let mut s = start(dir);
