@@ -32,7 +32,23 @@ use tokio::sync::mpsc;
 /// How long after a refusal a mirror is tried again.
 const MIRROR_RETRY: SignedDuration = SignedDuration::from_secs(60);
 /// The reason of the event that says a static pod has no mirror.
-pub const MIRROR_REFUSED: &str = "FailedCreateMirrorPod";
+const MIRROR_REFUSED: &str = "FailedCreateMirrorPod";
+
+/// Why a mirror was not made: the API server refused it (tried again after [`MIRROR_RETRY`]),
+/// or could not be asked (tried again at the next sync).
+enum NoMirror {
+    Refused(String),
+    Failed(String),
+}
+
+impl NoMirror {
+    fn of(e: &kube::Error) -> NoMirror {
+        match e {
+            kube::Error::Api(s) if s.code < 500 && s.code != 429 => NoMirror::Refused(said(e)),
+            e => NoMirror::Failed(said(e)),
+        }
+    }
+}
 
 /// The static pods' way to the node and the API server: the status manager.
 pub struct ClusterMirrors {
@@ -261,19 +277,22 @@ impl StatusManager {
                     tracing::info!(pod = ?pod.metadata.name, "the static pod has its mirror pod now");
                 }
             }
-            Err(why) => self.mirror_refused(uid, &pod, why),
+            Err(NoMirror::Refused(why)) => self.mirror_refused(uid, &pod, why),
+            Err(NoMirror::Failed(why)) => {
+                tracing::warn!(pod = ?pod.metadata.name, "mirror pod not created; trying again: {why}");
+            }
         }
     }
 
     /// The mirror of `pod` on the API server: made, or the one there if it is the pod's (one of
     /// another version is deleted first).
-    async fn create_mirror(&mut self, pod: &Pod) -> Result<Pod, String> {
+    async fn create_mirror(&mut self, pod: &Pod) -> Result<Pod, NoMirror> {
         let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let name = pod.metadata.name.clone().unwrap_or_default();
         let nodes: Api<Node> = Api::all(self.client.clone());
-        let node = nodes.get(&self.node.name).await.map_err(|e| format!("the Node: {}", said(&e)))?;
+        let node = nodes.get(&self.node.name).await.map_err(|e| NoMirror::of(&e))?;
         if node.metadata.deletion_timestamp.is_some() {
-            return Err("the Node is being deleted".into());
+            return Err(NoMirror::Refused("the Node is being deleted".into()));
         }
         let node = NodeRef { name: self.node.name.clone(), uid: node.metadata.uid.unwrap_or_default() };
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &ns);
@@ -285,20 +304,22 @@ impl StatusManager {
                     return Ok(created);
                 }
                 Err(kube::Error::Api(s)) if s.code == 409 => {
-                    let there = api.get(&name).await.map_err(|e| said(&e))?;
+                    let there = api.get(&name).await.map_err(|e| NoMirror::of(&e))?;
                     if is_mirror_of(&there, pod) && there.metadata.deletion_timestamp.is_none() {
                         return Ok(there);
                     }
                     if mirrored_hash(&there).is_none() {
-                        return Err(format!("pods \"{name}\" already exists and is not a mirror pod"));
+                        return Err(NoMirror::Refused(format!(
+                            "pods \"{name}\" already exists and is not a mirror pod"
+                        )));
                     }
                     let stale = mirrored_hash(&there).unwrap_or_default().to_string();
                     self.delete_mirror(&stale, &there).await;
                 }
-                Err(e) => return Err(said(&e)),
+                Err(e) => return Err(NoMirror::of(&e)),
             }
         }
-        Err(format!("pods \"{name}\" already exists"))
+        Err(NoMirror::Failed(format!("pods \"{name}\" already exists")))
     }
 
     /// The API server refused a static pod's mirror: said once (log and Warning event) until it
@@ -348,5 +369,61 @@ fn said(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(s) => format!("{} ({} {})", s.message, s.code, s.reason),
         e => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use podwright_api::annotations::{CONFIG_HASH, CONFIG_MIRROR};
+    use serde_json::json;
+
+    fn pod(v: serde_json::Value) -> Pod {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn the_static_pods_reach_the_status_manager_and_go_on_from_their_last_mirror() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let listed = pod(json!({"metadata": {"name": "web-n", "namespace": "default", "uid": "m1",
+            "annotations": {CONFIG_MIRROR: "u1"}}, "status": {"phase": "Running"}}));
+        let host = ClusterMirrors::new(tx, vec![listed]);
+        assert!(
+            matches!(rx.try_recv(), Ok(Heard::MirrorObserved(m)) if m.metadata.uid.as_deref() == Some("m1")),
+            "the manager knows the mirrors there before any static pod"
+        );
+
+        let web = pod(json!({"metadata": {"name": "web-n", "namespace": "default", "uid": "u1",
+            "annotations": {CONFIG_HASH: "u1"}}}));
+        assert_eq!(host.last_status(&web).and_then(|s| s.phase).as_deref(), Some("Running"));
+        let mut v2 = web.clone();
+        v2.metadata.uid = Some("u2".into());
+        v2.metadata.annotations.as_mut().unwrap().insert(CONFIG_HASH.into(), "u2".into());
+        assert_eq!(host.last_status(&v2), None, "another version starts afresh");
+
+        host.run(web.clone());
+        host.stop(&web, 5);
+        host.delete_orphaned_mirrors(&BTreeSet::from(["u1".to_string()]));
+        assert!(host.ensure_mirror(&web, None).is_ok());
+        assert!(matches!(rx.try_recv(), Ok(Heard::StaticRun(p)) if p.metadata.uid.as_deref() == Some("u1")));
+        assert!(matches!(rx.try_recv(), Ok(Heard::StaticStop(u, 5)) if u == "u1"));
+        assert!(matches!(rx.try_recv(), Ok(Heard::StaticKnown(k)) if k.len() == 1 && k.contains("u1")));
+        assert!(rx.try_recv().is_err(), "the manager keeps the mirrors by itself");
+    }
+
+    #[test]
+    fn a_refusal_is_final_and_an_unreachable_api_server_is_not() {
+        let failure = |message: &str, reason: &str, code: u16| {
+            kube::Error::Api(kube::core::Status::failure(message, reason).with_code(code).boxed())
+        };
+        let refusal = failure("pods \"p\" is forbidden: a mirror pod may not reference secrets", "Forbidden", 403);
+        match NoMirror::of(&refusal) {
+            NoMirror::Refused(m) => {
+                assert_eq!(m, "pods \"p\" is forbidden: a mirror pod may not reference secrets (403 Forbidden)")
+            }
+            NoMirror::Failed(m) => panic!("{m}"),
+        }
+        assert!(matches!(NoMirror::of(&failure("too many requests", "TooManyRequests", 429)), NoMirror::Failed(_)));
+        assert!(matches!(NoMirror::of(&failure("etcd", "InternalError", 500)), NoMirror::Failed(_)));
     }
 }

@@ -60,3 +60,40 @@ pub fn is_mirror_of(mirror: &Pod, pod: &Pod) -> bool {
         && mirror.metadata.namespace == pod.metadata.namespace
         && mirrored_hash(mirror) == Some(config_hash(pod).as_str())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_mirror_carries_the_config_hash_and_its_node_and_is_told_from_other_versions() {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "web-n", "namespace": "default", "uid": "u1", "resourceVersion": "7",
+                "annotations": {CONFIG_HASH: "u1"}},
+            "spec": {"containers": [{"name": "app", "image": "busybox"}]},
+        }))
+        .unwrap();
+        let node = NodeRef { name: "n".into(), uid: "node-uid".into() };
+        let mirror = mirror_pod(&pod, &node, None);
+        assert_eq!(mirrored_hash(&mirror), Some("u1"));
+        assert_eq!(mirror.metadata.uid, None, "the API gives it a UID of its own");
+        assert_eq!(mirror.metadata.resource_version, None);
+        let owner = &mirror.metadata.owner_references.as_ref().unwrap()[..];
+        assert_eq!(owner.len(), 1);
+        assert_eq!(
+            (owner[0].kind.as_str(), owner[0].uid.as_str(), owner[0].controller),
+            ("Node", "node-uid", Some(true))
+        );
+        assert_eq!(owner[0].block_owner_deletion, None, "NodeRestriction refuses blockOwnerDeletion");
+        assert!(is_mirror_of(&mirror, &pod));
+
+        let mut v2 = pod.clone();
+        v2.metadata.annotations.as_mut().unwrap().insert(CONFIG_HASH.into(), "u2".into());
+        assert!(!is_mirror_of(&mirror, &v2), "another version of the pod");
+        let mut renamed = pod.clone();
+        renamed.metadata.name = Some("other-n".into());
+        assert!(!is_mirror_of(&mirror, &renamed));
+        assert_eq!(mirrored_hash(&pod), None, "a static pod is no mirror");
+    }
+}
