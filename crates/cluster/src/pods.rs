@@ -13,7 +13,7 @@
 //!   UID precondition), then its containers and files leave the node.
 //!
 //! The node's static pods run beside them, with their mirror pods on the API server
-//! ([`mirrors`]).
+//! ([`ClusterMirrors`]).
 
 use crate::objects::ClusterObjects;
 use futures_util::StreamExt;

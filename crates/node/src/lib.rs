@@ -25,6 +25,7 @@
 //! | `cm/` (pod container manager, QoS cgroups)            | [`pod_cgroup`]                          |
 //! | `runtimeclass/`                                       | [`runtime_class`]                       |
 //! | `config/` (pod sources: file, API)                    | [`sources`], [`static_pods`]            |
+//! | `pod/mirror_client.go`, static pods in `kubelet.go`   | [`static_pods`] (`StaticPods`, `mirror`)|
 //! | `status/` (status manager)                            | [`sinks`] (the modes' sinks)            |
 //! | `events/`, `kubelet/events`                           | [`events`]                              |
 //! | `metrics/`, `server/stats/`                           | [`metrics`], [`usage`]                  |
