@@ -12,9 +12,15 @@ use serde_json::json;
 use std::collections::HashMap;
 use tokio::sync::mpsc;
 
+/// What tells an event's repeats: (object UID, field path, reason, message).
+type EventKey = (String, String, String, String);
+
+/// The most events whose repeats are remembered (client-go's correlator cache).
+const REMEMBERED: usize = 4096;
+
 /// An event to send: the first occurrence as an object, and what tells its repeats.
 struct Pending {
-    key: (String, String, String, String),
+    key: EventKey,
     event: Event,
 }
 
@@ -36,7 +42,7 @@ impl ApiEvents {
         EventSource { component: Some("kubelet".into()), host: Some(self.node.clone()) }
     }
 
-    fn send(&self, key: (String, String, String, String), first: PodEvent<'_>) {
+    fn send(&self, key: EventKey, first: PodEvent<'_>) {
         let mut event = first.to_event(self.source());
         event.reporting_component = Some("kubelet".into());
         event.reporting_instance = Some(self.node.clone());
@@ -61,7 +67,7 @@ impl EventSink for ApiEvents {
 /// Sends each event; a repeat raises the count of the event first sent for its key.
 async fn send_events(client: kube::Client, mut rx: mpsc::UnboundedReceiver<Pending>) {
     // (namespace, name, count) of the event sent for each key.
-    let mut sent: HashMap<(String, String, String, String), (String, String, i32)> = HashMap::new();
+    let mut sent: HashMap<EventKey, (String, String, i32)> = HashMap::new();
     while let Some(Pending { key, event }) = rx.recv().await {
         let ns = event.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let api: Api<Event> = Api::namespaced(client.clone(), &ns);
@@ -79,6 +85,9 @@ async fn send_events(client: kube::Client, mut rx: mpsc::UnboundedReceiver<Pendi
         let name = event.metadata.name.clone().unwrap_or_default();
         match api.create(&PostParams::default(), &event).await {
             Ok(_) => {
+                if sent.len() >= REMEMBERED {
+                    sent.clear();
+                }
                 sent.insert(key, (ns, name, 1));
             }
             Err(e) => tracing::debug!(%e, "event not recorded"),

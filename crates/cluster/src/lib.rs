@@ -114,7 +114,7 @@ impl Joined {
         let Joined { client, heartbeat, identity, reported, clock } = self;
         tokio::spawn(lease::keep_renewed(heartbeat.clone(), identity.name.clone(), clock));
         tokio::spawn(node_status::report_status(heartbeat, identity.clone(), runtime, clock, reported));
-        let objects = ClusterObjects::new(client.clone());
+        let objects = ClusterObjects::new(client.clone(), clock);
         tokio::spawn(objects.clone().follow_runtime_classes());
         let (events, send_events) = ApiEvents::new(client.clone(), &identity.name);
         tokio::spawn(send_events);

@@ -18,6 +18,7 @@ use k8s_openapi::api::core::v1::{HostIP, Pod, PodStatus};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use kube::runtime::watcher;
 use podwright_api::annotations::CONFIG_MIRROR;
+use podwright_api::honoured_fields::{Mode, unsupported_fields_in};
 use podwright_node::{EventSink, EventType, PodUpdate, PodWorkers, StatusSink};
 use podwright_runtime::Clock;
 use serde_json::{Value, json};
@@ -189,7 +190,7 @@ impl PodWatch {
         let _ = self.status.send(Heard::Observed(Box::new(pod.clone())));
         let deletion = pod.metadata.deletion_timestamp.as_ref().map(|_| pod.metadata.deletion_grace_period_seconds);
         if self.given.insert(uid.clone()) {
-            let refused = podwright_api::honoured_fields::unsupported_fields(&pod);
+            let refused = unsupported_fields_in(&pod, Mode::Cluster);
             if !refused.is_empty() {
                 let message = refused.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
                 self.events.record(&pod, None, EventType::Warning, UNSUPPORTED, message.clone(), self.clock.now());

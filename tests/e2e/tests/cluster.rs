@@ -156,3 +156,43 @@ fn two_nodes_join_run_a_deployment_survive_a_crash_and_clean_up() {
         plane.ok(&["delete", "node", &node.name]);
     }
 }
+
+/// The token volume the API server adds to every pod (`kube-api-access-*`: a projected
+/// service account token, the cluster's CA, the namespace) is filled by the node with a token
+/// bound to the pod, which the API server accepts as the pod's service account.
+#[test]
+fn a_pods_service_account_token_comes_from_the_api_server() {
+    let plane = ControlPlane::up();
+    let node = ClusterNode::join(&plane, "pw-tok", &[]);
+    plane.wait_json(&["get", "node", &node.name], Duration::from_secs(60), "the node is Ready", is_ready);
+    let pod = format!("tok-{}", std::process::id());
+    let manifest = podwright_e2e::Manifest::new(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {pod}}}\nspec:\n  nodeName: {}\n  terminationGracePeriodSeconds: 1\n  containers:\n  - {{name: c, image: localhost/busybox:1.36, imagePullPolicy: Never, command: [sleep, '3600']}}\n",
+        node.name
+    ));
+    plane.ok(&["apply", "-f", manifest.path_str()]);
+    let running = plane.wait_json(&["get", "pod", &pod], Duration::from_secs(60), "the pod runs", |p| {
+        p["status"]["phase"] == "Running"
+    });
+    let volumes = running["spec"]["volumes"].to_string();
+    assert!(volumes.contains("kube-api-access-") && volumes.contains("serviceAccountToken"), "{volumes}");
+    let uid = running["metadata"]["uid"].as_str().unwrap().to_string();
+    let read = |file: &str| podwright_e2e::exec_in_container(&uid, "c", &["cat", &format!("/var/run/secrets/kubernetes.io/serviceaccount/{file}")]);
+    assert_eq!(read("namespace"), "default");
+    assert!(read("ca.crt").starts_with("-----BEGIN CERTIFICATE-----"));
+    let token = read("token");
+    assert_eq!(token.split('.').count(), 3, "a JWT: {token}");
+    let review = podwright_e2e::Manifest::new(&format!(
+        "{{\"apiVersion\": \"authentication.k8s.io/v1\", \"kind\": \"TokenReview\", \"spec\": {{\"token\": \"{token}\"}}}}"
+    ));
+    let reviewed: Value = serde_json::from_str(&plane.ok(&["create", "-f", review.path_str(), "-o", "json"])).unwrap();
+    let status = &reviewed["status"];
+    assert_eq!(status["authenticated"], true, "{reviewed:#}");
+    assert_eq!(status["user"]["username"], "system:serviceaccount:default:default");
+    assert_eq!(status["user"]["extra"]["authentication.kubernetes.io/pod-name"][0], pod.as_str(), "bound to the pod");
+    plane.ok(&["delete", "pod", &pod, "--wait=false"]);
+    plane.wait_json(&["get", "pods"], Duration::from_secs(60), "the pod is deleted", |p| {
+        !p["items"].as_array().into_iter().flatten().any(|i| i["metadata"]["name"] == pod.as_str())
+    });
+    plane.ok(&["delete", "node", &node.name]);
+}
