@@ -10,6 +10,7 @@ use podwright_cluster::node_status::NodeIdentity;
 use podwright_cluster::{ClusterSettings, join};
 use podwright_node::cri::dns::{ClusterDns, HOST_RESOLV_CONF, ResolvConf};
 use podwright_node::downward::{host_ip, host_name};
+use podwright_containerd::EmbeddedRuntime;
 use podwright_node::log_rotation;
 use podwright_node::{Metrics, Node, PodCgroups};
 use podwright_runtime::{Clock, Runtime};
@@ -57,11 +58,12 @@ pub(crate) async fn join_and_run(args: &ServeArgs, settings: Settings) -> Result
     if let Some(plugins) = settings.credential_plugins {
         node = node.credential_plugins(plugins);
     }
+    let embedded = args.runtime.runtime_endpoint.is_none().then(|| EmbeddedRuntime::new(root));
     tokio::spawn(log_rotation::rotate_logs(metrics.instrument(runtime.clone(), clock), clock, settings.log_policy));
     eprintln!("podwright: node {name} joined the cluster");
     let mut stop_signals = StopSignals::listen();
     tokio::select! {
-        () = joined.run(node, runtime) => Ok(()),
+        () = joined.run(node, runtime, embedded) => Ok(()),
         _ = stop_signals.received() => Ok(()),
     }
 }

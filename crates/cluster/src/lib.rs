@@ -26,6 +26,7 @@ use crate::events::ApiEvents;
 use crate::node_status::{NodeIdentity, Reported};
 use crate::objects::ClusterObjects;
 use crate::pods::{ClusterPods, PodNode};
+use podwright_containerd::EmbeddedRuntime;
 use podwright_node::Node;
 use podwright_node::downward::NodeFacts;
 use podwright_runtime::{Clock, Runtime};
@@ -36,6 +37,9 @@ use std::time::Duration;
 /// How long a heartbeat (lease or node status) may take: min(`nodeStatusUpdateFrequency`,
 /// the lease's duration), as the kubelet's heartbeat client.
 const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long pods wait for the node's pod CIDR (the controller-manager gives one within a
+/// second of registration when it allocates them).
+const POD_CIDR_WAIT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
@@ -110,10 +114,18 @@ impl Joined {
 
     /// Runs the node: its heartbeats, and the pods bound to it on `node` (a node layer with
     /// everything but its pods' source and sinks set). Runs until dropped.
-    pub async fn run(self, node: Node, runtime: Arc<dyn Runtime>) {
+    /// `embedded`: the runtime is podwright's own containerd, whose network podwright writes.
+    pub async fn run(self, node: Node, runtime: Arc<dyn Runtime>, embedded: Option<EmbeddedRuntime>) {
         let Joined { client, heartbeat, identity, reported, clock } = self;
         tokio::spawn(lease::keep_renewed(heartbeat.clone(), identity.name.clone(), clock));
-        tokio::spawn(node_status::report_status(heartbeat, identity.clone(), runtime, clock, reported));
+        tokio::spawn(node_status::report_status(heartbeat, identity.clone(), runtime.clone(), clock, reported));
+        // Pods start once the node's pod CIDR has reached the runtime, so that their addresses
+        // come from it (a control plane that gives none: after a short wait, the runtime's own).
+        let (cidr_tx, mut cidr) = tokio::sync::watch::channel(None);
+        tokio::spawn(node_status::follow_pod_cidr(client.clone(), identity.name.clone(), runtime, embedded, cidr_tx));
+        if tokio::time::timeout(POD_CIDR_WAIT, cidr.wait_for(Option::is_some)).await.is_err() {
+            tracing::warn!("the node has no pod CIDR yet; pods get addresses from the runtime's own network");
+        }
         let objects = ClusterObjects::new(client.clone(), clock);
         tokio::spawn(objects.clone().follow_runtime_classes());
         let (events, send_events) = ApiEvents::new(client.clone(), &identity.name);

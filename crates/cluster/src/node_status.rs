@@ -9,6 +9,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use podwright_containerd::EmbeddedRuntime;
 use podwright_node::downward::NodeFacts;
 use podwright_runtime::{Clock, Runtime};
 use serde_json::{Value, json};
@@ -398,6 +399,49 @@ pub async fn register(
             Ok((node, reported))
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Follows the node's own Node (the only one a node may read, by `metadata.name=`) and hands
+/// its `spec.podCIDR` to the runtime whenever the control plane gives or changes it, as the
+/// kubelet's `updatePodCIDR` does (CRI `UpdateRuntimeConfig`; podwright's embedded containerd
+/// gets it in its network configuration, which podwright writes); `cidr` holds the one handed
+/// over.
+pub async fn follow_pod_cidr(
+    client: kube::Client,
+    name: String,
+    runtime: Arc<dyn Runtime>,
+    embedded: Option<EmbeddedRuntime>,
+    cidr: tokio::sync::watch::Sender<Option<String>>,
+) {
+    use futures_util::StreamExt;
+    use kube::runtime::watcher;
+    let api: Api<Node> = Api::all(client);
+    let mut nodes = watcher(api, watcher::Config::default().fields(&format!("metadata.name={name}"))).boxed();
+    while let Some(event) = nodes.next().await {
+        let node = match event {
+            Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n)) => n,
+            Ok(_) => continue,
+            Err(e) => {
+                tracing::debug!(%e, "watch of the node's own Node failed");
+                continue;
+            }
+        };
+        let Some(given) = node.spec.and_then(|s| s.pod_cidr).filter(|c| !c.is_empty()) else { continue };
+        if cidr.borrow().as_deref() == Some(given.as_str()) {
+            continue;
+        }
+        let handed = match &embedded {
+            Some(e) => e.set_pod_cidr(&given).await.map_err(|e| e.to_string()),
+            None => runtime.update_runtime_config(&given).await.map_err(|e| e.to_string()),
+        };
+        match handed {
+            Ok(()) => {
+                tracing::info!(pod_cidr = given, "the node's pod CIDR handed to the runtime");
+                cidr.send_replace(Some(given));
+            }
+            Err(e) => tracing::warn!(%e, pod_cidr = given, "the runtime did not take the node's pod CIDR"),
+        }
     }
 }
 

@@ -4,7 +4,8 @@
 //! SIGKILL with their containers, and leave nothing behind when it is deleted.
 
 use podwright_e2e::cluster::{ClusterNode, ControlPlane};
-use podwright_e2e::containers_with_label;
+use podwright_e2e::containers_with_label_at;
+use std::net::Ipv4Addr;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -40,6 +41,16 @@ spec:
       volumes: [{name: work, emptyDir: {}}]
 "#;
 
+/// Whether IPv4 address `ip` is in `cidr` (`10.244.1.0/24`).
+fn in_cidr(ip: &str, cidr: &str) -> bool {
+    let (net, bits) = cidr.split_once('/').unwrap();
+    let (Ok(ip), Ok(net), Ok(bits)) = (ip.parse::<Ipv4Addr>(), net.parse::<Ipv4Addr>(), bits.parse::<u32>()) else {
+        return false;
+    };
+    let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
+    u32::from(ip) & mask == u32::from(net) & mask
+}
+
 fn condition<'a>(node: &'a Value, ty: &str) -> &'a Value {
     node["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == ty).unwrap_or(&Value::Null)
 }
@@ -67,8 +78,9 @@ fn pods_by_name(pods: &Value) -> BTreeMap<String, (String, String, String)> {
 #[test]
 fn two_nodes_join_run_a_deployment_survive_a_crash_and_clean_up() {
     let plane = ControlPlane::up();
-    let mut a = ClusterNode::join(&plane, "pw-a", &[]);
-    let b = ClusterNode::join(&plane, "pw-b", &[]);
+    // Each on a containerd of its own: its pods' addresses come from its own pod CIDR.
+    let mut a = ClusterNode::join_embedded(&plane, "pw-a", &[]);
+    let b = ClusterNode::join_embedded(&plane, "pw-b", &[]);
     let app = format!("web-{}", std::process::id());
     for node in [&a, &b] {
         let ready = plane.wait_json(&["get", "node", &node.name], Duration::from_secs(60), "the node is Ready", is_ready);
@@ -124,6 +136,16 @@ fn two_nodes_join_run_a_deployment_survive_a_crash_and_clean_up() {
     for (name, (_, app_id, init_id)) in &before {
         assert!(app_id.starts_with("containerd://") && init_id.starts_with("containerd://"), "{name}: {before:?}");
     }
+    // Two nodes never give out the same address: each pod's is in its node's pod CIDR.
+    let cidrs: BTreeMap<String, String> = [&a, &b]
+        .iter()
+        .map(|n| (n.name.clone(), plane.json(&["get", "node", &n.name])["spec"]["podCIDR"].as_str().unwrap().to_string()))
+        .collect();
+    assert_ne!(cidrs[&a.name], cidrs[&b.name]);
+    for p in plane.json(&["get", "pods", "-l", &selector])["items"].as_array().unwrap() {
+        let (node, ip) = (p["spec"]["nodeName"].as_str().unwrap(), p["status"]["podIP"].as_str().unwrap_or_default());
+        assert!(in_cidr(ip, &cidrs[node]), "pod {} on {node} has {ip}, outside {}", p["metadata"]["name"], cidrs[node]);
+    }
 
     // SIGKILL: the control plane marks the node NotReady (its grace is 20 s here); started again,
     // the node is Ready and its pods keep their containers (no init container runs again).
@@ -149,8 +171,10 @@ fn two_nodes_join_run_a_deployment_survive_a_crash_and_clean_up() {
         p["items"].as_array().is_some_and(Vec::is_empty)
     });
     for uid in &uids {
-        let left = containers_with_label("io.kubernetes.pod.uid", uid);
-        assert!(left.is_empty(), "pod {uid} left containers in the runtime: {left:?}\n{}\n{}", a.log(), b.log());
+        for node in [&a, &b] {
+            let left = containers_with_label_at(&node.containerd_socket(), "io.kubernetes.pod.uid", uid);
+            assert!(left.is_empty(), "pod {uid} left containers on {}: {left:?}\n{}", node.name, node.log());
+        }
     }
     for node in [&a, &b] {
         plane.ok(&["delete", "node", &node.name]);
