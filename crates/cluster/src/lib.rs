@@ -8,11 +8,13 @@
 //! | `kubelet_node_status.go`, `nodestatus/setters.go` | [`node_status`] |
 //! | `nodelease` (component-helpers' lease controller) | [`lease`] |
 //! | `config/apiserver.go`, `status/status_manager.go` | [`pods`] |
+//! | `lifecycle/predicate.go` (`GeneralPredicates`) | [`admission`] |
 //! | `util/manager/watch_based_manager.go`, `runtimeclass` | [`objects`] |
 //! | `cmd/kubelet/app/server.go` `makeEventRecorder` | [`events`] |
 //!
 //! [`join`] registers the node; [`Joined::run`] then runs its pods until dropped.
 
+pub mod admission;
 pub mod credentials;
 pub mod csr;
 pub mod events;
@@ -122,7 +124,8 @@ impl Joined {
         // Pods start once the node's pod CIDR has reached the runtime, so that their addresses
         // come from it (a control plane that gives none: after a short wait, the runtime's own).
         let (cidr_tx, mut cidr) = tokio::sync::watch::channel(None);
-        tokio::spawn(node_status::follow_pod_cidr(client.clone(), identity.name.clone(), runtime, embedded, cidr_tx));
+        let (node_tx, own_node) = tokio::sync::watch::channel(None);
+        tokio::spawn(node_status::follow_node(client.clone(), identity.name.clone(), runtime, embedded, cidr_tx, node_tx));
         if tokio::time::timeout(POD_CIDR_WAIT, cidr.wait_for(Option::is_some)).await.is_err() {
             tracing::warn!("the node has no pod CIDR yet; pods get addresses from the runtime's own network");
         }
@@ -140,6 +143,6 @@ impl Joined {
                 .build(),
         );
         let node = PodNode { name: identity.name.clone(), ip: identity.ip.clone() };
-        pods.run(client, node, workers, objects, events, clock).await;
+        pods.run(client, node, own_node, workers, objects, events, clock).await;
     }
 }

@@ -402,24 +402,25 @@ pub async fn register(
     }
 }
 
-/// Follows the node's own Node (the only one a node may read, by `metadata.name=`) and hands
-/// its `spec.podCIDR` to the runtime whenever the control plane gives or changes it, as the
-/// kubelet's `updatePodCIDR` does (CRI `UpdateRuntimeConfig`; podwright's embedded containerd
-/// gets it in its network configuration, which podwright writes); `cidr` holds the one handed
-/// over.
-pub async fn follow_pod_cidr(
+/// Follows the node's own Node (the only one a node may read, by `metadata.name=`): `node`
+/// holds it as last seen (its labels and allocatable, for admission), and its `spec.podCIDR`
+/// goes to the runtime whenever the control plane gives or changes it, as the kubelet's
+/// `updatePodCIDR` does (CRI `UpdateRuntimeConfig`; podwright's embedded containerd gets it in
+/// its network configuration, which podwright writes); `cidr` holds the one handed over.
+pub async fn follow_node(
     client: kube::Client,
     name: String,
     runtime: Arc<dyn Runtime>,
     embedded: Option<EmbeddedRuntime>,
     cidr: tokio::sync::watch::Sender<Option<String>>,
+    node: tokio::sync::watch::Sender<Option<Node>>,
 ) {
     use futures_util::StreamExt;
     use kube::runtime::watcher;
     let api: Api<Node> = Api::all(client);
     let mut nodes = watcher(api, watcher::Config::default().fields(&format!("metadata.name={name}"))).boxed();
     while let Some(event) = nodes.next().await {
-        let node = match event {
+        let seen = match event {
             Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n)) => n,
             Ok(_) => continue,
             Err(e) => {
@@ -427,7 +428,9 @@ pub async fn follow_pod_cidr(
                 continue;
             }
         };
-        let Some(given) = node.spec.and_then(|s| s.pod_cidr).filter(|c| !c.is_empty()) else { continue };
+        let given = seen.spec.as_ref().and_then(|s| s.pod_cidr.clone()).filter(|c| !c.is_empty());
+        node.send_replace(Some(seen));
+        let Some(given) = given else { continue };
         if cidr.borrow().as_deref() == Some(given.as_str()) {
             continue;
         }
