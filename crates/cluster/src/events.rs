@@ -12,9 +12,13 @@ use serde_json::json;
 use std::collections::HashMap;
 use tokio::sync::mpsc;
 
+/// What makes a repeat of an event: its object (the pod's UID or the node's name), field path,
+/// reason and message.
+type EventKey = (String, String, String, String);
+
 /// An event to send: the first occurrence as an object, and what tells its repeats.
 struct Pending {
-    key: (String, String, String, String),
+    key: EventKey,
     event: Event,
 }
 
@@ -36,7 +40,7 @@ impl ApiEvents {
         EventSource { component: Some("kubelet".into()), host: Some(self.node.clone()) }
     }
 
-    fn send(&self, key: (String, String, String, String), first: PodEvent<'_>) {
+    fn send(&self, key: EventKey, first: PodEvent<'_>) {
         let mut event = first.to_event(self.source());
         event.reporting_component = Some("kubelet".into());
         event.reporting_instance = Some(self.node.clone());
@@ -61,7 +65,7 @@ impl EventSink for ApiEvents {
 /// Sends each event; a repeat raises the count of the event first sent for its key.
 async fn send_events(client: kube::Client, mut rx: mpsc::UnboundedReceiver<Pending>) {
     // (namespace, name, count) of the event sent for each key.
-    let mut sent: HashMap<(String, String, String, String), (String, String, i32)> = HashMap::new();
+    let mut sent: HashMap<EventKey, (String, String, i32)> = HashMap::new();
     while let Some(Pending { key, event }) = rx.recv().await {
         let ns = event.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let api: Api<Event> = Api::namespaced(client.clone(), &ns);

@@ -10,12 +10,15 @@
 //! | `config/apiserver.go`, `status/status_manager.go` | [`pods`] |
 //! | `util/manager/watch_based_manager.go`, `runtimeclass` | [`objects`] |
 //! | `cmd/kubelet/app/server.go` `makeEventRecorder` | [`events`] |
+//! | `server` (the kubelet port), `cmd/kubelet/app/auth.go` | [`kubelet_port`] |
 //!
-//! [`join`] registers the node; [`Joined::run`] then runs its pods until dropped.
+//! [`join`] registers the node; [`Joined::run`] then runs its pods, and serves its kubelet port,
+//! until dropped.
 
 pub mod credentials;
 pub mod csr;
 pub mod events;
+pub mod kubelet_port;
 pub mod lease;
 pub mod node_status;
 pub mod objects;
@@ -23,6 +26,7 @@ pub mod pods;
 
 use crate::credentials::CredentialPaths;
 use crate::events::ApiEvents;
+use crate::kubelet_port::KubeletPort;
 use crate::node_status::{NodeIdentity, Reported};
 use crate::objects::ClusterObjects;
 use crate::pods::{ClusterPods, PodNode};
@@ -108,12 +112,12 @@ impl Joined {
         Ok(pods::list_uids(&self.client, &self.identity.name).await?)
     }
 
-    /// Runs the node: its heartbeats, and the pods bound to it on `node` (a node layer with
-    /// everything but its pods' source and sinks set). Runs until dropped.
-    pub async fn run(self, node: Node, runtime: Arc<dyn Runtime>) {
+    /// Runs the node: its heartbeats, the pods bound to it on `node` (a node layer with
+    /// everything but its pods' source and sinks set), and its kubelet port. Runs until dropped.
+    pub async fn run(self, node: Node, runtime: Arc<dyn Runtime>, port: KubeletPort) {
         let Joined { client, heartbeat, identity, reported, clock } = self;
         tokio::spawn(lease::keep_renewed(heartbeat.clone(), identity.name.clone(), clock));
-        tokio::spawn(node_status::report_status(heartbeat, identity.clone(), runtime, clock, reported));
+        tokio::spawn(node_status::report_status(heartbeat, identity.clone(), runtime.clone(), clock, reported));
         let objects = ClusterObjects::new(client.clone());
         tokio::spawn(objects.clone().follow_runtime_classes());
         let (events, send_events) = ApiEvents::new(client.clone(), &identity.name);
@@ -127,7 +131,8 @@ impl Joined {
                 .facts(NodeFacts::of_this_machine(identity.name.clone(), identity.ip.clone()))
                 .build(),
         );
+        let serving = port.serve(&identity.name, client.clone(), workers.clone(), runtime, &identity.root, clock);
         let node = PodNode { name: identity.name.clone(), ip: identity.ip.clone() };
-        pods.run(client, node, workers, objects, events, clock).await;
+        tokio::join!(serving, pods.run(client, node, workers, objects, events, clock));
     }
 }

@@ -117,7 +117,7 @@ impl Signals {
         let (disk_total, disk_available) = statvfs(&identity.root);
         let runtime_version = runtime.version().await.map(|v| runtime_version(&v)).map_err(|e| e.to_string());
         let mut images = runtime.list_images().await.unwrap_or_default();
-        images.sort_by(|a, b| b.size.cmp(&a.size));
+        images.sort_by_key(|i| std::cmp::Reverse(i.size));
         let images = images
             .into_iter()
             .take(MAX_IMAGES)
