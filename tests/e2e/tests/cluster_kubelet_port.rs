@@ -202,6 +202,14 @@ fn logs_exec_and_port_forward_go_through_the_api_server_to_the_kubelet_port() {
     // The pod goes when deleted, through the node, and leaves nothing in the runtime.
     let uid = plane.json(&["get", "pod", &pod])["metadata"]["uid"].as_str().unwrap().to_string();
     plane.ok(&["delete", "pod", &pod, "--timeout=60s"]);
-    let left = podwright_e2e::containers_with_label("io.kubernetes.pod.uid", &uid);
+    // The node removes them once the API server has the pod gone.
+    let mut left = vec![];
+    for _ in 0..60 {
+        left = podwright_e2e::containers_with_label("io.kubernetes.pod.uid", &uid);
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
     assert!(left.is_empty(), "the pod left containers: {left:?}\n{}", node.log());
 }
