@@ -1,11 +1,13 @@
 //! `podwright serve --kubeconfig`: the node of a cluster. The API server gives the pods bound
-//! to this node and takes their statuses, events, the Node and its Lease; no local API is
-//! served. SIGTERM stops the agent and leaves the pods running, as for `serve`.
+//! to this node and takes their statuses, events, the Node and its Lease, and reaches the
+//! node's kubelet port (`--address`, `--port`) for logs, exec, attach and port-forward; no
+//! local API is served. SIGTERM stops the agent and leaves the pods running, as for `serve`.
 
 use crate::exit;
 use crate::serve::{ServeArgs, Settings, connect_runtime, fail};
 use crate::signals::StopSignals;
 use podwright_cluster::credentials::CredentialPaths;
+use podwright_cluster::kubelet_port::KubeletPort;
 use podwright_cluster::node_status::NodeIdentity;
 use podwright_cluster::{ClusterSettings, join};
 use podwright_node::cri::dns::{ClusterDns, HOST_RESOLV_CONF, ResolvConf};
@@ -14,8 +16,12 @@ use podwright_containerd::EmbeddedRuntime;
 use podwright_node::log_rotation;
 use podwright_node::{Metrics, Node, PodCgroups};
 use podwright_runtime::{Clock, Runtime};
+use podwright_server::kubelet::AuthSettings;
+use podwright_server::secure::{KubeletTls, TlsListener};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
+use tokio::net::TcpListener;
 
 /// The kubelet's port unless given.
 const KUBELET_PORT: u16 = 10250;
@@ -34,6 +40,7 @@ pub(crate) async fn join_and_run(args: &ServeArgs, settings: Settings) -> Result
         root: root.clone(),
         version: podwright_api::KUBERNETES_VERSION.to_string(),
     };
+    let port = kubelet_port(args, &settings, &identity).await.map_err(|e| fail(exit::FAILED, e))?;
     let credentials =
         CredentialPaths { kubeconfig, bootstrap: args.bootstrap_kubeconfig.clone(), pki: root.join("pki") };
     let runtime: Arc<dyn Runtime> =
@@ -62,20 +69,54 @@ pub(crate) async fn join_and_run(args: &ServeArgs, settings: Settings) -> Result
     tokio::spawn(log_rotation::rotate_logs(metrics.instrument(runtime.clone(), clock), clock, settings.log_policy));
     eprintln!("podwright: node {name} joined the cluster");
     let mut stop_signals = StopSignals::listen();
+    let port = KubeletPort { listener: port.0, auth: port.1, metrics };
     tokio::select! {
-        () = joined.run(node, runtime, embedded) => Ok(()),
+        () = joined.run(node, runtime, embedded, port) => Ok(()),
         _ = stop_signals.received() => Ok(()),
     }
+}
+
+/// The kubelet port's listener, bound before the node joins (a port in use stops the start
+/// at once), with its TLS and authentication settings: the serving certificate given
+/// (`--tls-cert-file` and `--tls-private-key-file`, else `tlsCertFile` and
+/// `tlsPrivateKeyFile`) or a self-signed one for the node's name and addresses, and client
+/// certificates checked against `authentication.x509.clientCAFile`.
+async fn kubelet_port(
+    args: &ServeArgs,
+    settings: &Settings,
+    identity: &NodeIdentity,
+) -> Result<(TlsListener, AuthSettings), String> {
+    let config = &settings.config;
+    let auth = config.kubelet_auth()?;
+    let address = args.address.or(config.address).unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    let given = match (&args.tls_cert_file, &args.tls_private_key_file) {
+        (Some(cert), Some(key)) => Some((cert.as_path(), key.as_path())),
+        _ => config.tls_cert_file.as_deref().zip(config.tls_private_key_file.as_deref()),
+    };
+    let names = [identity.name.clone(), "localhost".to_string()];
+    let mut ips: Vec<IpAddr> = vec![IpAddr::V4(Ipv4Addr::LOCALHOST)];
+    ips.extend(identity.ip.as_deref().and_then(|ip| ip.parse::<IpAddr>().ok()));
+    if !address.is_unspecified() && !ips.contains(&address) {
+        ips.push(address);
+    }
+    ips.dedup();
+    let client_ca = config.client_ca_file();
+    if client_ca.is_none() {
+        eprintln!(
+            "podwright: no authentication.x509.clientCAFile in --config: the kubelet port accepts no client certificate, so the API server's requests (kubectl logs, exec, port-forward) get 401"
+        );
+    }
+    let tls = KubeletTls::load_or_create(&identity.root, given, &names, &ips, client_ca).map_err(|e| e.to_string())?;
+    let addr = SocketAddr::new(address, identity.port);
+    let tcp = TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr} (the kubelet port): {e}"))?;
+    Ok((tls.listener(tcp), auth))
 }
 
 /// The flags of the local API, which a node of a cluster does not serve, and what cluster
 /// mode does not do yet: refused rather than ignored.
 fn refuse_local_api_flags(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
-    if settings.tls {
-        return Err("--tls, --tls-cert-file and --tls-private-key-file are for the local API, which a node of a cluster (--kubeconfig) does not serve".into());
-    }
-    if args.address.is_some() || settings.config.address.is_some() {
-        return Err("--address (and the config's address) is for the local API, which a node of a cluster (--kubeconfig) does not serve".into());
+    if args.tls {
+        return Err("--tls is for the local API, which a node of a cluster (--kubeconfig) does not serve; its kubelet port always serves TLS (--tls-cert-file and --tls-private-key-file give its certificate)".into());
     }
     if settings.static_pod_path.is_some() {
         return Err("static pods (--pod-manifest-path, staticPodPath) are not supported with --kubeconfig yet".into());

@@ -12,7 +12,8 @@ use serde_json::json;
 use std::collections::HashMap;
 use tokio::sync::mpsc;
 
-/// What tells an event's repeats: (object UID, field path, reason, message).
+/// What makes a repeat of an event: its object (the pod's UID or the node's name), field path,
+/// reason and message.
 type EventKey = (String, String, String, String);
 
 /// The most events whose repeats are remembered (client-go's correlator cache).

@@ -11,13 +11,16 @@
 //! | `lifecycle/predicate.go` (`GeneralPredicates`) | [`admission`] |
 //! | `util/manager/watch_based_manager.go`, `runtimeclass` | [`objects`] |
 //! | `cmd/kubelet/app/server.go` `makeEventRecorder` | [`events`] |
+//! | `server` (the kubelet port), `cmd/kubelet/app/auth.go` | [`kubelet_port`] |
 //!
-//! [`join`] registers the node; [`Joined::run`] then runs its pods until dropped.
+//! [`join`] registers the node; [`Joined::run`] then runs its pods, and serves its kubelet port,
+//! until dropped.
 
 pub mod admission;
 pub mod credentials;
 pub mod csr;
 pub mod events;
+pub mod kubelet_port;
 pub mod lease;
 pub mod node_status;
 pub mod objects;
@@ -25,6 +28,7 @@ pub mod pods;
 
 use crate::credentials::CredentialPaths;
 use crate::events::ApiEvents;
+use crate::kubelet_port::KubeletPort;
 use crate::node_status::{NodeIdentity, Reported};
 use crate::objects::ClusterObjects;
 use crate::pods::{ClusterPods, PodNode};
@@ -114,10 +118,10 @@ impl Joined {
         Ok(pods::list_uids(&self.client, &self.identity.name).await?)
     }
 
-    /// Runs the node: its heartbeats, and the pods bound to it on `node` (a node layer with
-    /// everything but its pods' source and sinks set). Runs until dropped.
+    /// Runs the node: its heartbeats, the pods bound to it on `node` (a node layer with
+    /// everything but its pods' source and sinks set), and its kubelet port. Runs until dropped.
     /// `embedded`: the runtime is podwright's own containerd, whose network podwright writes.
-    pub async fn run(self, node: Node, runtime: Arc<dyn Runtime>, embedded: Option<EmbeddedRuntime>) {
+    pub async fn run(self, node: Node, runtime: Arc<dyn Runtime>, embedded: Option<EmbeddedRuntime>, port: KubeletPort) {
         let Joined { client, heartbeat, identity, reported, clock } = self;
         tokio::spawn(lease::keep_renewed(heartbeat.clone(), identity.name.clone(), clock));
         tokio::spawn(node_status::report_status(heartbeat, identity.clone(), runtime.clone(), clock, reported));
@@ -125,7 +129,7 @@ impl Joined {
         // come from it (a control plane that gives none: after a short wait, the runtime's own).
         let (cidr_tx, mut cidr) = tokio::sync::watch::channel(None);
         let (node_tx, own_node) = tokio::sync::watch::channel(None);
-        tokio::spawn(node_status::follow_node(client.clone(), identity.name.clone(), runtime, embedded, cidr_tx, node_tx));
+        tokio::spawn(node_status::follow_node(client.clone(), identity.name.clone(), runtime.clone(), embedded, cidr_tx, node_tx));
         if tokio::time::timeout(POD_CIDR_WAIT, cidr.wait_for(Option::is_some)).await.is_err() {
             tracing::warn!("the node has no pod CIDR yet; pods get addresses from the runtime's own network");
         }
@@ -142,7 +146,8 @@ impl Joined {
                 .facts(NodeFacts::of_this_machine(identity.name.clone(), identity.ip.clone()))
                 .build(),
         );
+        let serving = port.serve(&identity.name, client.clone(), workers.clone(), runtime, &identity.root, clock);
         let node = PodNode { name: identity.name.clone(), ip: identity.ip.clone() };
-        pods.run(client, node, own_node, workers, objects, events, clock).await;
+        tokio::join!(serving, pods.run(client, node, own_node, workers, objects, events, clock));
     }
 }
