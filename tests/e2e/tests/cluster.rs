@@ -220,3 +220,53 @@ fn a_pods_service_account_token_comes_from_the_api_server() {
     });
     plane.ok(&["delete", "node", &node.name]);
 }
+
+/// A pod bound straight to the node (no scheduler) is admitted as the kubelet admits it: one
+/// asking for more CPU than the node has, or for labels it lacks, fails at once with the
+/// kubelet's reason.
+#[test]
+fn the_node_admits_pods_as_the_kubelet_does() {
+    let plane = ControlPlane::up();
+    let node = ClusterNode::join(&plane, "pw-adm", &[]);
+    plane.wait_json(&["get", "node", &node.name], Duration::from_secs(60), "the node is Ready", is_ready);
+    let id = std::process::id();
+    let manifest = podwright_e2e::Manifest::new(&format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: greedy-{id}}}
+spec:
+  nodeName: {node}
+  automountServiceAccountToken: false
+  containers:
+  - {{name: c, image: localhost/busybox:1.36, imagePullPolicy: Never, command: [sleep, '3600'], resources: {{requests: {{cpu: '1000'}}}}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: picky-{id}}}
+spec:
+  nodeName: {node}
+  automountServiceAccountToken: false
+  nodeSelector: {{disktype: nvme}}
+  containers:
+  - {{name: c, image: localhost/busybox:1.36, imagePullPolicy: Never, command: [sleep, '3600']}}
+"#,
+        node = node.name
+    ));
+    plane.ok(&["apply", "-f", manifest.path_str()]);
+    for (pod, reason, message) in [
+        (format!("greedy-{id}"), "OutOfcpu", "Pod was rejected: Node didn't have enough resource: cpu, requested: 1000000, used: 0, capacity: "),
+        (format!("picky-{id}"), "NodeAffinity", "Pod was rejected: Predicate NodeAffinity failed"),
+    ] {
+        let failed = plane.wait_json(&["get", "pod", &pod], Duration::from_secs(30), "the pod is refused", |p| {
+            p["status"]["phase"] == "Failed"
+        });
+        assert_eq!(failed["status"]["reason"], reason, "{failed:#}");
+        assert!(failed["status"]["message"].as_str().unwrap().starts_with(message), "{failed:#}");
+        assert!(failed["status"]["containerStatuses"].is_null(), "nothing ran: {failed:#}");
+        plane.ok(&["delete", "pod", &pod, "--wait=false"]);
+    }
+    plane.wait_json(&["get", "pods"], Duration::from_secs(30), "the refused pods are deleted", |p| {
+        !p["items"].as_array().into_iter().flatten().any(|i| i["metadata"]["name"].as_str().is_some_and(|n| n.ends_with(&format!("-{id}"))))
+    });
+    plane.ok(&["delete", "node", &node.name]);
+}
