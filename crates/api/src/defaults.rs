@@ -68,6 +68,14 @@ macro_rules! default_container_fields {
     }};
 }
 
+/// The pod's service account: `default` unless named (the ServiceAccount admission's default).
+pub fn service_account(pod: &Pod) -> &str {
+    let spec = pod.spec.as_ref();
+    spec.and_then(|s| s.service_account_name.as_deref().or(s.service_account.as_deref()))
+        .filter(|n| !n.is_empty())
+        .unwrap_or("default")
+}
+
 /// Apply every default Kubernetes applies to a Pod on create. Idempotent.
 pub fn apply_defaults(pod: &mut Pod) {
     let meta = &mut pod.metadata;

@@ -34,8 +34,20 @@ pub enum Support {
     Only(&'static [Allowed]),
     /// A map honoured for these keys only; every other key is refused.
     Keys(&'static [&'static str]),
+    /// Honoured, with the fields of the named type, on a node of a cluster only (the API
+    /// server provides what it needs); refused elsewhere.
+    InCluster(&'static str),
     /// Not honoured: refused whatever its value.
     Refused,
+}
+
+/// Where a pod runs, for the fields only a cluster can honour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `run` and the local API of `serve`.
+    Local,
+    /// A node of a cluster (`serve --kubeconfig`).
+    Cluster,
 }
 
 /// A value [`Support::Only`] accepts.
@@ -48,7 +60,7 @@ pub enum Allowed {
 }
 
 use Allowed::{Bool, Str, Unset};
-use Support::{Fields, Honoured, Inert, Keys, Only, Refused};
+use Support::{Fields, Honoured, InCluster, Inert, Keys, Only, Refused};
 
 const UNSET: Support = Only(&[Unset]);
 const UNSET_OR_FALSE: Support = Only(&[Unset, Bool(false)]);
@@ -238,9 +250,13 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("configMap", Fields("ConfigMapProjection")),
             ("downwardAPI", Fields("DownwardAPIProjection")),
             ("secret", Fields("SecretProjection")),
-            // There is no token issuer for a service account's token to come from.
-            ("serviceAccountToken", Refused),
+            // Issued by the API server (TokenRequest): without one there is no issuer.
+            ("serviceAccountToken", InCluster("ServiceAccountTokenProjection")),
         ],
+    ),
+    (
+        "ServiceAccountTokenProjection",
+        &[("audience", Honoured), ("expirationSeconds", Honoured), ("path", Honoured)],
     ),
     ("ConfigMapProjection", &[("items", Fields("KeyToPath")), ("name", Honoured), ("optional", Honoured)]),
     ("SecretProjection", &[("items", Fields("KeyToPath")), ("name", Honoured), ("optional", Honoured)]),
@@ -417,38 +433,45 @@ pub fn fields_of(type_name: &str) -> &'static [(&'static str, Support)] {
     TABLE.iter().find(|(name, _)| *name == type_name).map_or(&[], |(_, fields)| fields)
 }
 
-/// Every field of `pod` that podwright does not honour, in field order.
+/// Every field of `pod` that podwright does not honour on one machine, in field order.
 pub fn unsupported_fields(pod: &Pod) -> Vec<FieldError> {
+    unsupported_fields_in(pod, Mode::Local)
+}
+
+/// Every field of `pod` that podwright does not honour in `mode`, in field order.
+pub fn unsupported_fields_in(pod: &Pod, mode: Mode) -> Vec<FieldError> {
     let mut errs = Vec::new();
     match serde_json::to_value(pod) {
-        Ok(value) => check_object("Pod", &value, &FieldPath::default(), &mut errs),
+        Ok(value) => check_object("Pod", &value, &FieldPath::default(), mode, &mut errs),
         Err(e) => errs.push(FieldError::internal("", e.to_string())),
     }
     errs
 }
 
-fn check_object(type_name: &str, value: &Value, path: &FieldPath, errs: &mut Vec<FieldError>) {
+fn check_object(type_name: &str, value: &Value, path: &FieldPath, mode: Mode, errs: &mut Vec<FieldError>) {
     match value {
         Value::Object(map) => {
             let fields = fields_of(type_name);
             for (name, v) in map.iter().filter(|(_, v)| !v.is_null()) {
                 let support = fields.iter().find(|(f, _)| f == name).map_or(Refused, |(_, s)| *s);
-                check_field(support, v, &path.child(name), errs);
+                check_field(support, v, &path.child(name), mode, errs);
             }
         }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                check_object(type_name, item, &path.index(i), errs);
+                check_object(type_name, item, &path.index(i), mode, errs);
             }
         }
         _ => {}
     }
 }
 
-fn check_field(support: Support, value: &Value, path: &FieldPath, errs: &mut Vec<FieldError>) {
+fn check_field(support: Support, value: &Value, path: &FieldPath, mode: Mode, errs: &mut Vec<FieldError>) {
     match support {
         Honoured | Inert(_) => {}
-        Fields(type_name) => check_object(type_name, value, path, errs),
+        Fields(type_name) => check_object(type_name, value, path, mode, errs),
+        InCluster(type_name) if mode == Mode::Cluster => check_object(type_name, value, path, mode, errs),
+        InCluster(_) => errs.push(refusal(path.clone(), value, NOT_SUPPORTED.to_string())),
         Only(allowed) if allowed.iter().any(|a| a.admits(value)) => {}
         Only(allowed) => {
             let supported: Vec<String> = allowed

@@ -46,7 +46,8 @@ impl Kind {
             | Op::Attach
             | Op::PortForward
             | Op::PullImage
-            | Op::RemoveImage => Kind::Action,
+            | Op::RemoveImage
+            | Op::UpdateRuntimeConfig => Kind::Action,
             Op::Version
             | Op::PodSandboxStatus
             | Op::ListPodSandbox

@@ -9,6 +9,7 @@ use podwright_node::cri::dns::DEFAULT_CLUSTER_DOMAIN;
 use podwright_node::log_rotation::LogPolicy;
 use podwright_node::static_pods::DEFAULT_CHECK_FREQUENCY;
 use podwright_node::{ImageGcPolicy, ImagePulls};
+use podwright_server::kubelet::{AuthSettings, Authorization, auth};
 use serde::Deserialize;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -54,6 +55,75 @@ pub struct ServeConfig {
     /// What the four above make, validated.
     #[serde(skip)]
     pub(crate) image_gc: ImageGcPolicy,
+    /// Who may use the kubelet port of a cluster node, and how they prove it.
+    authentication: Option<Authentication>,
+    /// What the kubelet port lets an authenticated user do.
+    authorization: Option<AuthorizationConfig>,
+    /// The kubelet port's serving certificate (PEM), with `tlsPrivateKeyFile`.
+    pub(crate) tls_cert_file: Option<PathBuf>,
+    pub(crate) tls_private_key_file: Option<PathBuf>,
+    /// Only `false` (the default) is accepted: podwright does not ask the cluster for a
+    /// serving certificate.
+    #[serde(rename = "serverTLSBootstrap")]
+    server_tls_bootstrap: Option<bool>,
+}
+
+/// `authentication` (`KubeletAuthentication`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Authentication {
+    x509: Option<X509Authentication>,
+    webhook: Option<WebhookAuthentication>,
+    anonymous: Option<AnonymousAuthentication>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct X509Authentication {
+    #[serde(rename = "clientCAFile")]
+    client_ca_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebhookAuthentication {
+    enabled: Option<bool>,
+    #[serde(rename = "cacheTTL")]
+    cache_ttl: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AnonymousAuthentication {
+    enabled: Option<bool>,
+}
+
+/// `authorization` (`KubeletAuthorization`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuthorizationConfig {
+    mode: Option<String>,
+    webhook: Option<WebhookAuthorization>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebhookAuthorization {
+    #[serde(rename = "cacheAuthorizedTTL")]
+    cache_authorized_ttl: Option<String>,
+    #[serde(rename = "cacheUnauthorizedTTL")]
+    cache_unauthorized_ttl: Option<String>,
+}
+
+/// A cache TTL: a Go duration, not negative; `default` when not given or zero (as the
+/// kubelet's defaulting treats zero).
+fn ttl(field: &str, given: Option<&str>, default: Duration) -> Result<Duration, String> {
+    let Some(given) = given else { return Ok(default) };
+    let d =
+        podwright_api::go::parse_duration(given).ok().and_then(|d| Duration::try_from(d).ok()).ok_or_else(|| {
+            format!("{field}: Invalid value: {given:?}: must be a duration that is not negative, such as \"2m\"")
+        })?;
+    Ok(if d.is_zero() { default } else { d })
 }
 
 /// The `--config` file, validated; an error names the file.
@@ -75,6 +145,19 @@ pub(crate) fn read_config(path: &Path) -> Result<ServeConfig, String> {
     }
     c.image_pulls = ImagePulls::from_config(c.serialize_image_pulls, c.max_parallel_image_pulls)
         .map_err(|e| format!("{}: {e}", path.display()))?;
+    if c.server_tls_bootstrap == Some(true) {
+        return Err(format!(
+            "{}: serverTLSBootstrap: Forbidden: podwright does not ask the cluster for a serving certificate: give tlsCertFile and tlsPrivateKeyFile, or leave both out for a self-signed one",
+            path.display()
+        ));
+    }
+    if c.tls_cert_file.is_some() != c.tls_private_key_file.is_some() {
+        return Err(format!(
+            "{}: tlsCertFile and tlsPrivateKeyFile: Required value: give both or neither",
+            path.display()
+        ));
+    }
+    c.kubelet_auth().map_err(|e| format!("{}: {e}", path.display()))?;
     c.image_gc = ImageGcPolicy::from_config(
         c.image_gc_high_threshold_percent,
         c.image_gc_low_threshold_percent,
@@ -98,7 +181,69 @@ impl ServeConfig {
             ("staticPodPath", self.static_pod_path.is_some()),
             ("fileCheckFrequency", self.file_check_frequency.is_some()),
         ];
+        let mut fields: Vec<&str> = given.into_iter().filter(|(_, set)| *set).map(|(name, _)| name).collect();
+        fields.extend(self.cluster_only_fields());
+        fields
+    }
+
+    /// The fields given that only a node of a cluster honours (its kubelet port's), by their
+    /// configuration names.
+    pub(crate) fn cluster_only_fields(&self) -> Vec<&'static str> {
+        let given = [
+            ("authentication", self.authentication.is_some()),
+            ("authorization", self.authorization.is_some()),
+            ("tlsCertFile", self.tls_cert_file.is_some()),
+            ("tlsPrivateKeyFile", self.tls_private_key_file.is_some()),
+            ("serverTLSBootstrap", self.server_tls_bootstrap.is_some()),
+        ];
         given.into_iter().filter(|(_, set)| *set).map(|(name, _)| name).collect()
+    }
+
+    /// `authentication.x509.clientCAFile`: the CA a client certificate must chain to.
+    pub(crate) fn client_ca_file(&self) -> Option<&Path> {
+        self.authentication.as_ref()?.x509.as_ref()?.client_ca_file.as_deref().filter(|p| !p.as_os_str().is_empty())
+    }
+
+    /// The kubelet port's authentication and authorization, with the KubeletConfiguration
+    /// v1beta1 defaults: token webhook on (2m), anonymous off, authorization by webhook (5m,
+    /// 30s).
+    pub(crate) fn kubelet_auth(&self) -> Result<AuthSettings, String> {
+        let authn = self.authentication.as_ref();
+        let webhook = authn.and_then(|a| a.webhook.as_ref());
+        let token_webhook = match webhook.and_then(|w| w.enabled) {
+            Some(false) => None,
+            _ => Some(ttl(
+                "authentication.webhook.cacheTTL",
+                webhook.and_then(|w| w.cache_ttl.as_deref()),
+                auth::TOKEN_TTL,
+            )?),
+        };
+        let anonymous = authn.and_then(|a| a.anonymous.as_ref()).and_then(|a| a.enabled).unwrap_or(false);
+        let authz = self.authorization.as_ref();
+        let authorization = match authz.and_then(|a| a.mode.as_deref()) {
+            Some("AlwaysAllow") => Authorization::AlwaysAllow,
+            None | Some("Webhook") => {
+                let webhook = authz.and_then(|a| a.webhook.as_ref());
+                Authorization::Webhook {
+                    allowed_ttl: ttl(
+                        "authorization.webhook.cacheAuthorizedTTL",
+                        webhook.and_then(|w| w.cache_authorized_ttl.as_deref()),
+                        auth::ALLOWED_TTL,
+                    )?,
+                    denied_ttl: ttl(
+                        "authorization.webhook.cacheUnauthorizedTTL",
+                        webhook.and_then(|w| w.cache_unauthorized_ttl.as_deref()),
+                        auth::DENIED_TTL,
+                    )?,
+                }
+            }
+            Some(other) => {
+                return Err(format!(
+                    "authorization.mode: Unsupported value: {other:?}: supported values: \"AlwaysAllow\", \"Webhook\""
+                ));
+            }
+        };
+        Ok(AuthSettings { token_webhook, anonymous, authorization })
     }
 
     /// Without a trailing dot; `cluster.local` unless given.
@@ -255,6 +400,87 @@ mod tests {
                 "{}: invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 60 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 50",
                 f.display()
             )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_kubelet_ports_authentication_and_authorization_are_read_with_the_kubelets_defaults() {
+        let dir = std::env::temp_dir().join(format!("podwright-serve-auth-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("c.yaml");
+        assert_eq!(ServeConfig::default().kubelet_auth(), Ok(AuthSettings::default()));
+        assert_eq!(
+            AuthSettings::default(),
+            AuthSettings {
+                token_webhook: Some(Duration::from_secs(120)),
+                anonymous: false,
+                authorization: Authorization::Webhook {
+                    allowed_ttl: Duration::from_secs(300),
+                    denied_ttl: Duration::from_secs(30)
+                },
+            }
+        );
+        // What scripts/control-plane writes.
+        std::fs::write(
+            &f,
+            "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nauthentication:\n  x509:\n    clientCAFile: /pki/ca.crt\n  webhook:\n    enabled: true\n  anonymous:\n    enabled: false\nauthorization:\n  mode: Webhook\nclusterDNS:\n- 10.96.0.10\nclusterDomain: cluster.local\n",
+        )
+        .unwrap();
+        let c = read_config(&f).unwrap();
+        assert_eq!(c.client_ca_file(), Some(Path::new("/pki/ca.crt")));
+        assert_eq!(c.kubelet_auth(), Ok(AuthSettings::default()));
+        assert_eq!(c.cluster_only_fields(), ["authentication", "authorization"]);
+        std::fs::write(
+            &f,
+            "authentication:\n  webhook:\n    enabled: false\n  anonymous:\n    enabled: true\nauthorization:\n  mode: AlwaysAllow\ntlsCertFile: /a.crt\ntlsPrivateKeyFile: /a.key\n",
+        )
+        .unwrap();
+        let c = read_config(&f).unwrap();
+        let auth = c.kubelet_auth().unwrap();
+        assert_eq!((auth.token_webhook, auth.anonymous, auth.authorization), (None, true, Authorization::AlwaysAllow));
+        assert_eq!(c.tls_cert_file.as_deref(), Some(Path::new("/a.crt")));
+        std::fs::write(
+            &f,
+            "authentication:\n  webhook:\n    cacheTTL: 10s\nauthorization:\n  webhook:\n    cacheAuthorizedTTL: 1m\n    cacheUnauthorizedTTL: 0s\n",
+        )
+        .unwrap();
+        let auth = read_config(&f).unwrap().kubelet_auth().unwrap();
+        assert_eq!(auth.token_webhook, Some(Duration::from_secs(10)));
+        assert_eq!(
+            auth.authorization,
+            Authorization::Webhook { allowed_ttl: Duration::from_secs(60), denied_ttl: Duration::from_secs(30) }
+        );
+        for (text, error) in [
+            (
+                "authorization:\n  mode: Node\n",
+                "authorization.mode: Unsupported value: \"Node\": supported values: \"AlwaysAllow\", \"Webhook\"",
+            ),
+            (
+                "authentication:\n  webhook:\n    cacheTTL: -1s\n",
+                "authentication.webhook.cacheTTL: Invalid value: \"-1s\"",
+            ),
+            (
+                "serverTLSBootstrap: true\n",
+                "serverTLSBootstrap: Forbidden: podwright does not ask the cluster for a serving certificate",
+            ),
+            ("tlsCertFile: /a.crt\n", "tlsCertFile and tlsPrivateKeyFile: Required value: give both or neither"),
+            ("authentication:\n  oidc: {}\n", "unknown field `oidc`"),
+        ] {
+            std::fs::write(&f, text).unwrap();
+            let e = read_config(&f).unwrap_err();
+            assert!(e.contains(error), "{text}: {e}");
+        }
+        std::fs::write(&f, "serverTLSBootstrap: false\n").unwrap();
+        assert_eq!(read_config(&f).unwrap().cluster_only_fields(), ["serverTLSBootstrap"]);
+        // `run` has no kubelet port either.
+        std::fs::write(&f, "tlsCertFile: /a.crt\ntlsPrivateKeyFile: /a.key\n").unwrap();
+        assert_eq!(
+            image_settings(Some(&f)),
+            Err(format!(
+                "{}: tlsCertFile, tlsPrivateKeyFile: Forbidden: only `podwright serve` honours them",
+                f.display()
+            ))
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

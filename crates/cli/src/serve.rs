@@ -32,13 +32,16 @@ pub struct ServeArgs {
     /// A KubeletConfiguration-style YAML file (address, port, containerLogMaxSize,
     /// containerLogMaxFiles, clusterDNS, clusterDomain, staticPodPath, fileCheckFrequency,
     /// serializeImagePulls, maxParallelImagePulls, imageGCHighThresholdPercent,
-    /// imageGCLowThresholdPercent, imageMinimumGCAge, imageMaximumGCAge); flags override it.
+    /// imageGCLowThresholdPercent, imageMinimumGCAge, imageMaximumGCAge; with --kubeconfig also
+    /// authentication, authorization, tlsCertFile, tlsPrivateKeyFile); flags override it.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// The address to serve the API on (default 127.0.0.1).
+    /// The address to serve the API on (default 127.0.0.1); with --kubeconfig, the kubelet
+    /// port's (default 0.0.0.0).
     #[arg(long)]
     pub address: Option<IpAddr>,
-    /// The port to serve the API on (default 6443).
+    /// The port to serve the API on (default 6443); with --kubeconfig, the kubelet port
+    /// (default 10250).
     #[arg(long)]
     pub port: Option<u16>,
     /// The node's name instead of the host name.
@@ -53,7 +56,8 @@ pub struct ServeArgs {
     /// given.
     #[arg(long)]
     pub tls: bool,
-    /// The serving certificate (PEM), with --tls-private-key-file.
+    /// The serving certificate (PEM), with --tls-private-key-file; with --kubeconfig, the
+    /// kubelet port's.
     #[arg(long, requires = "tls_private_key_file")]
     pub tls_cert_file: Option<PathBuf>,
     /// The serving certificate's key (PEM), with --tls-cert-file.
@@ -146,6 +150,7 @@ async fn start_and_serve(args: ServeArgs) -> Result<(), u8> {
     if args.kubeconfig.is_some() {
         return crate::cluster::join_and_run(&args, settings).await;
     }
+    refuse_cluster_fields(&args, &settings).map_err(|e| fail(exit::INVALID, e))?;
     let root = &args.runtime.root_dir;
     let listener = listen(root, settings.addr).await.map_err(|e| fail(exit::FAILED, e))?;
     let runtime = connect_runtime(&args.runtime).await.map_err(|e| fail(exit::NO_RUNTIME, e))?;
@@ -203,7 +208,8 @@ impl Settings {
         let config = args.config.as_deref().map(read_config).transpose()?.unwrap_or_default();
         let ip = args.address.or(config.address).unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let tls = args.tls || args.tls_cert_file.is_some();
-        if !ip.is_loopback() && !tls {
+        // A node of a cluster serves its kubelet port with TLS and authentication always.
+        if args.kubeconfig.is_none() && !ip.is_loopback() && !tls {
             return Err(format!(
                 "refusing to serve the API on {ip} without TLS and a bearer token: add --tls (or serve on a loopback address, the default 127.0.0.1)"
             ));
@@ -221,6 +227,20 @@ impl Settings {
                 .filter(|p| !p.as_os_str().is_empty()),
             config,
         })
+    }
+}
+
+/// The config fields of a cluster node's kubelet port, refused by name: the local API has no
+/// kubelet port (its TLS is --tls, --tls-cert-file and --tls-private-key-file).
+fn refuse_cluster_fields(args: &ServeArgs, settings: &Settings) -> Result<(), String> {
+    match settings.config.cluster_only_fields().as_slice() {
+        [] => Ok(()),
+        fields => Err(format!(
+            "{}: {}: Forbidden: only a node of a cluster (serve --kubeconfig) honours {}, for its kubelet port",
+            args.config.as_deref().unwrap_or(Path::new("--config")).display(),
+            fields.join(", "),
+            if fields.len() == 1 { "it" } else { "them" }
+        )),
     }
 }
 

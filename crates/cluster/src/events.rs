@@ -12,8 +12,12 @@ use serde_json::json;
 use std::collections::HashMap;
 use tokio::sync::mpsc;
 
-/// What folds repeats of an event: (object UID, field path, reason, message).
+/// What makes a repeat of an event: its object (the pod's UID or the node's name), field path,
+/// reason and message.
 type EventKey = (String, String, String, String);
+
+/// The most events whose repeats are remembered (client-go's correlator cache).
+const REMEMBERED: usize = 4096;
 
 /// An event to send: the first occurrence as an object, and what tells its repeats.
 struct Pending {
@@ -39,7 +43,7 @@ impl ApiEvents {
         EventSource { component: Some("kubelet".into()), host: Some(self.node.clone()) }
     }
 
-    fn send(&self, key: (String, String, String, String), first: PodEvent<'_>) {
+    fn send(&self, key: EventKey, first: PodEvent<'_>) {
         let mut event = first.to_event(self.source());
         event.reporting_component = Some("kubelet".into());
         event.reporting_instance = Some(self.node.clone());
@@ -82,6 +86,9 @@ async fn send_events(client: kube::Client, mut rx: mpsc::UnboundedReceiver<Pendi
         let name = event.metadata.name.clone().unwrap_or_default();
         match api.create(&PostParams::default(), &event).await {
             Ok(_) => {
+                if sent.len() >= REMEMBERED {
+                    sent.clear();
+                }
                 sent.insert(key, (ns, name, 1));
             }
             Err(e) => tracing::debug!(%e, "event not recorded"),

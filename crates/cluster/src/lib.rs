@@ -9,15 +9,20 @@
 //! | `nodelease` (component-helpers' lease controller) | [`lease`] |
 //! | `config/apiserver.go`, `status/status_manager.go` | [`pods`] |
 //! | `config/file.go`, `pod/mirror_client.go` (static pods) | `podwright_node::static_pods`, [`pods::ClusterMirrors`] |
+//! | `lifecycle/predicate.go` (`GeneralPredicates`) | [`admission`] |
 //! | `util/manager/watch_based_manager.go`, `runtimeclass` | [`objects`] |
 //! | `cmd/kubelet/app/server.go` `makeEventRecorder` | [`events`] |
+//! | `server` (the kubelet port), `cmd/kubelet/app/auth.go` | [`kubelet_port`] |
 //!
 //! [`join`] registers the node; [`Joined::take_stock`] reads what it is to run (before the
-//! node's clean-up at start); [`Joined::run`] then runs its pods until dropped.
+//! node's clean-up at start); [`Joined::run`] then runs its pods, and serves its kubelet port,
+//! until dropped.
 
+pub mod admission;
 pub mod credentials;
 pub mod csr;
 pub mod events;
+pub mod kubelet_port;
 pub mod lease;
 pub mod node_status;
 pub mod objects;
@@ -25,9 +30,11 @@ pub mod pods;
 
 use crate::credentials::CredentialPaths;
 use crate::events::ApiEvents;
+use crate::kubelet_port::KubeletPort;
 use crate::node_status::{NodeIdentity, Reported};
 use crate::objects::ClusterObjects;
 use crate::pods::{ApiStatus, ClusterPods, PodNode, PodsContext};
+use podwright_containerd::EmbeddedRuntime;
 use podwright_node::downward::NodeFacts;
 use podwright_node::static_pods::{StaticPodSource, StaticPods};
 use podwright_node::{EventSink, Node};
@@ -39,6 +46,9 @@ use std::time::Duration;
 /// How long a heartbeat (lease or node status) may take: min(`nodeStatusUpdateFrequency`,
 /// the lease's duration), as the kubelet's heartbeat client.
 const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long pods wait for the node's pod CIDR (the controller-manager gives one within a
+/// second of registration when it allocates them).
+const POD_CIDR_WAIT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
@@ -131,16 +141,26 @@ impl Joined {
     }
 
     /// Runs the node: its heartbeats, the pods bound to it and its static pods on `node` (a
-    /// node layer with everything but its pods' source and sinks set). Runs until dropped.
-    pub async fn run(mut self, node: Node, runtime: Arc<dyn Runtime>) {
+    /// node layer with everything but its pods' source and sinks set), and its kubelet port.
+    /// Runs until dropped. `embedded`: the runtime is podwright's own containerd, whose network
+    /// podwright writes.
+    pub async fn run(mut self, node: Node, runtime: Arc<dyn Runtime>, embedded: Option<EmbeddedRuntime>, port: KubeletPort) {
         if self.statics.is_none() {
             // Stock not taken: no static pods.
             let _ = self.take_stock(None).await;
         }
         let Joined { client, heartbeat, identity, reported, clock, pods, status, events, statics } = self;
         tokio::spawn(lease::keep_renewed(heartbeat.clone(), identity.name.clone(), clock));
-        tokio::spawn(node_status::report_status(heartbeat, identity.clone(), runtime, clock, reported));
-        let objects = ClusterObjects::new(client.clone());
+        tokio::spawn(node_status::report_status(heartbeat, identity.clone(), runtime.clone(), clock, reported));
+        // Pods start once the node's pod CIDR has reached the runtime, so that their addresses
+        // come from it (a control plane that gives none: after a short wait, the runtime's own).
+        let (cidr_tx, mut cidr) = tokio::sync::watch::channel(None);
+        let (node_tx, own_node) = tokio::sync::watch::channel(None);
+        tokio::spawn(node_status::follow_node(client.clone(), identity.name.clone(), runtime.clone(), embedded, cidr_tx, node_tx));
+        if tokio::time::timeout(POD_CIDR_WAIT, cidr.wait_for(Option::is_some)).await.is_err() {
+            tracing::warn!("the node has no pod CIDR yet; pods get addresses from the runtime's own network");
+        }
+        let objects = ClusterObjects::new(client.clone(), clock);
         tokio::spawn(objects.clone().follow_runtime_classes());
         let (statics, source) = statics.unwrap_or_else(|| {
             let none = Arc::new(StaticPods::new(Box::new(pods.mirrors(Vec::new())), clock));
@@ -162,7 +182,9 @@ impl Joined {
                 .facts(NodeFacts::of_this_machine(identity.name.clone(), identity.ip.clone()))
                 .build(),
         );
+        let serving = port.serve(&identity.name, client.clone(), workers.clone(), runtime, &identity.root, clock);
         let node = PodNode { name: identity.name.clone(), ip: identity.ip.clone() };
-        pods.run(client, PodsContext { node, workers, objects, events, statics, clock }).await;
+        let cx = PodsContext { node, own_node, workers, objects, events, statics, clock };
+        tokio::join!(serving, pods.run(client, cx));
     }
 }

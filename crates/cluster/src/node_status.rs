@@ -9,6 +9,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use podwright_containerd::EmbeddedRuntime;
 use podwright_node::downward::NodeFacts;
 use podwright_runtime::{Clock, Runtime};
 use serde_json::{Value, json};
@@ -117,7 +118,7 @@ impl Signals {
         let (disk_total, disk_available) = statvfs(&identity.root);
         let runtime_version = runtime.version().await.map(|v| runtime_version(&v)).map_err(|e| e.to_string());
         let mut images = runtime.list_images().await.unwrap_or_default();
-        images.sort_by_key(|b| std::cmp::Reverse(b.size));
+        images.sort_by_key(|i| std::cmp::Reverse(i.size));
         let images = images
             .into_iter()
             .take(MAX_IMAGES)
@@ -398,6 +399,52 @@ pub async fn register(
             Ok((node, reported))
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Follows the node's own Node (the only one a node may read, by `metadata.name=`): `node`
+/// holds it as last seen (its labels and allocatable, for admission), and its `spec.podCIDR`
+/// goes to the runtime whenever the control plane gives or changes it, as the kubelet's
+/// `updatePodCIDR` does (CRI `UpdateRuntimeConfig`; podwright's embedded containerd gets it in
+/// its network configuration, which podwright writes); `cidr` holds the one handed over.
+pub async fn follow_node(
+    client: kube::Client,
+    name: String,
+    runtime: Arc<dyn Runtime>,
+    embedded: Option<EmbeddedRuntime>,
+    cidr: tokio::sync::watch::Sender<Option<String>>,
+    node: tokio::sync::watch::Sender<Option<Node>>,
+) {
+    use futures_util::StreamExt;
+    use kube::runtime::watcher;
+    let api: Api<Node> = Api::all(client);
+    let mut nodes = watcher(api, watcher::Config::default().fields(&format!("metadata.name={name}"))).boxed();
+    while let Some(event) = nodes.next().await {
+        let seen = match event {
+            Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n)) => n,
+            Ok(_) => continue,
+            Err(e) => {
+                tracing::debug!(%e, "watch of the node's own Node failed");
+                continue;
+            }
+        };
+        let given = seen.spec.as_ref().and_then(|s| s.pod_cidr.clone()).filter(|c| !c.is_empty());
+        node.send_replace(Some(seen));
+        let Some(given) = given else { continue };
+        if cidr.borrow().as_deref() == Some(given.as_str()) {
+            continue;
+        }
+        let handed = match &embedded {
+            Some(e) => e.set_pod_cidr(&given).await.map_err(|e| e.to_string()),
+            None => runtime.update_runtime_config(&given).await.map_err(|e| e.to_string()),
+        };
+        match handed {
+            Ok(()) => {
+                tracing::info!(pod_cidr = given, "the node's pod CIDR handed to the runtime");
+                cidr.send_replace(Some(given));
+            }
+            Err(e) => tracing::warn!(%e, pod_cidr = given, "the runtime did not take the node's pod CIDR"),
+        }
     }
 }
 

@@ -2,12 +2,17 @@
 //! kubelet's watch-based managers keep them (`pkg/kubelet/util/manager/watch_based_manager.go`):
 //! one watch per referenced object, by `metadata.name=` (the only reads the Node authorizer
 //! allows a node), started when the first pod refers to the object and stopped when the last
-//! one goes; an immutable object is not watched once read.
+//! one goes; an immutable object is not watched once read. Projected service account tokens
+//! are asked for bound to their pod (`serviceaccounts/<name>/token`, as the kubelet's token
+//! manager does) and asked for again once 80 % of their life has passed.
 
 use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, ServiceAccount, ServiceAccountTokenProjection};
 use k8s_openapi::api::node::v1::RuntimeClass;
-use kube::api::Api;
+use kube::api::{Api, PostParams};
+use podwright_api::defaults::service_account;
+use podwright_runtime::Clock;
 use kube::runtime::watcher;
 use podwright_node::objects::Objects;
 use std::collections::{BTreeSet, HashMap};
@@ -28,6 +33,12 @@ enum Kind {
 
 type Key = (Kind, String, String);
 
+/// A pod's token for one projected source: (pod UID, audience, expiration seconds).
+type TokenKey = (String, Option<String>, Option<i64>);
+
+/// What is asked of the API server when a source gives no expiration (the API's default).
+const DEFAULT_TOKEN_SECONDS: i64 = 3600;
+
 /// One watched object: what it is now (`None`: not there), who refers to it, its watch.
 struct Watched {
     value: Option<serde_json::Value>,
@@ -41,7 +52,11 @@ pub struct ClusterObjects {
     client: kube::Client,
     watched: Mutex<HashMap<Key, Watched>>,
     runtime_classes: Mutex<HashMap<String, RuntimeClass>>,
-    /// Rings whenever a watched object changes.
+    /// Service account tokens, and the tasks that renew them (per pod UID).
+    tokens: Mutex<HashMap<TokenKey, String>>,
+    renewals: Mutex<HashMap<String, Vec<AbortHandle>>>,
+    clock: Clock,
+    /// Rings whenever a watched object changes, or a token is renewed.
     changed: watch::Sender<u64>,
 }
 
@@ -50,11 +65,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl ClusterObjects {
-    pub fn new(client: kube::Client) -> Arc<ClusterObjects> {
+    pub fn new(client: kube::Client, clock: Clock) -> Arc<ClusterObjects> {
         Arc::new(ClusterObjects {
             client,
             watched: Mutex::default(),
             runtime_classes: Mutex::default(),
+            tokens: Mutex::default(),
+            renewals: Mutex::default(),
+            clock,
             changed: watch::Sender::new(0),
         })
     }
@@ -88,10 +106,75 @@ impl ClusterObjects {
         if tokio::time::timeout(FIRST_READ, all_read).await.is_err() {
             tracing::warn!(uid, "the pod's ConfigMaps and Secrets were not all read in time");
         }
+        for source in token_sources(pod) {
+            let key: TokenKey = (uid.clone(), source.audience.clone(), source.expiration_seconds);
+            if lock(&self.tokens).contains_key(&key) {
+                continue;
+            }
+            let task = tokio::spawn(self.clone().keep_token(pod.clone(), source, key)).abort_handle();
+            lock(&self.renewals).entry(uid.clone()).or_default().push(task);
+        }
+        // The first tokens, before the pod starts (bounded as the objects are).
+        let have_tokens = async {
+            while token_sources(pod).iter().any(|s| {
+                !lock(&self.tokens).contains_key(&(uid.clone(), s.audience.clone(), s.expiration_seconds))
+            }) {
+                let mut changed = self.changed.subscribe();
+                let _ = changed.changed().await;
+            }
+        };
+        if tokio::time::timeout(FIRST_READ, have_tokens).await.is_err() {
+            tracing::warn!(uid, "the pod's service account tokens were not all issued in time");
+        }
     }
 
-    /// The pod is gone: stop watching what only it referred to.
+    /// Asks for the pod's token and asks again at 80 % of each token's life, until the pod
+    /// is released; a failure is retried after 10 s.
+    async fn keep_token(self: Arc<Self>, pod: Pod, source: ServiceAccountTokenProjection, key: TokenKey) {
+        let ns = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let api: Api<ServiceAccount> = Api::namespaced(self.client.clone(), &ns);
+        let request = TokenRequest {
+            metadata: Default::default(),
+            spec: TokenRequestSpec {
+                audiences: source.audience.clone().into_iter().collect(),
+                expiration_seconds: Some(source.expiration_seconds.unwrap_or(DEFAULT_TOKEN_SECONDS)),
+                bound_object_ref: Some(BoundObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("Pod".into()),
+                    name: pod.metadata.name.clone(),
+                    uid: pod.metadata.uid.clone(),
+                }),
+            },
+            status: None,
+        };
+        loop {
+            let issued_at = self.clock.now();
+            let next = match api.create_token_request(service_account(&pod), &PostParams::default(), &request).await {
+                Ok(answer) => {
+                    match answer.status {
+                        Some(status) => {
+                            lock(&self.tokens).insert(key.clone(), status.token);
+                            self.changed.send_modify(|n| *n = n.wrapping_add(1));
+                            renewal_time(issued_at, status.expiration_timestamp.0)
+                        }
+                        None => issued_at + jiff::SignedDuration::from_secs(10),
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(%e, pod = ?pod.metadata.name, "service account token not issued; asking again in 10 s");
+                    issued_at + jiff::SignedDuration::from_secs(10)
+                }
+            };
+            self.clock.sleep_until(next).await;
+        }
+    }
+
+    /// The pod is gone: stop watching what only it referred to, and renewing its tokens.
     pub fn release(&self, uid: &str) {
+        for task in lock(&self.renewals).remove(uid).into_iter().flatten() {
+            task.abort();
+        }
+        lock(&self.tokens).retain(|(u, _, _), _| u != uid);
         lock(&self.watched).retain(|_, w| {
             w.pods.remove(uid);
             if w.pods.is_empty() {
@@ -206,6 +289,28 @@ impl Objects for ClusterObjects {
     fn runtime_class(&self, name: &str) -> Option<RuntimeClass> {
         lock(&self.runtime_classes).get(name).cloned()
     }
+
+    fn service_account_token(&self, pod: &Pod, source: &ServiceAccountTokenProjection) -> Option<String> {
+        let key = (pod.metadata.uid.clone().unwrap_or_default(), source.audience.clone(), source.expiration_seconds);
+        lock(&self.tokens).get(&key).cloned()
+    }
+}
+
+/// When a token issued at `issued` and expiring at `expires` is asked for again: at 80 % of its
+/// life, and at least once a day (the kubelet's `requiresRefresh`).
+fn renewal_time(issued: jiff::Timestamp, expires: jiff::Timestamp) -> jiff::Timestamp {
+    let life = expires.duration_since(issued);
+    let at = issued + life * 4 / 5;
+    at.min(issued + jiff::SignedDuration::from_hours(24))
+}
+
+/// The projected `serviceAccountToken` sources of a pod's volumes.
+fn token_sources(pod: &Pod) -> Vec<ServiceAccountTokenProjection> {
+    let volumes = pod.spec.iter().flat_map(|s| s.volumes.iter().flatten());
+    volumes
+        .flat_map(|v| v.projected.iter().flat_map(|p| p.sources.iter().flatten()))
+        .filter_map(|s| s.service_account_token.clone())
+        .collect()
 }
 
 /// A watch event of a ConfigMap or a Secret, its object as JSON.
@@ -259,6 +364,15 @@ fn references(pod: &Pod, ns: &str) -> BTreeSet<Key> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_is_renewed_at_four_fifths_of_its_life_and_at_least_daily() {
+        let t0: jiff::Timestamp = "2026-11-27T00:00:00Z".parse().unwrap();
+        let hour = t0 + jiff::SignedDuration::from_secs(3600);
+        assert_eq!(renewal_time(t0, hour), t0 + jiff::SignedDuration::from_secs(2880));
+        let year = t0 + jiff::SignedDuration::from_hours(24 * 365);
+        assert_eq!(renewal_time(t0, year), t0 + jiff::SignedDuration::from_hours(24));
+    }
 
     #[test]
     fn every_reference_of_a_pod_is_watched() {

@@ -15,12 +15,15 @@
 //! The node's static pods run beside them, with their mirror pods on the API server
 //! ([`ClusterMirrors`]).
 
+use crate::admission::{Refusal, admit};
 use crate::objects::ClusterObjects;
+use k8s_openapi::api::core::v1::Node;
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::{HostIP, Pod, PodStatus};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use kube::runtime::watcher;
 use podwright_api::annotations::CONFIG_MIRROR;
+use podwright_api::honoured_fields::{Mode, unsupported_fields_in};
 use podwright_node::static_pods::StaticPods;
 use podwright_node::{EventSink, EventType, PodUpdate, PodWorkers, StatusSink};
 use podwright_runtime::Clock;
@@ -66,8 +69,8 @@ enum Heard {
     Observed(Box<Pod>),
     /// The pod is no longer on the API server.
     Gone(String),
-    /// Refused before anything started: fails with this message.
-    Refused(Box<Pod>, String),
+    /// Refused before anything started: fails with this reason and message.
+    Refused(Box<Pod>, Refusal),
     /// Its containers, sandboxes and files have left the node.
     Removed(String),
     /// A static pod to run, or its new version.
@@ -106,6 +109,8 @@ pub struct ClusterPods {
 /// What [`ClusterPods::run`] runs the pods with.
 pub struct PodsContext {
     pub node: PodNode,
+    /// The node's own Node as the API server has it (for the admission of new pods).
+    pub own_node: tokio::sync::watch::Receiver<Option<Node>>,
     pub workers: Arc<PodWorkers>,
     pub objects: Arc<ClusterObjects>,
     pub events: Arc<dyn EventSink>,
@@ -136,7 +141,7 @@ impl ClusterPods {
     /// `statics`), the status manager writes their statuses and deletes them when they are
     /// done. Runs until the node stops.
     pub async fn run(self, client: kube::Client, cx: PodsContext) {
-        let PodsContext { node, workers, objects, events, statics, clock } = cx;
+        let PodsContext { node, own_node, workers, objects, events, statics, clock } = cx;
         let (removals_tx, mut removals) = mpsc::unbounded_channel::<String>();
         let manager = StatusManager {
             client: client.clone(),
@@ -174,7 +179,7 @@ impl ClusterPods {
                 }
             }
         });
-        let source = PodWatch { workers, objects, events, clock, status: self.tx, given: HashSet::new() };
+        let source = PodWatch { workers, objects, events, clock, status: self.tx, given: HashSet::new(), own_node };
         source.run(client, &node.name).await;
     }
 }
@@ -188,6 +193,8 @@ struct PodWatch {
     status: mpsc::UnboundedSender<Heard>,
     /// UIDs given to the workers (or refused).
     given: HashSet<String>,
+    /// The node's own Node, for admission.
+    own_node: tokio::sync::watch::Receiver<Option<Node>>,
 }
 
 impl PodWatch {
@@ -239,11 +246,9 @@ impl PodWatch {
         let _ = self.status.send(Heard::Observed(Box::new(pod.clone())));
         let deletion = pod.metadata.deletion_timestamp.as_ref().map(|_| pod.metadata.deletion_grace_period_seconds);
         if self.given.insert(uid.clone()) {
-            let refused = podwright_api::honoured_fields::unsupported_fields(&pod);
-            if !refused.is_empty() {
-                let message = refused.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
-                self.events.record(&pod, None, EventType::Warning, UNSUPPORTED, message.clone(), self.clock.now());
-                let _ = self.status.send(Heard::Refused(Box::new(pod), message));
+            if let Err(refusal) = self.admit(&pod) {
+                self.events.record(&pod, None, EventType::Warning, &refusal.reason, refusal.message.clone(), self.clock.now());
+                let _ = self.status.send(Heard::Refused(Box::new(pod), refusal));
                 return;
             }
             self.objects.track(&pod).await;
@@ -256,6 +261,25 @@ impl PodWatch {
         if let Some(grace) = deletion {
             self.workers.delete(&uid, grace);
         }
+    }
+
+    /// A new pod: refused for a field podwright does not honour, or by the kubelet's admission
+    /// against the node and its other pods. A pod that has started already (the node's own, met
+    /// again after a restart) was admitted then.
+    fn admit(&self, pod: &Pod) -> Result<(), Refusal> {
+        let refused = unsupported_fields_in(pod, Mode::Cluster);
+        if !refused.is_empty() {
+            let message = refused.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
+            return Err(Refusal { reason: UNSUPPORTED.into(), message });
+        }
+        let started = pod.status.as_ref().is_some_and(|s| {
+            s.phase.as_deref().is_some_and(|p| p != "Pending") || s.container_statuses.as_ref().is_some_and(|c| !c.is_empty())
+        });
+        let node = self.own_node.borrow().clone();
+        let (Some(node), false) = (node, started) else { return Ok(()) };
+        let others: Vec<Arc<Pod>> = self.workers.latest().into_iter().filter(|u| !u.finished).map(|u| u.spec).collect();
+        let others: Vec<&Pod> = others.iter().map(Arc::as_ref).collect();
+        admit(pod, &node, &others)
     }
 
     /// A pod no longer on the API server: stopped (with the grace its deletion had, if it still
@@ -374,13 +398,13 @@ impl StatusManager {
                 self.pods.entry(uid.clone()).or_default().removed = true;
                 uid
             }
-            Heard::Refused(pod, message) => {
+            Heard::Refused(pod, refusal) => {
                 let uid = pod.metadata.uid.clone().unwrap_or_default();
                 let t = self.pods.entry(uid.clone()).or_default();
                 t.refused = Some(PodStatus {
                     phase: Some("Failed".into()),
-                    reason: Some(UNSUPPORTED.into()),
-                    message: Some(format!("Pod was rejected: {message}")),
+                    reason: Some(refusal.reason),
+                    message: Some(format!("Pod was rejected: {}", refusal.message)),
                     ..Default::default()
                 });
                 t.api = Some(*pod);

@@ -17,8 +17,29 @@ impl EmbeddedRuntime {
     pub(crate) async fn write_config(&self) -> EmbeddedResult<()> {
         let conf_dir = self.cni_conf_dir();
         create_dir(&conf_dir).await?;
-        write_file(&conf_dir.join("10-podwright.conflist"), &cni_conflist(&self.root.join("cni/networks"))).await?;
+        // A node of a cluster keeps the pod CIDR the control plane gave it across restarts.
+        let subnet = tokio::fs::read_to_string(self.pod_cidr_path()).await.ok();
+        self.write_conflist(subnet.as_deref().map(str::trim)).await?;
         write_file(&self.config_path(), &containerd_config(&self.root)).await
+    }
+
+    /// Gives the pod network the node's pod CIDR (a node of a cluster, as the kubelet hands it
+    /// to the runtime): new sandboxes get their addresses from it. containerd reloads the
+    /// network configuration when it changes. Kept for the next starts.
+    pub async fn set_pod_cidr(&self, cidr: &str) -> EmbeddedResult<()> {
+        write_file(&self.pod_cidr_path(), cidr).await?;
+        self.write_conflist(Some(cidr)).await
+    }
+
+    async fn write_conflist(&self, pod_cidr: Option<&str>) -> EmbeddedResult<()> {
+        let conf_dir = self.cni_conf_dir();
+        create_dir(&conf_dir).await?;
+        let conflist = cni_conflist(&self.root.join("cni/networks"), pod_cidr);
+        write_file(&conf_dir.join("10-podwright.conflist"), &conflist).await
+    }
+
+    fn pod_cidr_path(&self) -> std::path::PathBuf {
+        self.root.join("cni/pod-cidr")
     }
 }
 
@@ -95,20 +116,28 @@ disabled_plugins = [
 
 /// The pod network: a bridge with host-local addresses, and portmap for `hostPort`. containerd
 /// sets up the loopback interface itself (with `loopback` from the CNI bin dir).
-pub fn cni_conflist(ipam_data_dir: &Path) -> String {
+/// Its addresses come from `10.89.0.0/16`, or from the node's pod CIDR when given (its first
+/// address then the gateway, host-local's default).
+pub fn cni_conflist(ipam_data_dir: &Path, pod_cidr: Option<&str>) -> String {
+    // A bridge has one gateway address: a node's pod CIDR gets a bridge of its own, so that
+    // nodes of one machine, each with its containerd, do not share one.
+    let (bridge, range) = match pod_cidr {
+        Some(cidr) => (cidr_bridge(cidr), json!({ "subnet": cidr })),
+        None => (BRIDGE.to_string(), json!({ "subnet": POD_SUBNET, "gateway": POD_GATEWAY })),
+    };
     let conflist = json!({
         "cniVersion": "1.0.0",
         "name": "podwright",
         "plugins": [
             {
                 "type": "bridge",
-                "bridge": BRIDGE,
+                "bridge": bridge,
                 "isGateway": true,
                 "ipMasq": false,
                 "hairpinMode": true,
                 "ipam": {
                     "type": "host-local",
-                    "ranges": [[{ "subnet": POD_SUBNET, "gateway": POD_GATEWAY }]],
+                    "ranges": [[range]],
                     "routes": [{ "dst": "0.0.0.0/0" }],
                     "dataDir": ipam_data_dir,
                 },
@@ -117,6 +146,13 @@ pub fn cni_conflist(ipam_data_dir: &Path) -> String {
         ],
     });
     format!("{conflist:#}\n")
+}
+
+/// The bridge of a pod CIDR: `pw` and its network address in hex (`10.244.3.0/24` →
+/// `pw0af40300`), within the kernel's 15 characters.
+fn cidr_bridge(cidr: &str) -> String {
+    let net = cidr.split('/').next().and_then(|a| a.parse::<Ipv4Addr>().ok()).map_or(0, u32::from);
+    format!("pw{net:08x}")
 }
 
 fn toml_string(value: &str) -> String {

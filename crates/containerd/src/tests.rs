@@ -38,7 +38,7 @@ fn config_paths_are_toml_escaped() {
 
 #[test]
 fn conflist_is_one_bridge_network_with_portmap() {
-    let text = cni_conflist(Path::new("/var/lib/podwright/cni/networks"));
+    let text = cni_conflist(Path::new("/var/lib/podwright/cni/networks"), None);
     let conf: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
     let plugins = conf["plugins"].as_array().expect("plugins");
     assert_eq!(plugins[0]["type"], "bridge");
@@ -48,6 +48,14 @@ fn conflist_is_one_bridge_network_with_portmap() {
     assert_eq!(plugins[0]["ipam"]["ranges"][0][0]["gateway"], "10.89.0.1");
     assert_eq!(plugins[0]["ipam"]["dataDir"], "/var/lib/podwright/cni/networks");
     assert_eq!(plugins[1]["type"], "portmap");
+}
+
+#[test]
+fn a_nodes_pod_cidr_gets_a_bridge_of_its_own_and_its_first_address_is_the_gateway() {
+    let text = cni_conflist(Path::new("/r/cni/networks"), Some("10.244.3.0/24"));
+    let conf: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(conf["plugins"][0]["bridge"], "pw0af40300", "a bridge of its own");
+    assert_eq!(conf["plugins"][0]["ipam"]["ranges"][0][0], serde_json::json!({"subnet": "10.244.3.0/24"}));
 }
 
 #[test]

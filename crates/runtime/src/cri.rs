@@ -535,6 +535,18 @@ impl RuntimeService for CriRuntime {
         Ok(())
     }
 
+    async fn update_runtime_config(&self, pod_cidr: &str) -> RuntimeResult<()> {
+        let network = cri_api::NetworkConfig { pod_cidr: pod_cidr.to_string() };
+        let req = cri_api::UpdateRuntimeConfigRequest {
+            runtime_config: Some(cri_api::RuntimeConfig { network_config: Some(network) }),
+        };
+        self.rt()
+            .update_runtime_config(timed(req, DEFAULT_REQUEST_TIMEOUT))
+            .await
+            .map_err(|s| self.err("UpdateRuntimeConfig", s))?;
+        Ok(())
+    }
+
     async fn exec(&self, req: &ExecRequest) -> RuntimeResult<String> {
         let resp = self.rt().exec(request(req.clone())).await.map_err(|s| self.err("Exec", s))?;
         Ok(resp.into_inner().url)

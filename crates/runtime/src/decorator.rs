@@ -44,11 +44,12 @@ pub enum RuntimeOperation {
     StartContainer,
     StopContainer,
     StopPodSandbox,
+    UpdateRuntimeConfig,
     Version,
 }
 
 impl RuntimeOperation {
-    pub const ALL: [RuntimeOperation; 23] = [
+    pub const ALL: [RuntimeOperation; 24] = [
         RuntimeOperation::Attach,
         RuntimeOperation::ContainerStatus,
         RuntimeOperation::CreateContainer,
@@ -71,6 +72,7 @@ impl RuntimeOperation {
         RuntimeOperation::StartContainer,
         RuntimeOperation::StopContainer,
         RuntimeOperation::StopPodSandbox,
+        RuntimeOperation::UpdateRuntimeConfig,
         RuntimeOperation::Version,
     ];
 
@@ -108,6 +110,7 @@ impl RuntimeOperation {
             RuntimeOperation::StartContainer => ("start_container", "StartContainer"),
             RuntimeOperation::StopContainer => ("stop_container", "StopContainer"),
             RuntimeOperation::StopPodSandbox => ("stop_podsandbox", "StopPodSandbox"),
+            RuntimeOperation::UpdateRuntimeConfig => ("update_runtime_config", "UpdateRuntimeConfig"),
             RuntimeOperation::Version => ("version", "Version"),
         }
     }
@@ -219,6 +222,10 @@ impl<H: Hook> RuntimeService for Decorated<H> {
 
     async fn reopen_container_log(&self, container_id: &str) -> RuntimeResult<()> {
         self.hook.around(Op::ReopenContainerLog, None, self.inner.reopen_container_log(container_id)).await
+    }
+
+    async fn update_runtime_config(&self, pod_cidr: &str) -> RuntimeResult<()> {
+        self.hook.around(Op::UpdateRuntimeConfig, None, self.inner.update_runtime_config(pod_cidr)).await
     }
 
     async fn exec(&self, request: &ExecRequest) -> RuntimeResult<String> {

@@ -109,6 +109,12 @@ pub trait RuntimeService: Send + Sync {
     async fn list_container_stats(&self, _labels: &BTreeMap<String, String>) -> RuntimeResult<Vec<ContainerStats>> {
         Err(RuntimeError::Unimplemented("ListContainerStats".to_string()))
     }
+    /// Hands the node's pod CIDR to the runtime (CRI `UpdateRuntimeConfig`), as the kubelet does
+    /// once the control plane has given the node one; a runtime with a CNI configuration
+    /// template then gives its pods addresses from it.
+    async fn update_runtime_config(&self, pod_cidr: &str) -> RuntimeResult<()> {
+        Err(RuntimeError::Unimplemented(format!("UpdateRuntimeConfig {pod_cidr}")))
+    }
     /// Makes the runtime write a running container's output to a new file at its log path,
     /// after the old file was moved away (log rotation).
     async fn reopen_container_log(&self, container_id: &str) -> RuntimeResult<()> {

@@ -153,6 +153,55 @@ impl IntoResponse for ApiError {
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
+/// A refusal in the kubelet's words: the status and a plain-text body (go-restful's
+/// `WriteError`, `streaming.WriteError`). The API server relays the body as the message of its
+/// own error (`Error from server (BadRequest): <body>`), and kubectl prints it as
+/// `error: unable to upgrade connection: <body>` for a refused upgrade.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubeletError {
+    pub code: StatusCode,
+    pub message: String,
+}
+
+impl KubeletError {
+    pub fn new(code: StatusCode, message: impl Into<String>) -> Self {
+        KubeletError { code, message: message.into() }
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+}
+
+/// What the local API would answer with a `Status`, the kubelet answers as text.
+impl From<ApiError> for KubeletError {
+    fn from(e: ApiError) -> Self {
+        let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        KubeletError::new(code, e.message)
+    }
+}
+
+/// A runtime failure as the kubelet answers it: NotFound is a 404, anything else a 500.
+impl From<podwright_runtime::RuntimeError> for KubeletError {
+    fn from(e: podwright_runtime::RuntimeError) -> Self {
+        match e {
+            podwright_runtime::RuntimeError::NotFound(m) => KubeletError::not_found(m),
+            other => KubeletError::internal(other.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for KubeletError {
+    fn into_response(self) -> Response {
+        let text = [(axum::http::header::CONTENT_TYPE, "text/plain; charset=utf-8")];
+        (self.code, text, self.message).into_response()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

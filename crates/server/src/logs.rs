@@ -1,8 +1,9 @@
-//! `pods/{name}/log`: a container's output from its CRI log files, chosen and filtered as the
-//! kubelet does (`pkg/kubelet/kubelet_pods.go` `validateContainerLogStatus`,
+//! `pods/{name}/log` (the local API) and `/containerLogs` (the kubelet port): a container's
+//! output from its CRI log files, chosen and filtered as the kubelet does (`pkg/kubelet/kubelet_pods.go` `validateContainerLogStatus`,
 //! `pkg/kubelet/kuberuntime/logs/logs.go`).
 
-use crate::errors::{ApiError, ApiResult};
+use crate::errors::{ApiError, ApiResult, KubeletError};
+use crate::host::PodHost;
 use crate::request::is_set;
 use crate::resources::Resource;
 use crate::server::ApiServer;
@@ -14,6 +15,7 @@ use podwright_runtime::cri_log;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
@@ -31,6 +33,8 @@ struct LogParams {
     since_seconds: Option<i64>,
     since_time: Option<String>,
     limit_bytes: Option<i64>,
+    /// The kubelet's old name of `tailLines` (`all` for every line).
+    tail: Option<String>,
 }
 
 /// What to print and how (`PodLogOptions`, validated as `ValidatePodLogOptions` does).
@@ -244,20 +248,64 @@ fn read_all(path: &Path, o: &Options) -> (Vec<u8>, u64) {
     (out, len)
 }
 
+/// `GET /api/v1/namespaces/{ns}/pods/{name}/log`: the container named in the query, or the
+/// pod's only one.
 pub async fn get(s: &ApiServer, ns: &str, name: &str, uri: &axum::http::Uri) -> ApiResult<Response> {
-    let p: LogParams = axum::extract::Query::try_from_uri(uri)
-        .map(|q: axum::extract::Query<LogParams>| q.0)
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let p = params(uri)?;
     let o = options(&p, s.now())?;
     let pod = s.store().get(Resource::Pods, ns, name)?;
     let container = pick_container(&pod, p.container.as_deref(), name)?;
-    let (path, live) = choose(&pod, &container, name, is_set(&p.previous), &s.config().root)?;
+    serve(Arc::new(s.clone()), &pod, ns, name, &container, &p, o)
+}
+
+/// The kubelet's `GET /containerLogs/{ns}/{name}/{container}` (`getContainerLogs`): the same
+/// query as `pods/log`, with `tail` as the old name of `tailLines`.
+pub(crate) async fn container_logs(
+    host: Arc<dyn PodHost>,
+    ns: &str,
+    name: &str,
+    container: &str,
+    uri: &axum::http::Uri,
+) -> Result<Response, KubeletError> {
+    let mut p = params(uri)?;
+    if p.tail_lines.is_none()
+        && let Some(tail) = p.tail.as_deref().filter(|t| *t != "all")
+    {
+        let lines = tail.parse().map_err(|_| ApiError::bad_request(format!("invalid tail: {tail}")))?;
+        p.tail_lines = Some(lines);
+    }
+    let o = options(&p, host.now())?;
+    let pod = host.pod(ns, name).ok_or_else(|| KubeletError::not_found(format!("pod {name:?} does not exist")))?;
+    if container_spec(&pod, container).is_none() {
+        return Err(KubeletError::not_found(format!("container {container:?} not found in pod {name:?}")));
+    }
+    Ok(serve(host, &pod, ns, name, container, &p, o)?)
+}
+
+fn params(uri: &axum::http::Uri) -> ApiResult<LogParams> {
+    axum::extract::Query::try_from_uri(uri)
+        .map(|q: axum::extract::Query<LogParams>| q.0)
+        .map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+/// The container's log as asked, and then what it goes on writing while it runs if asked to
+/// follow.
+fn serve(
+    host: Arc<dyn PodHost>,
+    pod: &Value,
+    ns: &str,
+    name: &str,
+    container: &str,
+    p: &LogParams,
+    o: Options,
+) -> ApiResult<Response> {
+    let (path, live) = choose(pod, container, name, is_set(&p.previous), host.root())?;
     let (first, offset) = read_all(&path, &o);
     if !(is_set(&p.follow) && live) {
         return Ok(([(header::CONTENT_TYPE, "text/plain")], first).into_response());
     }
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(16);
-    let (s, ns, name) = (s.clone(), ns.to_string(), name.to_string());
+    let (ns, name, container) = (ns.to_string(), name.to_string(), container.to_string());
     tokio::spawn(async move {
         let mut sent = first.len();
         if !first.is_empty() && tx.send(Ok(Bytes::from(first))).await.is_err() {
@@ -265,7 +313,7 @@ pub async fn get(s: &ApiServer, ns: &str, name: &str, uri: &axum::http::Uri) -> 
         }
         let mut follow = Follow { path, offset, buf: vec![], dec: Decoder::default(), o };
         loop {
-            let still_running = instance_running(&s, &ns, &name, &container, &follow.path);
+            let still_running = instance_running(&*host, &ns, &name, &container, &follow.path);
             let mut chunk = follow.more().await;
             if let Some(limit) = follow.o.limit {
                 chunk.truncate(limit.saturating_sub(sent));
@@ -289,8 +337,8 @@ pub async fn get(s: &ApiServer, ns: &str, name: &str, uri: &axum::http::Uri) -> 
 
 /// Whether the instance whose log is `path` still runs: the container's newest log is this one
 /// and its state is running.
-fn instance_running(s: &ApiServer, ns: &str, name: &str, container: &str, path: &Path) -> bool {
-    let Ok(pod) = s.store().get(Resource::Pods, ns, name) else { return false };
+fn instance_running(host: &dyn PodHost, ns: &str, name: &str, container: &str, path: &Path) -> bool {
+    let Some(pod) = host.pod(ns, name) else { return false };
     let running = container_status(&pod, container).and_then(|st| st.pointer("/state/running")).is_some();
     running && path.parent().map(instance_logs).and_then(|l| l.last().cloned()).as_deref() == Some(path)
 }

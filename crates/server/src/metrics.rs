@@ -15,6 +15,11 @@ pub fn router(metrics: Arc<Metrics>) -> Router {
 }
 
 async fn render(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
+    page(&metrics)
+}
+
+/// The page of `/metrics`, for the local API and the kubelet port alike.
+pub(crate) fn page(metrics: &Metrics) -> impl IntoResponse + use<> {
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], metrics.render())
 }
 

@@ -1,6 +1,7 @@
 //! Serving beyond loopback: TLS with a certificate generated under the root directory (or
 //! given), and a bearer token every request must carry (401 otherwise), both written into the
-//! kubeconfig.
+//! kubeconfig. Also the kubelet port's TLS ([`KubeletTls`]): its own serving certificate, and
+//! client certificates verified against the cluster's client CA.
 
 use crate::errors::ApiError;
 use axum::extract::Request;
@@ -63,6 +64,26 @@ fn generate(names: &[String], ips: &[IpAddr]) -> Result<(String, String), Securi
     Ok((cert.pem(), key.serialize_pem()))
 }
 
+/// The serving certificate and key in PEM: the files `given`, or `default` (made self-signed for
+/// `names` and `ips` on first use); and the certificate's path, for errors.
+fn serving_pair(
+    given: Option<(&Path, &Path)>,
+    default: (PathBuf, PathBuf),
+    names: &[String],
+    ips: &[IpAddr],
+) -> Result<(String, String, PathBuf), SecurityError> {
+    let (cert_path, key_path) = match given {
+        Some((c, k)) => (c.to_path_buf(), k.to_path_buf()),
+        None => default,
+    };
+    if given.is_none() && !(cert_path.exists() && key_path.exists()) {
+        let (cert, key) = generate(names, ips)?;
+        write_private(&key_path, &key)?;
+        write_private(&cert_path, &cert)?;
+    }
+    Ok((read(&cert_path)?, read(&key_path)?, cert_path))
+}
+
 impl Security {
     /// The certificate and key given, or those under `<root>/pki` (made on first use), and the
     /// token in `<root>/pki/token` (made on first use).
@@ -73,24 +94,15 @@ impl Security {
         ips: &[IpAddr],
     ) -> Result<Security, SecurityError> {
         let pki = root.join("pki");
-        let (cert_path, key_path) = match given {
-            Some((c, k)) => (c.to_path_buf(), k.to_path_buf()),
-            None => (pki.join("serving.crt"), pki.join("serving.key")),
-        };
-        if given.is_none() && !(cert_path.exists() && key_path.exists()) {
-            let (cert, key) = generate(names, ips)?;
-            write_private(&key_path, &key)?;
-            write_private(&cert_path, &cert)?;
-        }
+        let default = (pki.join("serving.crt"), pki.join("serving.key"));
+        let (cert_pem, key_pem, cert_path) = serving_pair(given, default, names, ips)?;
         let token_path = pki.join("token");
         if !token_path.exists() {
             let token = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
             write_private(&token_path, &token)?;
         }
         let token = read(&token_path)?.trim().to_string();
-        let cert_pem = read(&cert_path)?;
-        let key_pem = read(&key_path)?;
-        let tls = server_config(&cert_pem, &key_pem)
+        let tls = server_config(&cert_pem, &key_pem, None)
             .map_err(|e| SecurityError::Tls(format!("{}: {e}", cert_path.display())))?;
         Ok(Security { token, cert_pem, tls: Arc::new(tls) })
     }
@@ -106,29 +118,128 @@ impl Security {
 
     /// A listener that completes each connection's TLS handshake.
     pub fn listener(&self, tcp: TcpListener) -> TlsListener {
-        TlsListener { tcp, acceptor: TlsAcceptor::from(self.tls.clone()) }
+        TlsListener::new(tcp, TlsAcceptor::from(self.tls.clone()))
     }
 }
 
-fn server_config(cert_pem: &str, key_pem: &str) -> Result<rustls::ServerConfig, String> {
+/// The kubelet port's TLS: its serving certificate, and the client certificates it accepts.
+pub struct KubeletTls {
+    tls: Arc<rustls::ServerConfig>,
+}
+
+impl KubeletTls {
+    /// The certificate and key given (`tlsCertFile`, `tlsPrivateKeyFile`), or a self-signed pair
+    /// under `<root>/pki/kubelet.crt|.key` (made on first use for `names` and `ips`), as the
+    /// kubelet makes its own. With `client_ca` (`authentication.x509.clientCAFile`), a client
+    /// certificate is asked for, and one given must chain to it; a client may also give none.
+    pub fn load_or_create(
+        root: &Path,
+        given: Option<(&Path, &Path)>,
+        names: &[String],
+        ips: &[IpAddr],
+        client_ca: Option<&Path>,
+    ) -> Result<KubeletTls, SecurityError> {
+        let pki = root.join("pki");
+        let default = (pki.join("kubelet.crt"), pki.join("kubelet.key"));
+        let (cert_pem, key_pem, cert_path) = serving_pair(given, default, names, ips)?;
+        let roots = match client_ca {
+            None => None,
+            Some(path) => {
+                let pem = read(path)?;
+                Some(client_roots(&pem).map_err(|e| SecurityError::Tls(format!("{}: {e}", path.display())))?)
+            }
+        };
+        let tls = server_config(&cert_pem, &key_pem, roots)
+            .map_err(|e| SecurityError::Tls(format!("{}: {e}", cert_path.display())))?;
+        Ok(KubeletTls { tls: Arc::new(tls) })
+    }
+
+    /// A listener that completes each connection's TLS handshake.
+    pub fn listener(&self, tcp: TcpListener) -> TlsListener {
+        TlsListener::new(tcp, TlsAcceptor::from(self.tls.clone()))
+    }
+}
+
+/// The certificate authorities of a PEM bundle.
+fn client_roots(pem: &str) -> Result<rustls::RootCertStore, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(pem.as_bytes()) {
+        roots.add(cert.map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    }
+    if roots.is_empty() {
+        return Err("no certificate in the file".into());
+    }
+    Ok(roots)
+}
+
+fn server_config(
+    cert_pem: &str,
+    key_pem: &str,
+    client_roots: Option<rustls::RootCertStore>,
+) -> Result<rustls::ServerConfig, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let certs: Vec<CertificateDer<'static>> =
         CertificateDer::pem_slice_iter(cert_pem.as_bytes()).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
     let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(|e| e.to_string())?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    rustls::ServerConfig::builder_with_provider(provider)
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    let builder = match client_roots {
+        None => builder.with_no_client_auth(),
+        Some(roots) => {
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .allow_unauthenticated()
+                .build()
+                .map_err(|e| e.to_string())?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    builder.with_single_cert(certs, key).map_err(|e| e.to_string())
 }
 
-/// TCP connections with TLS on them, for `axum::serve`.
+/// TCP connections with TLS on them, for `axum::serve`. Handshakes run side by side: a client
+/// that connects and says nothing holds up no other.
 pub struct TlsListener {
-    tcp: TcpListener,
-    acceptor: TlsAcceptor,
+    ready: tokio::sync::mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
+    local: std::io::Result<SocketAddr>,
+    accepting: tokio::task::JoinHandle<()>,
+}
+
+impl TlsListener {
+    fn new(tcp: TcpListener, acceptor: TlsAcceptor) -> TlsListener {
+        let local = tcp.local_addr();
+        let (tx, ready) = tokio::sync::mpsc::channel(64);
+        let accepting = tokio::spawn(async move {
+            loop {
+                let Ok((tcp, addr)) = tcp.accept().await else {
+                    // Out of file descriptors and the like: do not spin.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                };
+                let (acceptor, tx) = (acceptor.clone(), tx.clone());
+                tokio::spawn(async move {
+                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                        Ok(Ok(tls)) => {
+                            let _ = tx.send((tls, addr)).await;
+                        }
+                        Ok(Err(e)) => tracing::debug!(%e, %addr, "TLS handshake failed"),
+                        Err(_) => tracing::debug!(%addr, "TLS handshake timed out"),
+                    }
+                });
+            }
+        });
+        TlsListener { ready, local, accepting }
+    }
+}
+
+impl Drop for TlsListener {
+    fn drop(&mut self) {
+        self.accepting.abort();
+    }
 }
 
 impl axum::serve::Listener for TlsListener {
@@ -136,22 +247,34 @@ impl axum::serve::Listener for TlsListener {
     type Addr = SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let Ok((tcp, addr)) = self.tcp.accept().await else {
-                // Out of file descriptors and the like: do not spin.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            };
-            match tokio::time::timeout(HANDSHAKE_TIMEOUT, self.acceptor.accept(tcp)).await {
-                Ok(Ok(tls)) => return (tls, addr),
-                Ok(Err(e)) => tracing::debug!(%e, %addr, "TLS handshake failed"),
-                Err(_) => tracing::debug!(%addr, "TLS handshake timed out"),
-            }
+        match self.ready.recv().await {
+            Some(conn) => conn,
+            // The accepting task cannot end while the listener lives.
+            None => std::future::pending().await,
         }
     }
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.tcp.local_addr()
+        match &self.local {
+            Ok(addr) => Ok(*addr),
+            Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
+        }
+    }
+}
+
+/// Who is at the other end of a TLS connection: its address, and the client certificate it
+/// gave, which the handshake verified (the first of its chain, DER).
+#[derive(Debug, Clone)]
+pub struct Peer {
+    pub addr: SocketAddr,
+    pub certificate: Option<Arc<[u8]>>,
+}
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TlsListener>> for Peer {
+    fn connect_info(stream: axum::serve::IncomingStream<'_, TlsListener>) -> Self {
+        let certificate =
+            stream.io().get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| Arc::from(&c[..]));
+        Peer { addr: *stream.remote_addr(), certificate }
     }
 }
 

@@ -214,10 +214,6 @@ impl ApiServer {
         self.0.usage.get().is_some()
     }
 
-    pub(crate) fn runtime(&self) -> &dyn Runtime {
-        &*self.0.runtime
-    }
-
     pub fn node_name(&self) -> &str {
         &self.0.config.node_name
     }
@@ -252,5 +248,28 @@ impl ApiServer {
         if mirrored_uid(stored).is_none() {
             self.0.link.upsert(pod);
         }
+    }
+}
+
+/// The local API's pods are its store's.
+impl crate::host::PodHost for ApiServer {
+    fn pod(&self, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.store().get(Resource::Pods, ns, name).ok()
+    }
+
+    fn pods(&self) -> Vec<Arc<Value>> {
+        self.store().list(Resource::Pods, None).0
+    }
+
+    fn runtime(&self) -> &dyn Runtime {
+        &*self.0.runtime
+    }
+
+    fn root(&self) -> &std::path::Path {
+        &self.0.config.root
+    }
+
+    fn now(&self) -> Timestamp {
+        ApiServer::now(self)
     }
 }

@@ -17,13 +17,18 @@
 //! A WebSocket offer with none of these is refused before any runtime call; kubectl would then
 //! retry over SPDY. Nothing containerd would refuse is ever sent to it: its refusal of a
 //! WebSocket upgrade leaks two goroutines there per attempt.
+//!
+//! Two servers take these requests, over the same [`serve`]: the local API ([`proxy`], the pod
+//! from its store) and the kubelet port of a cluster node ([`kubelet_stream`], the kubelet's
+//! paths and query as the API server sends them, and its plain-text refusals).
 
 mod spdy;
 mod tunnel;
 mod v5;
 mod websocket;
 
-use crate::errors::{ApiError, ApiResult};
+use crate::errors::{ApiError, ApiResult, KubeletError};
+use crate::host::PodHost;
 use crate::logs::{container_spec, container_status, pick_container};
 use crate::request::truthy;
 use crate::resources::Resource;
@@ -34,13 +39,12 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use hyper::upgrade::{OnUpgrade, Upgraded};
 use hyper_util::rt::TokioIo;
-use podwright_runtime::RuntimeError;
 use podwright_runtime::cri_api::{AttachRequest, ExecRequest, PodSandboxState};
 use serde_json::Value;
 
 /// The subresource asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     Exec,
     Attach,
     PortForward,
@@ -114,28 +118,47 @@ struct StreamOptions {
     ports: Vec<i32>,
 }
 
+/// Which server's query a stream request comes with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    /// The API server's `PodExecOptions` and the like: `container`, `stdin`, `stdout`,
+    /// `stderr`, `tty`, `ports`.
+    Api,
+    /// What the API server sends the kubelet (`streamParams`): `input`, `output`, `error`,
+    /// `tty`, `port`; the container is in the path.
+    Kubelet,
+}
+
 impl StreamOptions {
-    fn parse(uri: &Uri) -> ApiResult<StreamOptions> {
+    fn parse(uri: &Uri, dialect: Dialect) -> ApiResult<StreamOptions> {
         let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(uri)
             .map_err(|e| ApiError::bad_request(format!("invalid query: {}", e.body_text())))?;
+        let (stdin, stdout, stderr, ports) = match dialect {
+            Dialect::Api => ("stdin", "stdout", "stderr", "ports"),
+            Dialect::Kubelet => ("input", "output", "error", "port"),
+        };
         let mut o = StreamOptions::default();
         for (k, v) in pairs {
-            match k.as_str() {
-                "command" => o.command.push(v),
-                "container" => o.container = Some(v).filter(|c| !c.is_empty()),
-                "stdin" => o.stdin = truthy(&v),
-                "stdout" => o.stdout = truthy(&v),
-                "stderr" => o.stderr = truthy(&v),
-                "tty" => o.tty = truthy(&v),
-                "ports" => {
-                    for p in v.split(',') {
-                        let port = p.trim().parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
-                            ApiError::bad_request(format!("ports: Invalid value: {p:?}: must be between 1 and 65535"))
-                        })?;
-                        o.ports.push(i32::from(port));
-                    }
+            let k = k.as_str();
+            if k == "command" {
+                o.command.push(v);
+            } else if k == "container" && dialect == Dialect::Api {
+                o.container = Some(v).filter(|c| !c.is_empty());
+            } else if k == stdin {
+                o.stdin = truthy(&v);
+            } else if k == stdout {
+                o.stdout = truthy(&v);
+            } else if k == stderr {
+                o.stderr = truthy(&v);
+            } else if k == "tty" {
+                o.tty = truthy(&v);
+            } else if k == ports {
+                for p in v.split(',') {
+                    let port = p.trim().parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
+                        ApiError::bad_request(format!("{ports}: Invalid value: {p:?}: must be between 1 and 65535"))
+                    })?;
+                    o.ports.push(i32::from(port));
                 }
-                _ => {}
             }
         }
         Ok(o)
@@ -200,40 +223,6 @@ impl Upgrade {
     }
 }
 
-/// A refusal in the kubelet's words: a plain-text body, which kubectl prints as
-/// `error: unable to upgrade connection: <body>` (`streaming.WriteError` in the kubelet).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct KubeletError {
-    code: StatusCode,
-    message: String,
-}
-
-impl KubeletError {
-    fn new(code: StatusCode, message: impl Into<String>) -> Self {
-        KubeletError { code, message: message.into() }
-    }
-
-    fn internal(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, message)
-    }
-}
-
-/// A runtime failure as the kubelet answers it: NotFound is a 404, anything else a 500.
-impl From<RuntimeError> for KubeletError {
-    fn from(e: RuntimeError) -> Self {
-        match e {
-            RuntimeError::NotFound(m) => KubeletError::new(StatusCode::NOT_FOUND, m),
-            other => KubeletError::internal(other.to_string()),
-        }
-    }
-}
-
-impl IntoResponse for KubeletError {
-    fn into_response(self) -> Response {
-        (self.code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], self.message).into_response()
-    }
-}
-
 /// The kubelet's pod "full name", which its messages quote.
 fn full_name(ns: &str, name: &str) -> String {
     format!("{name}_{ns}")
@@ -256,7 +245,7 @@ fn spec_tty(pod: &Value, name: &str) -> bool {
 /// `GET|POST /api/v1/namespaces/{ns}/pods/{name}/{exec|attach|portforward}`.
 pub async fn proxy(s: &ApiServer, ns: &str, name: &str, sub: &str, req: axum::extract::Request) -> ApiResult<Response> {
     let kind = Kind::parse(sub)?;
-    let mut options = StreamOptions::parse(req.uri())?;
+    let options = StreamOptions::parse(req.uri(), Dialect::Api)?;
     let Some(upgrade) = Upgrade::of(req.headers()) else {
         return Err(ApiError::bad_request("Upgrade request required"));
     };
@@ -265,6 +254,65 @@ pub async fn proxy(s: &ApiServer, ns: &str, name: &str, sub: &str, req: axum::ex
         Kind::Exec | Kind::Attach => Some(pick_container(&pod, options.container.as_deref(), name)?),
         Kind::PortForward => None,
     };
+    let target = Target { ns, name, pod: &pod, container: container.as_deref() };
+    serve(s, target, kind, options, upgrade, req).await
+}
+
+/// What the kubelet port's `/exec`, `/attach` and `/portForward` name: the pod, with its UID
+/// when the path has one, and for exec and attach the container (none for port-forward).
+pub(crate) struct KubeletStream<'a> {
+    pub kind: Kind,
+    pub ns: &'a str,
+    pub name: &'a str,
+    pub uid: Option<&'a str>,
+    pub container: Option<&'a str>,
+}
+
+/// The kubelet's `getExec`, `getAttach` and `getPortForward`: the query's options, the pod by
+/// name (its UID, when given, must match for port-forward), then the stream as for the API.
+pub(crate) async fn kubelet_stream(
+    host: &dyn PodHost,
+    stream: KubeletStream<'_>,
+    req: axum::extract::Request,
+) -> Result<Response, KubeletError> {
+    let kind = stream.kind;
+    let mut options = StreamOptions::parse(req.uri(), Dialect::Kubelet)?;
+    if kind != Kind::PortForward {
+        options.streams()?;
+    }
+    let Some(pod) = host.pod(stream.ns, stream.name) else {
+        return Err(KubeletError::not_found("pod does not exist"));
+    };
+    if kind == Kind::PortForward && stream.uid.is_some_and(|uid| Some(uid) != crate::store::meta_str(&pod, "uid")) {
+        return Err(KubeletError::not_found("pod not found"));
+    }
+    let Some(upgrade) = Upgrade::of(req.headers()) else {
+        return Err(KubeletError::new(StatusCode::BAD_REQUEST, "Upgrade request required"));
+    };
+    let target = Target { ns: stream.ns, name: stream.name, pod: &pod, container: stream.container };
+    Ok(serve(host, target, kind, options, upgrade, req).await?)
+}
+
+/// The pod a stream is for, found and checked by the server that was asked.
+struct Target<'a> {
+    ns: &'a str,
+    name: &'a str,
+    pod: &'a Value,
+    /// For exec and attach.
+    container: Option<&'a str>,
+}
+
+/// Serves an upgrade for `target`: the runtime's URL for it, then the client served on that URL
+/// in the protocol it asked for.
+async fn serve(
+    host: &dyn PodHost,
+    target: Target<'_>,
+    kind: Kind,
+    mut options: StreamOptions,
+    upgrade: Upgrade,
+    req: axum::extract::Request,
+) -> ApiResult<Response> {
+    let Target { ns, name, pod, container } = target;
     let service = match &upgrade {
         Upgrade::Other => Service::Splice,
         Upgrade::WebSocket(offered) => {
@@ -283,14 +331,14 @@ pub async fn proxy(s: &ApiServer, ns: &str, name: &str, sub: &str, req: axum::ex
         Service::Splice => None,
         Service::V5 | Service::Tunnel => Some(websocket_key(req.headers())?),
     };
-    let url = match &container {
-        None => port_forward_url(s, ns, name, &pod, &options.ports).await,
+    let url = match container {
+        None => port_forward_url(host, ns, name, pod, &options.ports).await,
         Some(container) => match options.streams() {
             Ok(()) => {
                 if kind == Kind::Attach {
-                    options.attach_to(spec_tty(&pod, container));
+                    options.attach_to(spec_tty(pod, container));
                 }
-                container_url(s, ns, name, &pod, kind, container, &options).await
+                container_url(host, ns, name, pod, kind, container, &options).await
             }
             Err(refused) => Err(refused),
         },
@@ -325,7 +373,7 @@ fn websocket_key(headers: &HeaderMap) -> ApiResult<String> {
 
 /// The kubelet's `GetExec` and `GetAttach`: the running container, then the runtime's URL.
 async fn container_url(
-    s: &ApiServer,
+    host: &dyn PodHost,
     ns: &str,
     name: &str,
     pod: &Value,
@@ -347,7 +395,7 @@ async fn container_url(
                 stdout: o.stdout,
                 stderr: o.stderr,
             };
-            s.runtime().exec(&request).await
+            host.runtime().exec(&request).await
         }
         _ => {
             let Some(container_id) = id else {
@@ -358,7 +406,7 @@ async fn container_url(
             };
             let request =
                 AttachRequest { container_id, stdin: o.stdin, tty: o.tty, stdout: o.stdout, stderr: o.stderr };
-            s.runtime().attach(&request).await
+            host.runtime().attach(&request).await
         }
     };
     Ok(url?)
@@ -366,7 +414,7 @@ async fn container_url(
 
 /// The kubelet's `GetPortForward`: the pod's ready sandbox, then the runtime's URL.
 async fn port_forward_url(
-    s: &ApiServer,
+    host: &dyn PodHost,
     ns: &str,
     name: &str,
     pod: &Value,
@@ -375,13 +423,13 @@ async fn port_forward_url(
     let not_found = || KubeletError::internal(format!("pod not found ({:?})", full_name(ns, name)));
     let uid = crate::mirror::node_uid(pod);
     let selector = podwright_node::cri::labels::pod_selector(uid);
-    let sandboxes = s.runtime().list_pod_sandboxes(&selector).await?;
+    let sandboxes = host.runtime().list_pod_sandboxes(&selector).await?;
     let sandbox = sandboxes
         .into_iter()
         .filter(|sb| sb.state == PodSandboxState::SandboxReady as i32)
         .max_by_key(|sb| sb.created_at)
         .ok_or_else(not_found)?;
-    Ok(s.runtime().port_forward(&sandbox.id, ports).await?)
+    Ok(host.runtime().port_forward(&sandbox.id, ports).await?)
 }
 
 /// Request headers that stay between kubectl and us: the runtime's URL is its own

@@ -19,7 +19,7 @@ use podwright_api::go;
 use podwright_api::quantity::{Format, Quantity};
 use podwright_node::downward::NodeFacts;
 use podwright_node::usage::summary::{CpuStats, MemoryStats};
-use podwright_node::usage::{Usage, host, prometheus};
+use podwright_node::usage::{Usage, UsageCollector, host, prometheus};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 
@@ -80,24 +80,39 @@ pub async fn resource_list(State(s): State<ApiServer>) -> ApiResult<Response> {
 }
 
 async fn collect(s: &ApiServer) -> ApiResult<Usage> {
-    s.usage()?.collect().await.map_err(|e| ApiError::internal(format!("unable to read resource usage: {e}")))
+    collect_from(s.usage()?).await
+}
+
+async fn collect_from(collector: &UsageCollector) -> ApiResult<Usage> {
+    collector.collect().await.map_err(|e| ApiError::internal(format!("unable to read resource usage: {e}")))
 }
 
 /// `GET /stats/summary`.
 pub async fn summary(State(s): State<ApiServer>) -> ApiResult<Response> {
-    Ok(axum::Json(collect(&s).await?.summary).into_response())
+    summary_of(s.usage()?).await
 }
 
-/// `GET /metrics/resource`: a failed read is still a page, with `resource_scrape_error 1`.
+/// The Summary API's answer from `collector`: the local API's and the kubelet port's.
+pub(crate) async fn summary_of(collector: &UsageCollector) -> ApiResult<Response> {
+    Ok(axum::Json(collect_from(collector).await?.summary).into_response())
+}
+
+/// `GET /metrics/resource`.
 pub async fn resource_metrics(State(s): State<ApiServer>) -> ApiResult<Response> {
-    let text = match s.usage()?.collect().await {
+    Ok(resource_metrics_of(s.usage()?).await)
+}
+
+/// `/metrics/resource` from `collector`: a failed read is still a page, with
+/// `resource_scrape_error 1`.
+pub(crate) async fn resource_metrics_of(collector: &UsageCollector) -> Response {
+    let text = match collector.collect().await {
         Ok(u) => prometheus::render(Some(&u.summary)),
         Err(e) => {
             tracing::warn!(%e, "Error getting summary for resourceMetric prometheus endpoint");
             prometheus::render(None)
         }
     };
-    Ok(([(header::CONTENT_TYPE, podwright_node::metrics::CONTENT_TYPE)], text).into_response())
+    ([(header::CONTENT_TYPE, podwright_node::metrics::CONTENT_TYPE)], text).into_response()
 }
 
 /// `GET /api/v1/nodes/{node}/proxy/{path}`: the kubelet's endpoints, as the API server proxies

@@ -9,12 +9,12 @@ use layering::Layers;
 /// The server's layers, from the top: a module may import from its own layer, as long as that
 /// makes no circle, and from any layer below.
 const LAYERS: Layers = &[
-    ("the router", &["routes"]),
+    ("the routers: the API's, and the kubelet port's of a cluster node", &["routes", "kubelet"]),
     (
         "the handlers, and the daemon's servers beside the API",
         &["api", "discovery", "openapi", "usage", "pods", "watch", "logs", "streaming", "dns", "metrics", "secure"],
     ),
-    ("the state every handler takes", &["server"]),
+    ("the state every handler takes, and what the node's own endpoints take", &["server", "host"]),
     ("the API as the node sees it", &["sinks", "static_pods", "node_link", "objects"]),
     ("rules and views of stored objects", &["kinds", "service_accounts", "mirror", "table", "selectors"]),
     ("the store", &["store", "persist"]),

@@ -87,6 +87,9 @@ pub struct ClusterNode {
     pub name: String,
     pub root: PathBuf,
     pub port: u16,
+    /// Runs on an embedded containerd of its own under its root (its pod network from its own
+    /// pod CIDR), stopped with it.
+    pub embedded: bool,
     args: Vec<String>,
     process: Option<Running>,
 }
@@ -95,12 +98,21 @@ impl ClusterNode {
     /// Joins a node named `<base>-<pid>-<n>` with `extra` arguments, and waits until it says it
     /// joined.
     pub fn join(plane: &ControlPlane, base: &str, extra: &[&str]) -> ClusterNode {
+        Self::join_on(plane, base, extra, false)
+    }
+
+    /// [`ClusterNode::join`] on an embedded containerd of its own.
+    pub fn join_embedded(plane: &ControlPlane, base: &str, extra: &[&str]) -> ClusterNode {
+        Self::join_on(plane, base, extra, true)
+    }
+
+    fn join_on(plane: &ControlPlane, base: &str, extra: &[&str], embedded: bool) -> ClusterNode {
         let n = NODES.fetch_add(1, Ordering::SeqCst);
         let name = format!("{base}-{}-{n}", std::process::id());
         let root = PathBuf::from(format!("{}-cluster-{}-{n}", test_root().display(), std::process::id()));
         std::fs::create_dir_all(&root).expect("node root");
         let port = free_port();
-        let endpoint = std::env::var("PODWRIGHT_CRI_ENDPOINT").ok().filter(|e| !e.is_empty()).unwrap_or_else(|| {
+        let endpoint = std::env::var("PODWRIGHT_CRI_ENDPOINT").ok().filter(|e| !e.is_empty() && !embedded).unwrap_or_else(|| {
             let out = Command::new(binary()).args(["runtime", "start", "--root-dir"]).arg(test_root()).output().expect("runtime start");
             text(&out.stdout).trim().to_string()
         });
@@ -109,11 +121,13 @@ impl ClusterNode {
             .map(|s| s.to_string())
             .collect();
         args.extend(["--root-dir".into(), root.display().to_string(), "--port".into(), port.to_string()]);
-        args.extend(["--runtime-endpoint".into(), endpoint]);
+        if !embedded {
+            args.extend(["--runtime-endpoint".into(), endpoint]);
+        }
         args.extend(["--kubeconfig".into(), root.join("kubeconfig").display().to_string()]);
         args.extend(["--bootstrap-kubeconfig".into(), plane.path("bootstrap-kubeconfig").to_string()]);
         args.extend(extra.iter().map(|s| s.to_string()));
-        let mut node = ClusterNode { name, root, port, args, process: None };
+        let mut node = ClusterNode { name, root, port, embedded, args, process: None };
         node.start();
         node
     }
@@ -146,6 +160,11 @@ impl ClusterNode {
     pub fn log(&self) -> String {
         self.process.as_ref().map(|p| p.stderr_so_far()).unwrap_or_default()
     }
+
+    /// The containerd socket its pods run on.
+    pub fn containerd_socket(&self) -> PathBuf {
+        if self.embedded { self.root.join("containerd/containerd.sock") } else { crate::containerd_socket() }
+    }
 }
 
 fn free_port() -> u16 {
@@ -158,6 +177,17 @@ impl Drop for ClusterNode {
     fn drop(&mut self) {
         // Running's own drop stops it as Ctrl-C does, and kills it if it lingers.
         drop(self.process.take());
+        if self.embedded {
+            for command in ["clean", "stop"] {
+                let _ = Command::new(binary()).args(["runtime", command, "--root-dir"]).arg(&self.root).output();
+            }
+            // The bridge of its pod CIDR (CNI leaves bridges behind).
+            let conflist = std::fs::read_to_string(self.root.join("cni/net.d/10-podwright.conflist")).unwrap_or_default();
+            let bridge = serde_json::from_str::<Value>(&conflist).ok().and_then(|c| c["plugins"][0]["bridge"].as_str().map(str::to_string));
+            if let Some(bridge) = bridge.filter(|b| b != "podwright0") {
+                let _ = Command::new("ip").args(["link", "delete", &bridge]).output();
+            }
+        }
         let _ = std::fs::remove_dir_all(&self.root);
     }
 }

@@ -674,6 +674,27 @@ pub fn containers_with_label(key: &str, value: &str) -> Vec<String> {
     containers_with_label_at(&containerd_socket(), key, value)
 }
 
+/// Runs `cmd` in the running container `name` of pod `uid` (through containerd, not the
+/// node) and gives its trimmed output; panics unless it succeeds.
+pub fn exec_in_container(uid: &str, name: &str, cmd: &[&str]) -> String {
+    let sock = containerd_socket();
+    let filter = format!("labels.\"io.kubernetes.pod.uid\"=={uid},labels.\"io.kubernetes.container.name\"=={name}");
+    let out = Command::new("ctr").arg("-a").arg(&sock).args(["-n", "k8s.io", "containers", "ls", "-q", &filter]).output().expect("ctr runs");
+    let ids = String::from_utf8_lossy(&out.stdout).to_string();
+    let id = ids.lines().next().unwrap_or_else(|| panic!("no container {name} of pod {uid}"));
+    static EXECS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let exec_id = format!("e2e-{}-{}", std::process::id(), EXECS.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+    let out = Command::new("ctr")
+        .arg("-a")
+        .arg(&sock)
+        .args(["-n", "k8s.io", "tasks", "exec", "--exec-id", &exec_id, id])
+        .args(cmd)
+        .output()
+        .expect("ctr runs");
+    assert!(out.status.success(), "{cmd:?} in {name} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// [`containers_with_label`] in the containerd listening on `sock`.
 pub fn containers_with_label_at(sock: &Path, key: &str, value: &str) -> Vec<String> {
     let filter = format!("labels.\"{key}\"=={value}");

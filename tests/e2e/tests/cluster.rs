@@ -4,7 +4,8 @@
 //! SIGKILL with their containers, and leave nothing behind when it is deleted.
 
 use podwright_e2e::cluster::{ClusterNode, ControlPlane};
-use podwright_e2e::containers_with_label;
+use podwright_e2e::containers_with_label_at;
+use std::net::Ipv4Addr;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -40,6 +41,16 @@ spec:
       volumes: [{name: work, emptyDir: {}}]
 "#;
 
+/// Whether IPv4 address `ip` is in `cidr` (`10.244.1.0/24`).
+fn in_cidr(ip: &str, cidr: &str) -> bool {
+    let (net, bits) = cidr.split_once('/').unwrap();
+    let (Ok(ip), Ok(net), Ok(bits)) = (ip.parse::<Ipv4Addr>(), net.parse::<Ipv4Addr>(), bits.parse::<u32>()) else {
+        return false;
+    };
+    let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
+    u32::from(ip) & mask == u32::from(net) & mask
+}
+
 fn condition<'a>(node: &'a Value, ty: &str) -> &'a Value {
     node["status"]["conditions"].as_array().into_iter().flatten().find(|c| c["type"] == ty).unwrap_or(&Value::Null)
 }
@@ -67,8 +78,9 @@ fn pods_by_name(pods: &Value) -> BTreeMap<String, (String, String, String)> {
 #[test]
 fn two_nodes_join_run_a_deployment_survive_a_crash_and_clean_up() {
     let plane = ControlPlane::up();
-    let mut a = ClusterNode::join(&plane, "pw-a", &[]);
-    let b = ClusterNode::join(&plane, "pw-b", &[]);
+    // Each on a containerd of its own: its pods' addresses come from its own pod CIDR.
+    let mut a = ClusterNode::join_embedded(&plane, "pw-a", &[]);
+    let b = ClusterNode::join_embedded(&plane, "pw-b", &[]);
     let app = format!("web-{}", std::process::id());
     for node in [&a, &b] {
         let ready = plane.wait_json(&["get", "node", &node.name], Duration::from_secs(60), "the node is Ready", is_ready);
@@ -124,6 +136,16 @@ fn two_nodes_join_run_a_deployment_survive_a_crash_and_clean_up() {
     for (name, (_, app_id, init_id)) in &before {
         assert!(app_id.starts_with("containerd://") && init_id.starts_with("containerd://"), "{name}: {before:?}");
     }
+    // Two nodes never give out the same address: each pod's is in its node's pod CIDR.
+    let cidrs: BTreeMap<String, String> = [&a, &b]
+        .iter()
+        .map(|n| (n.name.clone(), plane.json(&["get", "node", &n.name])["spec"]["podCIDR"].as_str().unwrap().to_string()))
+        .collect();
+    assert_ne!(cidrs[&a.name], cidrs[&b.name]);
+    for p in plane.json(&["get", "pods", "-l", &selector])["items"].as_array().unwrap() {
+        let (node, ip) = (p["spec"]["nodeName"].as_str().unwrap(), p["status"]["podIP"].as_str().unwrap_or_default());
+        assert!(in_cidr(ip, &cidrs[node]), "pod {} on {node} has {ip}, outside {}", p["metadata"]["name"], cidrs[node]);
+    }
 
     // SIGKILL: the control plane marks the node NotReady (its grace is 20 s here); started again,
     // the node is Ready and its pods keep their containers (no init container runs again).
@@ -149,10 +171,102 @@ fn two_nodes_join_run_a_deployment_survive_a_crash_and_clean_up() {
         p["items"].as_array().is_some_and(Vec::is_empty)
     });
     for uid in &uids {
-        let left = containers_with_label("io.kubernetes.pod.uid", uid);
-        assert!(left.is_empty(), "pod {uid} left containers in the runtime: {left:?}\n{}\n{}", a.log(), b.log());
+        for node in [&a, &b] {
+            let left = containers_with_label_at(&node.containerd_socket(), "io.kubernetes.pod.uid", uid);
+            assert!(left.is_empty(), "pod {uid} left containers on {}: {left:?}\n{}", node.name, node.log());
+        }
     }
     for node in [&a, &b] {
         plane.ok(&["delete", "node", &node.name]);
     }
+}
+
+/// The token volume the API server adds to every pod (`kube-api-access-*`: a projected
+/// service account token, the cluster's CA, the namespace) is filled by the node with a token
+/// bound to the pod, which the API server accepts as the pod's service account.
+#[test]
+fn a_pods_service_account_token_comes_from_the_api_server() {
+    let plane = ControlPlane::up();
+    let node = ClusterNode::join(&plane, "pw-tok", &[]);
+    plane.wait_json(&["get", "node", &node.name], Duration::from_secs(60), "the node is Ready", is_ready);
+    let pod = format!("tok-{}", std::process::id());
+    let manifest = podwright_e2e::Manifest::new(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {pod}}}\nspec:\n  nodeName: {}\n  terminationGracePeriodSeconds: 1\n  containers:\n  - {{name: c, image: localhost/busybox:1.36, imagePullPolicy: Never, command: [sleep, '3600']}}\n",
+        node.name
+    ));
+    plane.ok(&["apply", "-f", manifest.path_str()]);
+    let running = plane.wait_json(&["get", "pod", &pod], Duration::from_secs(60), "the pod runs", |p| {
+        p["status"]["phase"] == "Running"
+    });
+    let volumes = running["spec"]["volumes"].to_string();
+    assert!(volumes.contains("kube-api-access-") && volumes.contains("serviceAccountToken"), "{volumes}");
+    let uid = running["metadata"]["uid"].as_str().unwrap().to_string();
+    let read = |file: &str| podwright_e2e::exec_in_container(&uid, "c", &["cat", &format!("/var/run/secrets/kubernetes.io/serviceaccount/{file}")]);
+    assert_eq!(read("namespace"), "default");
+    assert!(read("ca.crt").starts_with("-----BEGIN CERTIFICATE-----"));
+    let token = read("token");
+    assert_eq!(token.split('.').count(), 3, "a JWT: {token}");
+    let review = podwright_e2e::Manifest::new(&format!(
+        "{{\"apiVersion\": \"authentication.k8s.io/v1\", \"kind\": \"TokenReview\", \"spec\": {{\"token\": \"{token}\"}}}}"
+    ));
+    let reviewed: Value = serde_json::from_str(&plane.ok(&["create", "-f", review.path_str(), "-o", "json"])).unwrap();
+    let status = &reviewed["status"];
+    assert_eq!(status["authenticated"], true, "{reviewed:#}");
+    assert_eq!(status["user"]["username"], "system:serviceaccount:default:default");
+    assert_eq!(status["user"]["extra"]["authentication.kubernetes.io/pod-name"][0], pod.as_str(), "bound to the pod");
+    plane.ok(&["delete", "pod", &pod, "--wait=false"]);
+    plane.wait_json(&["get", "pods"], Duration::from_secs(60), "the pod is deleted", |p| {
+        !p["items"].as_array().into_iter().flatten().any(|i| i["metadata"]["name"] == pod.as_str())
+    });
+    plane.ok(&["delete", "node", &node.name]);
+}
+
+/// A pod bound straight to the node (no scheduler) is admitted as the kubelet admits it: one
+/// asking for more CPU than the node has, or for labels it lacks, fails at once with the
+/// kubelet's reason.
+#[test]
+fn the_node_admits_pods_as_the_kubelet_does() {
+    let plane = ControlPlane::up();
+    let node = ClusterNode::join(&plane, "pw-adm", &[]);
+    plane.wait_json(&["get", "node", &node.name], Duration::from_secs(60), "the node is Ready", is_ready);
+    let id = std::process::id();
+    let manifest = podwright_e2e::Manifest::new(&format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: greedy-{id}}}
+spec:
+  nodeName: {node}
+  automountServiceAccountToken: false
+  containers:
+  - {{name: c, image: localhost/busybox:1.36, imagePullPolicy: Never, command: [sleep, '3600'], resources: {{requests: {{cpu: '1000'}}}}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: picky-{id}}}
+spec:
+  nodeName: {node}
+  automountServiceAccountToken: false
+  nodeSelector: {{disktype: nvme}}
+  containers:
+  - {{name: c, image: localhost/busybox:1.36, imagePullPolicy: Never, command: [sleep, '3600']}}
+"#,
+        node = node.name
+    ));
+    plane.ok(&["apply", "-f", manifest.path_str()]);
+    for (pod, reason, message) in [
+        (format!("greedy-{id}"), "OutOfcpu", "Pod was rejected: Node didn't have enough resource: cpu, requested: 1000000, used: 0, capacity: "),
+        (format!("picky-{id}"), "NodeAffinity", "Pod was rejected: Predicate NodeAffinity failed"),
+    ] {
+        let failed = plane.wait_json(&["get", "pod", &pod], Duration::from_secs(30), "the pod is refused", |p| {
+            p["status"]["phase"] == "Failed"
+        });
+        assert_eq!(failed["status"]["reason"], reason, "{failed:#}");
+        assert!(failed["status"]["message"].as_str().unwrap().starts_with(message), "{failed:#}");
+        assert!(failed["status"]["containerStatuses"].is_null(), "nothing ran: {failed:#}");
+        plane.ok(&["delete", "pod", &pod, "--wait=false"]);
+    }
+    plane.wait_json(&["get", "pods"], Duration::from_secs(30), "the refused pods are deleted", |p| {
+        !p["items"].as_array().into_iter().flatten().any(|i| i["metadata"]["name"].as_str().is_some_and(|n| n.ends_with(&format!("-{id}"))))
+    });
+    plane.ok(&["delete", "node", &node.name]);
 }

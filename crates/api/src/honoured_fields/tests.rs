@@ -50,6 +50,7 @@ fn k8s_types() -> Vec<(&'static str, &'static [&'static str])> {
         fields::<core::PodDNSConfigOption>(),
         fields::<core::HostAlias>(),
         fields::<core::PodOS>(),
+        fields::<core::ServiceAccountTokenProjection>(),
         fields::<core::PodSecurityContext>(),
         fields::<core::Sysctl>(),
         fields::<core::Volume>(),
@@ -113,7 +114,7 @@ fn every_field_of_every_type_read_is_in_the_table() {
             problems.push(format!("{name} is in the table but its fields are not compared with k8s-openapi"));
         }
         for (field, support) in *fields {
-            if let Support::Fields(target) = support
+            if let Support::Fields(target) | Support::InCluster(target) = support
                 && !checked.contains(target)
             {
                 problems.push(format!("{name}.{field} is read by the fields of {target}, which has no table"));
@@ -230,6 +231,9 @@ fn defaults_and_scheduling_fields_are_accepted() {
         refusals(&with_token),
         ["spec.volumes[1].projected.sources[0].serviceAccountToken: Unsupported value: not supported by podwright yet"]
     );
+    // On a node of a cluster the API server issues the token.
+    let pods = parse_manifests("t.yaml", &with_token).unwrap();
+    assert!(unsupported_fields_in(&pods[0], Mode::Cluster).is_empty());
 }
 
 #[test]

@@ -7,6 +7,7 @@ use crate::downward::{NodeFacts, field_value, resource_value};
 use crate::objects::Objects;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Container, DownwardAPIVolumeFile, KeyToPath, Pod, Volume};
+use podwright_api::defaults::service_account;
 use podwright_api::go;
 use std::collections::BTreeMap;
 
@@ -74,6 +75,17 @@ pub fn payload(src: &Sources, v: &Volume) -> Result<Payload, String> {
                 object_files(src, Kind::Secret, &c.name, c.items.as_deref(), mode, c.optional == Some(true), &mut out)
             } else if let Some(d) = &source.downward_api {
                 downward(src, d.items.as_deref().unwrap_or_default(), mode, &mut out)
+            } else if let Some(t) = &source.service_account_token {
+                match src.objects.service_account_token(src.pod, t) {
+                    Some(token) => {
+                        out.insert(t.path.clone(), file(token.into_bytes(), mode));
+                        Ok(())
+                    }
+                    None => Err(format!(
+                        "failed to fetch token: the token of service account {} is not issued yet",
+                        go::quote(service_account(src.pod))
+                    )),
+                }
             } else {
                 Ok(())
             };
