@@ -254,10 +254,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("serviceAccountToken", InCluster("ServiceAccountTokenProjection")),
         ],
     ),
-    (
-        "ServiceAccountTokenProjection",
-        &[("audience", Honoured), ("expirationSeconds", Honoured), ("path", Honoured)],
-    ),
+    ("ServiceAccountTokenProjection", &[("audience", Honoured), ("expirationSeconds", Honoured), ("path", Honoured)]),
     ("ConfigMapProjection", &[("items", Fields("KeyToPath")), ("name", Honoured), ("optional", Honoured)]),
     ("SecretProjection", &[("items", Fields("KeyToPath")), ("name", Honoured), ("optional", Honoured)]),
     ("DownwardAPIProjection", &[("items", Fields("DownwardAPIVolumeFile"))]),

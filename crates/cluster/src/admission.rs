@@ -47,7 +47,9 @@ fn fits_resources(pod: &Pod, node: &Node, others: &[&Pod]) -> Result<(), Refusal
     };
     let short = |name: &str, requested: i128, used: i128, capacity: i128| Refusal {
         reason: format!("OutOf{name}"),
-        message: format!("Node didn't have enough resource: {name}, requested: {requested}, used: {used}, capacity: {capacity}"),
+        message: format!(
+            "Node didn't have enough resource: {name}, requested: {requested}, used: {used}, capacity: {capacity}"
+        ),
     };
     let pods = capacity_of("pods");
     if others.len() as i128 + 1 > pods {
@@ -106,7 +108,8 @@ fn term_matches(term: &NodeSelectorTerm, labels: &BTreeMap<String, String>, node
     }
     let name = node.metadata.name.clone().unwrap_or_default();
     let node_fields = BTreeMap::from([("metadata.name".to_string(), name)]);
-    expressions.iter().all(|r| requirement_matches(r, labels)) && fields.iter().all(|r| requirement_matches(r, &node_fields))
+    expressions.iter().all(|r| requirement_matches(r, labels))
+        && fields.iter().all(|r| requirement_matches(r, &node_fields))
 }
 
 fn requirement_matches(r: &NodeSelectorRequirement, labels: &BTreeMap<String, String>) -> bool {
@@ -118,8 +121,12 @@ fn requirement_matches(r: &NodeSelectorRequirement, labels: &BTreeMap<String, St
         "NotIn" => value.is_none_or(|v| !values.contains(v)),
         "Exists" => value.is_some(),
         "DoesNotExist" => value.is_none(),
-        "Gt" => matches!((value.and_then(|v| number(v)), values.first().and_then(|v| number(v))), (Some(a), Some(b)) if a > b),
-        "Lt" => matches!((value.and_then(|v| number(v)), values.first().and_then(|v| number(v))), (Some(a), Some(b)) if a < b),
+        "Gt" => {
+            matches!((value.and_then(|v| number(v)), values.first().and_then(|v| number(v))), (Some(a), Some(b)) if a > b)
+        }
+        "Lt" => {
+            matches!((value.and_then(|v| number(v)), values.first().and_then(|v| number(v))), (Some(a), Some(b)) if a < b)
+        }
         _ => false,
     }
 }

@@ -47,7 +47,8 @@ pub async fn client_config(paths: &CredentialPaths, node: &str, clock: Clock) ->
 
 /// The kubeconfig's configuration.
 pub async fn load(path: &Path) -> Result<kube::Config, ClusterError> {
-    let kubeconfig = Kubeconfig::read_from(path).map_err(|e| ClusterError::Credentials(format!("{}: {e}", path.display())))?;
+    let kubeconfig =
+        Kubeconfig::read_from(path).map_err(|e| ClusterError::Credentials(format!("{}: {e}", path.display())))?;
     kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .map_err(|e| ClusterError::Credentials(format!("{}: {e}", path.display())))
@@ -59,13 +60,18 @@ fn kubeconfig_usable(path: &Path, clock: Clock) -> Result<bool, ClusterError> {
     if !path.exists() {
         return Ok(false);
     }
-    let kubeconfig = Kubeconfig::read_from(path).map_err(|e| ClusterError::Credentials(format!("{}: {e}", path.display())))?;
-    let Some(cert) = kubeconfig.auth_infos.first().and_then(|a| a.auth_info.as_ref()).and_then(|a| a.client_certificate.clone())
+    let kubeconfig =
+        Kubeconfig::read_from(path).map_err(|e| ClusterError::Credentials(format!("{}: {e}", path.display())))?;
+    let Some(cert) =
+        kubeconfig.auth_infos.first().and_then(|a| a.auth_info.as_ref()).and_then(|a| a.client_certificate.clone())
     else {
         return Ok(true);
     };
     let cert = resolve(path, Path::new(&cert));
-    Ok(std::fs::read(&cert).ok().and_then(|pem| csr::validity(&pem)).is_some_and(|(_, not_after)| not_after > clock.now()))
+    Ok(std::fs::read(&cert)
+        .ok()
+        .and_then(|pem| csr::validity(&pem))
+        .is_some_and(|(_, not_after)| not_after > clock.now()))
 }
 
 /// A path of a kubeconfig, relative to the kubeconfig's directory.

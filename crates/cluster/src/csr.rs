@@ -80,7 +80,9 @@ pub async fn request_client_certificate(
     }
     let issued = tokio::time::timeout(WAIT, kube::runtime::wait::await_condition(api, &name, decided))
         .await
-        .map_err(|_| ClusterError::Credentials(format!("certificate signing request {name} was not signed within an hour")))?
+        .map_err(|_| {
+            ClusterError::Credentials(format!("certificate signing request {name} was not signed within an hour"))
+        })?
         .map_err(|e| ClusterError::Credentials(format!("waiting for certificate signing request {name}: {e}")))?;
     let status = issued.and_then(|c| c.status).unwrap_or_default();
     if let Some(c) = status.conditions.iter().flatten().find(|c| c.type_ == "Denied" || c.type_ == "Failed") {
@@ -108,7 +110,10 @@ pub fn validity(pem: &[u8]) -> Option<(Timestamp, Timestamp)> {
     let (_, pem) = x509_parser::pem::parse_x509_pem(pem).ok()?;
     let cert = pem.parse_x509().ok()?;
     let v = cert.validity();
-    Some((Timestamp::from_second(v.not_before.timestamp()).ok()?, Timestamp::from_second(v.not_after.timestamp()).ok()?))
+    Some((
+        Timestamp::from_second(v.not_before.timestamp()).ok()?,
+        Timestamp::from_second(v.not_after.timestamp()).ok()?,
+    ))
 }
 
 #[cfg(test)]

@@ -53,7 +53,15 @@ impl ApiEvents {
 }
 
 impl EventSink for ApiEvents {
-    fn record(&self, pod: &Pod, field_path: Option<String>, kind: EventType, reason: &str, message: String, now: Timestamp) {
+    fn record(
+        &self,
+        pod: &Pod,
+        field_path: Option<String>,
+        kind: EventType,
+        reason: &str,
+        message: String,
+        now: Timestamp,
+    ) {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let key = (uid, field_path.clone().unwrap_or_default(), reason.to_string(), message.clone());
         self.send(key, PodEvent::first(pod, field_path, kind, reason, &message, now));

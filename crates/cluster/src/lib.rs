@@ -144,7 +144,13 @@ impl Joined {
     /// node layer with everything but its pods' source and sinks set), and its kubelet port.
     /// Runs until dropped. `embedded`: the runtime is podwright's own containerd, whose network
     /// podwright writes.
-    pub async fn run(mut self, node: Node, runtime: Arc<dyn Runtime>, embedded: Option<EmbeddedRuntime>, port: KubeletPort) {
+    pub async fn run(
+        mut self,
+        node: Node,
+        runtime: Arc<dyn Runtime>,
+        embedded: Option<EmbeddedRuntime>,
+        port: KubeletPort,
+    ) {
         if self.statics.is_none() {
             // Stock not taken: no static pods.
             let _ = self.take_stock(None).await;
@@ -156,7 +162,14 @@ impl Joined {
         // come from it (a control plane that gives none: after a short wait, the runtime's own).
         let (cidr_tx, mut cidr) = tokio::sync::watch::channel(None);
         let (node_tx, own_node) = tokio::sync::watch::channel(None);
-        tokio::spawn(node_status::follow_node(client.clone(), identity.name.clone(), runtime.clone(), embedded, cidr_tx, node_tx));
+        tokio::spawn(node_status::follow_node(
+            client.clone(),
+            identity.name.clone(),
+            runtime.clone(),
+            embedded,
+            cidr_tx,
+            node_tx,
+        ));
         if tokio::time::timeout(POD_CIDR_WAIT, cidr.wait_for(Option::is_some)).await.is_err() {
             tracing::warn!("the node has no pod CIDR yet; pods get addresses from the runtime's own network");
         }

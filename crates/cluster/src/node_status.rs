@@ -386,14 +386,20 @@ pub async fn register(
             if !missing.is_empty() {
                 patch["metadata"]["labels"] = json!(missing);
             }
-            if existing.metadata.annotations.as_ref().and_then(|a| a.get(ATTACH_DETACH)).map(String::as_str) != Some("true") {
+            if existing.metadata.annotations.as_ref().and_then(|a| a.get(ATTACH_DETACH)).map(String::as_str)
+                != Some("true")
+            {
                 patch["metadata"]["annotations"] = json!({ATTACH_DETACH: "true"});
             }
             if patch != json!({}) {
                 api.patch(&identity.name, &PatchParams::default(), &Patch::Strategic(patch)).await?;
             }
             let node = api
-                .patch_status(&identity.name, &PatchParams::default(), &Patch::Strategic(status_patch(&reported.status)))
+                .patch_status(
+                    &identity.name,
+                    &PatchParams::default(),
+                    &Patch::Strategic(status_patch(&reported.status)),
+                )
                 .await?;
             tracing::info!(node = identity.name, "node exists: taken over");
             Ok((node, reported))
@@ -482,7 +488,8 @@ pub async fn report_status(
         if !due && without_heartbeats(&status) == without_heartbeats(&last_sent) {
             continue;
         }
-        match api.patch_status(&identity.name, &PatchParams::default(), &Patch::Strategic(status_patch(&status))).await {
+        match api.patch_status(&identity.name, &PatchParams::default(), &Patch::Strategic(status_patch(&status))).await
+        {
             Ok(_) => {
                 conditions_before = conds;
                 last_sent = status;

@@ -11,10 +11,10 @@ use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, T
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, ServiceAccount, ServiceAccountTokenProjection};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::api::{Api, PostParams};
-use podwright_api::defaults::service_account;
-use podwright_runtime::Clock;
 use kube::runtime::watcher;
+use podwright_api::defaults::service_account;
 use podwright_node::objects::Objects;
+use podwright_runtime::Clock;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -116,9 +116,10 @@ impl ClusterObjects {
         }
         // The first tokens, before the pod starts (bounded as the objects are).
         let have_tokens = async {
-            while token_sources(pod).iter().any(|s| {
-                !lock(&self.tokens).contains_key(&(uid.clone(), s.audience.clone(), s.expiration_seconds))
-            }) {
+            while token_sources(pod)
+                .iter()
+                .any(|s| !lock(&self.tokens).contains_key(&(uid.clone(), s.audience.clone(), s.expiration_seconds)))
+            {
                 let mut changed = self.changed.subscribe();
                 let _ = changed.changed().await;
             }
@@ -150,16 +151,14 @@ impl ClusterObjects {
         loop {
             let issued_at = self.clock.now();
             let next = match api.create_token_request(service_account(&pod), &PostParams::default(), &request).await {
-                Ok(answer) => {
-                    match answer.status {
-                        Some(status) => {
-                            lock(&self.tokens).insert(key.clone(), status.token);
-                            self.changed.send_modify(|n| *n = n.wrapping_add(1));
-                            renewal_time(issued_at, status.expiration_timestamp.0)
-                        }
-                        None => issued_at + jiff::SignedDuration::from_secs(10),
+                Ok(answer) => match answer.status {
+                    Some(status) => {
+                        lock(&self.tokens).insert(key.clone(), status.token);
+                        self.changed.send_modify(|n| *n = n.wrapping_add(1));
+                        renewal_time(issued_at, status.expiration_timestamp.0)
                     }
-                }
+                    None => issued_at + jiff::SignedDuration::from_secs(10),
+                },
                 Err(e) => {
                     tracing::warn!(%e, pod = ?pod.metadata.name, "service account token not issued; asking again in 10 s");
                     issued_at + jiff::SignedDuration::from_secs(10)
@@ -195,9 +194,9 @@ impl ClusterObjects {
             Kind::ConfigMap => watcher(Api::<ConfigMap>::namespaced(self.client.clone(), &ns), config)
                 .map(|e| e.map(as_values))
                 .boxed(),
-            Kind::Secret => watcher(Api::<Secret>::namespaced(self.client.clone(), &ns), config)
-                .map(|e| e.map(as_values))
-                .boxed(),
+            Kind::Secret => {
+                watcher(Api::<Secret>::namespaced(self.client.clone(), &ns), config).map(|e| e.map(as_values)).boxed()
+            }
         };
         let mut stream = stream;
         let mut listed: Option<serde_json::Value> = None;

@@ -17,8 +17,8 @@
 
 use crate::admission::{Refusal, admit};
 use crate::objects::ClusterObjects;
-use k8s_openapi::api::core::v1::Node;
 use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::core::v1::{HostIP, Pod, PodStatus};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use kube::runtime::watcher;
@@ -247,7 +247,14 @@ impl PodWatch {
         let deletion = pod.metadata.deletion_timestamp.as_ref().map(|_| pod.metadata.deletion_grace_period_seconds);
         if self.given.insert(uid.clone()) {
             if let Err(refusal) = self.admit(&pod) {
-                self.events.record(&pod, None, EventType::Warning, &refusal.reason, refusal.message.clone(), self.clock.now());
+                self.events.record(
+                    &pod,
+                    None,
+                    EventType::Warning,
+                    &refusal.reason,
+                    refusal.message.clone(),
+                    self.clock.now(),
+                );
                 let _ = self.status.send(Heard::Refused(Box::new(pod), refusal));
                 return;
             }
@@ -273,7 +280,8 @@ impl PodWatch {
             return Err(Refusal { reason: UNSUPPORTED.into(), message });
         }
         let started = pod.status.as_ref().is_some_and(|s| {
-            s.phase.as_deref().is_some_and(|p| p != "Pending") || s.container_statuses.as_ref().is_some_and(|c| !c.is_empty())
+            s.phase.as_deref().is_some_and(|p| p != "Pending")
+                || s.container_statuses.as_ref().is_some_and(|c| !c.is_empty())
         });
         let node = self.own_node.borrow().clone();
         let (Some(node), false) = (node, started) else { return Ok(()) };
@@ -536,7 +544,8 @@ fn summary(status: &PodStatus) -> Value {
 
 /// The conditions the kubelet owns (`pkg/kubelet/types/pod_status.go`); others' are left as
 /// they are.
-const OWNED_CONDITIONS: &[&str] = &["PodScheduled", "Ready", "Initialized", "ContainersReady", "PodReadyToStartContainers"];
+const OWNED_CONDITIONS: &[&str] =
+    &["PodScheduled", "Ready", "Initialized", "ContainersReady", "PodReadyToStartContainers"];
 
 /// The strategic merge patch of a pod's status: the UID (the precondition), the node's status
 /// with its own conditions (merged by type), the pod IPs replaced whole, and a reason and
@@ -561,7 +570,9 @@ fn status_patch(uid: &str, status: &PodStatus, theirs: Option<&PodStatus>) -> Va
             items.insert(0, json!({"$patch": "replace"}));
         }
     }
-    for (field, theirs_set) in [("reason", theirs.and_then(|s| s.reason.as_ref())), ("message", theirs.and_then(|s| s.message.as_ref()))] {
+    for (field, theirs_set) in
+        [("reason", theirs.and_then(|s| s.reason.as_ref())), ("message", theirs.and_then(|s| s.message.as_ref()))]
+    {
         if theirs_set.is_some() && value.get(field).is_none() {
             value[field] = Value::Null;
         }

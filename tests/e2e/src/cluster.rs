@@ -76,7 +76,11 @@ impl ControlPlane {
             if out.status.success() && done(&v) {
                 return v;
             }
-            assert!(start.elapsed() < limit, "{what}: not within {limit:?}; last answer:\n{v:#}\n{}", text(&out.stderr));
+            assert!(
+                start.elapsed() < limit,
+                "{what}: not within {limit:?}; last answer:\n{v:#}\n{}",
+                text(&out.stderr)
+            );
             std::thread::sleep(Duration::from_millis(500));
         }
     }
@@ -112,14 +116,17 @@ impl ClusterNode {
         let root = PathBuf::from(format!("{}-cluster-{}-{n}", test_root().display(), std::process::id()));
         std::fs::create_dir_all(&root).expect("node root");
         let port = free_port();
-        let endpoint = std::env::var("PODWRIGHT_CRI_ENDPOINT").ok().filter(|e| !e.is_empty() && !embedded).unwrap_or_else(|| {
-            let out = Command::new(binary()).args(["runtime", "start", "--root-dir"]).arg(test_root()).output().expect("runtime start");
-            text(&out.stdout).trim().to_string()
-        });
-        let mut args: Vec<String> = ["serve", "--hostname-override", &name, "--node-ip", "127.0.0.1"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let endpoint =
+            std::env::var("PODWRIGHT_CRI_ENDPOINT").ok().filter(|e| !e.is_empty() && !embedded).unwrap_or_else(|| {
+                let out = Command::new(binary())
+                    .args(["runtime", "start", "--root-dir"])
+                    .arg(test_root())
+                    .output()
+                    .expect("runtime start");
+                text(&out.stdout).trim().to_string()
+            });
+        let mut args: Vec<String> =
+            ["serve", "--hostname-override", &name, "--node-ip", "127.0.0.1"].iter().map(|s| s.to_string()).collect();
         args.extend(["--root-dir".into(), root.display().to_string(), "--port".into(), port.to_string()]);
         if !embedded {
             args.extend(["--runtime-endpoint".into(), endpoint]);
@@ -182,8 +189,11 @@ impl Drop for ClusterNode {
                 let _ = Command::new(binary()).args(["runtime", command, "--root-dir"]).arg(&self.root).output();
             }
             // The bridge of its pod CIDR (CNI leaves bridges behind).
-            let conflist = std::fs::read_to_string(self.root.join("cni/net.d/10-podwright.conflist")).unwrap_or_default();
-            let bridge = serde_json::from_str::<Value>(&conflist).ok().and_then(|c| c["plugins"][0]["bridge"].as_str().map(str::to_string));
+            let conflist =
+                std::fs::read_to_string(self.root.join("cni/net.d/10-podwright.conflist")).unwrap_or_default();
+            let bridge = serde_json::from_str::<Value>(&conflist)
+                .ok()
+                .and_then(|c| c["plugins"][0]["bridge"].as_str().map(str::to_string));
             if let Some(bridge) = bridge.filter(|b| b != "podwright0") {
                 let _ = Command::new("ip").args(["link", "delete", &bridge]).output();
             }

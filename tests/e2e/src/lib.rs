@@ -679,7 +679,12 @@ pub fn containers_with_label(key: &str, value: &str) -> Vec<String> {
 pub fn exec_in_container(uid: &str, name: &str, cmd: &[&str]) -> String {
     let sock = containerd_socket();
     let filter = format!("labels.\"io.kubernetes.pod.uid\"=={uid},labels.\"io.kubernetes.container.name\"=={name}");
-    let out = Command::new("ctr").arg("-a").arg(&sock).args(["-n", "k8s.io", "containers", "ls", "-q", &filter]).output().expect("ctr runs");
+    let out = Command::new("ctr")
+        .arg("-a")
+        .arg(&sock)
+        .args(["-n", "k8s.io", "containers", "ls", "-q", &filter])
+        .output()
+        .expect("ctr runs");
     let ids = String::from_utf8_lossy(&out.stdout).to_string();
     let id = ids.lines().next().unwrap_or_else(|| panic!("no container {name} of pod {uid}"));
     static EXECS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);

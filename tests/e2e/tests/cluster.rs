@@ -5,9 +5,9 @@
 
 use podwright_e2e::cluster::{ClusterNode, ControlPlane};
 use podwright_e2e::containers_with_label_at;
-use std::net::Ipv4Addr;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
 const DEPLOYMENT: &str = r#"
@@ -69,7 +69,11 @@ fn pods_by_name(pods: &Value) -> BTreeMap<String, (String, String, String)> {
             let id = |list: &str| p["status"][list][0]["containerID"].as_str().unwrap_or_default().to_string();
             (
                 p["metadata"]["name"].as_str().unwrap_or_default().to_string(),
-                (p["spec"]["nodeName"].as_str().unwrap_or_default().to_string(), id("containerStatuses"), id("initContainerStatuses")),
+                (
+                    p["spec"]["nodeName"].as_str().unwrap_or_default().to_string(),
+                    id("containerStatuses"),
+                    id("initContainerStatuses"),
+                ),
             )
         })
         .collect()
@@ -83,7 +87,8 @@ fn two_nodes_join_run_a_deployment_survive_a_crash_and_clean_up() {
     let b = ClusterNode::join_embedded(&plane, "pw-b", &[]);
     let app = format!("web-{}", std::process::id());
     for node in [&a, &b] {
-        let ready = plane.wait_json(&["get", "node", &node.name], Duration::from_secs(60), "the node is Ready", is_ready);
+        let ready =
+            plane.wait_json(&["get", "node", &node.name], Duration::from_secs(60), "the node is Ready", is_ready);
         // What the kubelet says of its node.
         let labels = &ready["metadata"]["labels"];
         assert_eq!(labels["kubernetes.io/hostname"], node.name.as_str());
@@ -119,9 +124,12 @@ fn two_nodes_join_run_a_deployment_survive_a_crash_and_clean_up() {
     assert_eq!(lease["spec"]["leaseDurationSeconds"], 40);
     assert_eq!(lease["metadata"]["ownerReferences"][0]["kind"], "Node");
     let renewed = lease["spec"]["renewTime"].as_str().unwrap().to_string();
-    plane.wait_json(&["get", "lease", "-n", "kube-node-lease", &a.name], Duration::from_secs(25), "the lease is renewed", |l| {
-        l["spec"]["renewTime"].as_str().is_some_and(|t| t != renewed)
-    });
+    plane.wait_json(
+        &["get", "lease", "-n", "kube-node-lease", &a.name],
+        Duration::from_secs(25),
+        "the lease is renewed",
+        |l| l["spec"]["renewTime"].as_str().is_some_and(|t| t != renewed),
+    );
 
     // A Deployment with an init container and a readiness probe, over both nodes.
     let manifest = podwright_e2e::Manifest::new(&DEPLOYMENT.replace("NAME", &app));
@@ -139,7 +147,9 @@ fn two_nodes_join_run_a_deployment_survive_a_crash_and_clean_up() {
     // Two nodes never give out the same address: each pod's is in its node's pod CIDR.
     let cidrs: BTreeMap<String, String> = [&a, &b]
         .iter()
-        .map(|n| (n.name.clone(), plane.json(&["get", "node", &n.name])["spec"]["podCIDR"].as_str().unwrap().to_string()))
+        .map(|n| {
+            (n.name.clone(), plane.json(&["get", "node", &n.name])["spec"]["podCIDR"].as_str().unwrap().to_string())
+        })
         .collect();
     assert_ne!(cidrs[&a.name], cidrs[&b.name]);
     for p in plane.json(&["get", "pods", "-l", &selector])["items"].as_array().unwrap() {
@@ -150,7 +160,8 @@ fn two_nodes_join_run_a_deployment_survive_a_crash_and_clean_up() {
     // SIGKILL: the control plane marks the node NotReady (its grace is 20 s here); started again,
     // the node is Ready and its pods keep their containers (no init container runs again).
     a.kill();
-    plane.wait_json(&["get", "node", &a.name], Duration::from_secs(90), "the killed node is NotReady", |n| !is_ready(n));
+    plane
+        .wait_json(&["get", "node", &a.name], Duration::from_secs(90), "the killed node is NotReady", |n| !is_ready(n));
     a.restart();
     plane.wait_json(&["get", "node", &a.name], Duration::from_secs(60), "the restarted node is Ready", is_ready);
     plane.wait_json(&["get", "deployment", &app], Duration::from_secs(60), "the Deployment is available again", |d| {
@@ -201,7 +212,13 @@ fn a_pods_service_account_token_comes_from_the_api_server() {
     let volumes = running["spec"]["volumes"].to_string();
     assert!(volumes.contains("kube-api-access-") && volumes.contains("serviceAccountToken"), "{volumes}");
     let uid = running["metadata"]["uid"].as_str().unwrap().to_string();
-    let read = |file: &str| podwright_e2e::exec_in_container(&uid, "c", &["cat", &format!("/var/run/secrets/kubernetes.io/serviceaccount/{file}")]);
+    let read = |file: &str| {
+        podwright_e2e::exec_in_container(
+            &uid,
+            "c",
+            &["cat", &format!("/var/run/secrets/kubernetes.io/serviceaccount/{file}")],
+        )
+    };
     assert_eq!(read("namespace"), "default");
     assert!(read("ca.crt").starts_with("-----BEGIN CERTIFICATE-----"));
     let token = read("token");
@@ -254,7 +271,11 @@ spec:
     ));
     plane.ok(&["apply", "-f", manifest.path_str()]);
     for (pod, reason, message) in [
-        (format!("greedy-{id}"), "OutOfcpu", "Pod was rejected: Node didn't have enough resource: cpu, requested: 1000000, used: 0, capacity: "),
+        (
+            format!("greedy-{id}"),
+            "OutOfcpu",
+            "Pod was rejected: Node didn't have enough resource: cpu, requested: 1000000, used: 0, capacity: ",
+        ),
         (format!("picky-{id}"), "NodeAffinity", "Pod was rejected: Predicate NodeAffinity failed"),
     ] {
         let failed = plane.wait_json(&["get", "pod", &pod], Duration::from_secs(30), "the pod is refused", |p| {
@@ -266,7 +287,11 @@ spec:
         plane.ok(&["delete", "pod", &pod, "--wait=false"]);
     }
     plane.wait_json(&["get", "pods"], Duration::from_secs(30), "the refused pods are deleted", |p| {
-        !p["items"].as_array().into_iter().flatten().any(|i| i["metadata"]["name"].as_str().is_some_and(|n| n.ends_with(&format!("-{id}"))))
+        !p["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|i| i["metadata"]["name"].as_str().is_some_and(|n| n.ends_with(&format!("-{id}"))))
     });
     plane.ok(&["delete", "node", &node.name]);
 }

@@ -83,6 +83,8 @@ fn a_host_port_another_pod_holds_is_refused() {
     let holder = on(8080, None);
     assert_eq!(admit(&on(8080, Some("127.0.0.1")), &node(), &[&holder]).unwrap_err().reason, "NodePorts");
     assert_eq!(admit(&on(8081, None), &node(), &[&holder]), Ok(()));
-    let udp = pod(json!({"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080, "protocol": "UDP"}]}]}));
+    let udp = pod(
+        json!({"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080, "protocol": "UDP"}]}]}),
+    );
     assert_eq!(admit(&udp, &node(), &[&holder]), Ok(()));
 }

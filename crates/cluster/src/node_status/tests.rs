@@ -13,7 +13,13 @@ fn signals() -> Signals {
 }
 
 fn identity() -> NodeIdentity {
-    NodeIdentity { name: "n1".into(), ip: Some("10.0.0.5".into()), port: 10250, root: "/tmp".into(), version: "v1.33.0".into() }
+    NodeIdentity {
+        name: "n1".into(),
+        ip: Some("10.0.0.5".into()),
+        port: 10250,
+        root: "/tmp".into(),
+        version: "v1.33.0".into(),
+    }
 }
 
 fn t(s: &str) -> Timestamp {
@@ -84,7 +90,10 @@ fn the_status_describes_the_machine() {
     assert_eq!(s["capacity"]["pods"], "110");
     assert_eq!(s["allocatable"]["memory"], "8286208Ki");
     assert_eq!(s["daemonEndpoints"]["kubeletEndpoint"]["Port"], 10250);
-    assert_eq!(s["addresses"], json!([{"type": "InternalIP", "address": "10.0.0.5"}, {"type": "Hostname", "address": "n1"}]));
+    assert_eq!(
+        s["addresses"],
+        json!([{"type": "InternalIP", "address": "10.0.0.5"}, {"type": "Hostname", "address": "n1"}])
+    );
     assert_eq!(s["nodeInfo"]["containerRuntimeVersion"], "containerd://1.6.20");
     assert_eq!(s["nodeInfo"]["kubeletVersion"], "v1.33.0");
     assert_eq!(s["nodeInfo"]["bootID"], "b");
@@ -118,8 +127,18 @@ fn the_initial_node_has_the_kubelets_labels_and_annotation() {
 
 #[test]
 fn heartbeats_alone_are_no_change() {
-    let a = status(&identity(), &MachineInfo::default(), &signals(), &conditions(&signals(), &[], t("2026-11-27T00:00:00Z")));
-    let b = status(&identity(), &MachineInfo::default(), &signals(), &conditions(&signals(), &[], t("2026-11-27T00:00:00Z")));
+    let a = status(
+        &identity(),
+        &MachineInfo::default(),
+        &signals(),
+        &conditions(&signals(), &[], t("2026-11-27T00:00:00Z")),
+    );
+    let b = status(
+        &identity(),
+        &MachineInfo::default(),
+        &signals(),
+        &conditions(&signals(), &[], t("2026-11-27T00:00:00Z")),
+    );
     let mut c = b.clone();
     c["conditions"][0]["lastHeartbeatTime"] = json!("2026-11-27T00:00:10Z");
     assert_eq!(without_heartbeats(&a), without_heartbeats(&c));

@@ -40,7 +40,8 @@ fn a_status_marked_not_ready_by_the_control_plane_differs() {
     let ours = status(json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}));
     let mut theirs = ours.clone();
     assert_eq!(summary(&ours), summary(&theirs));
-    theirs.conditions = Some(vec![PodCondition { type_: "Ready".into(), status: "False".into(), ..Default::default() }]);
+    theirs.conditions =
+        Some(vec![PodCondition { type_: "Ready".into(), status: "False".into(), ..Default::default() }]);
     assert_ne!(summary(&ours), summary(&theirs));
 }
 
