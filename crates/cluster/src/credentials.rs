@@ -88,7 +88,6 @@ async fn bootstrap_kubeconfig(paths: &CredentialPaths, bootstrap: &Path, node: &
     tracing::info!(bootstrap = %bootstrap.display(), "asking the API server for a node client certificate");
     let config = load(bootstrap).await?;
     let client = kube::Client::try_from(config.clone()).map_err(ClusterError::Api)?;
-    std::fs::create_dir_all(&paths.pki).map_err(|e| io_error(&paths.pki, e))?;
     let key = pending_key(&paths.pki)?;
     let cert = csr::request_client_certificate(&client, &key, node).await?;
     let current = store_certificate(&paths.pki, &cert, &key)?;
@@ -119,7 +118,7 @@ pub(crate) fn store_certificate(pki: &Path, cert_pem: &str, key: &rcgen::KeyPair
         .strftime("%Y-%m-%d-%H-%M-%S")
         .to_string();
     let name = format!("kubelet-client-{stamp}.pem");
-    write_private(&pki.join(&name), &format!("{}{}", cert_pem.trim_end().to_owned() + "\n", key.serialize_pem()))?;
+    write_private(&pki.join(&name), &format!("{}\n{}", cert_pem.trim_end(), key.serialize_pem()))?;
     let link = pki.join(CURRENT);
     let tmp = pki.join(format!("{CURRENT}.tmp"));
     let _ = std::fs::remove_file(&tmp);
@@ -152,26 +151,12 @@ fn write_kubeconfig(path: &Path, bootstrap: &kube::Config, cert: &Path) -> Resul
         "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n{ca}    server: {server}\n  name: default-cluster\ncontexts:\n- context:\n    cluster: default-cluster\n    namespace: default\n    user: default-auth\n  name: default-context\ncurrent-context: default-context\npreferences: {{}}\nusers:\n- name: default-auth\n  user:\n    client-certificate: {cert}\n    client-key: {cert}\n",
         server = bootstrap.cluster_url,
     );
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
-    }
     write_private(path, &text)
 }
 
-/// Writes a file only root may read, atomically.
-pub(crate) fn write_private(path: &Path, text: &str) -> Result<(), ClusterError> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("writing");
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(|e| io_error(&tmp, e))?;
-    f.write_all(text.as_bytes()).and_then(|()| f.sync_all()).map_err(|e| io_error(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| io_error(path, e))
+/// Writes a file only root may read (the server's helper: atomically, its directory made).
+fn write_private(path: &Path, text: &str) -> Result<(), ClusterError> {
+    podwright_server::secure::write_private(path, text).map_err(|e| ClusterError::Credentials(e.to_string()))
 }
 
 fn io_error(path: &Path, e: std::io::Error) -> ClusterError {

@@ -48,9 +48,12 @@ pub fn write_private(path: &Path, text: &str) -> Result<(), SecurityError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
+    // Written aside and renamed: a reader (or a crash) never sees half a key or kubeconfig.
+    let tmp = path.with_extension("writing");
     let mut f =
-        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path).map_err(io)?;
-    std::io::Write::write_all(&mut f, text.as_bytes()).map_err(io)
+        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp).map_err(io)?;
+    std::io::Write::write_all(&mut f, text.as_bytes()).and_then(|()| f.sync_all()).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
 }
 
 /// A self-signed serving certificate for the node's names and addresses.
