@@ -6,6 +6,7 @@
 use crate::exit;
 use crate::serve::{ServeArgs, Settings, connect_runtime, fail};
 use crate::signals::StopSignals;
+use podwright_cluster::certificates::{CertificateStore, CurrentCertificate};
 use podwright_cluster::credentials::CredentialPaths;
 use podwright_cluster::kubelet_port::KubeletPort;
 use podwright_cluster::node_status::NodeIdentity;
@@ -44,10 +45,11 @@ pub(crate) async fn join_and_run(args: &ServeArgs, settings: Settings) -> Result
     let port = kubelet_port(args, &settings, &identity).await.map_err(|e| fail(exit::FAILED, e))?;
     let credentials =
         CredentialPaths { kubeconfig, bootstrap: args.bootstrap_kubeconfig.clone(), pki: root.join("pki") };
+    let rotate_certificates = settings.config.rotate_certificates();
     let runtime: Arc<dyn Runtime> =
         Arc::new(connect_runtime(&args.runtime).await.map_err(|e| fail(exit::NO_RUNTIME, e))?);
     let clock = Clock::new();
-    let mut joined = join(ClusterSettings { identity, credentials }, runtime.as_ref(), clock)
+    let mut joined = join(ClusterSettings { identity, credentials, rotate_certificates }, runtime.as_ref(), clock)
         .await
         .map_err(|e| fail(exit::FAILED, e))?;
     // What the runtime holds of pods the API server no longer binds here (deleted while the
@@ -72,7 +74,8 @@ pub(crate) async fn join_and_run(args: &ServeArgs, settings: Settings) -> Result
     tokio::spawn(log_rotation::rotate_logs(metrics.instrument(runtime.clone(), clock), clock, settings.log_policy));
     eprintln!("podwright: node {name} joined the cluster");
     let mut stop_signals = StopSignals::listen();
-    let port = KubeletPort { listener: port.0, auth: port.1, metrics };
+    let (listener, auth, serving) = port;
+    let port = KubeletPort { listener, auth, metrics, serving };
     tokio::select! {
         () = joined.run(node, runtime, embedded, port) => Ok(()),
         _ = stop_signals.received() => Ok(()),
@@ -82,13 +85,14 @@ pub(crate) async fn join_and_run(args: &ServeArgs, settings: Settings) -> Result
 /// The kubelet port's listener, bound before the node joins (a port in use stops the start
 /// at once), with its TLS and authentication settings: the serving certificate given
 /// (`--tls-cert-file` and `--tls-private-key-file`, else `tlsCertFile` and
-/// `tlsPrivateKeyFile`) or a self-signed one for the node's name and addresses, and client
-/// certificates checked against `authentication.x509.clientCAFile`.
+/// `tlsPrivateKeyFile`), the cluster's (`serverTLSBootstrap`, returned to be renewed), or a
+/// self-signed one for the node's name and addresses, and client certificates checked against
+/// `authentication.x509.clientCAFile`.
 async fn kubelet_port(
     args: &ServeArgs,
     settings: &Settings,
     identity: &NodeIdentity,
-) -> Result<(TlsListener, AuthSettings), String> {
+) -> Result<(TlsListener, AuthSettings, Option<Arc<CurrentCertificate>>), String> {
     let config = &settings.config;
     let auth = config.kubelet_auth()?;
     let address = args.address.or(config.address).unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
@@ -109,10 +113,25 @@ async fn kubelet_port(
             "podwright: no authentication.x509.clientCAFile in --config: the kubelet port accepts no client certificate, so the API server's requests (kubectl logs, exec, port-forward) get 401"
         );
     }
-    let tls = KubeletTls::load_or_create(&identity.root, given, &names, &ips, client_ca).map_err(|e| e.to_string())?;
+    let (tls, serving) = if config.server_tls_bootstrap() {
+        if args.tls_cert_file.is_some() {
+            return Err("--tls-cert-file: Invalid value: the config's serverTLSBootstrap asks the cluster for the kubelet port's certificate".into());
+        }
+        let serving = Arc::new(CurrentCertificate::default());
+        // The certificate an earlier start was issued serves until it is renewed.
+        if let Some(pem) = CertificateStore::serving(&identity.root.join("pki")).load()
+            && let Err(e) = serving.set(&pem)
+        {
+            eprintln!("podwright: the kubelet port's stored serving certificate: {e}; asking for a new one");
+        }
+        (KubeletTls::with_certificates(serving.clone(), client_ca), Some(serving))
+    } else {
+        (KubeletTls::load_or_create(&identity.root, given, &names, &ips, client_ca), None)
+    };
+    let tls = tls.map_err(|e| e.to_string())?;
     let addr = SocketAddr::new(address, identity.port);
     let tcp = TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr} (the kubelet port): {e}"))?;
-    Ok((tls.listener(tcp), auth))
+    Ok((tls.listener(tcp), auth, serving))
 }
 
 /// The flags of the local API, which a node of a cluster does not serve: refused rather than

@@ -62,10 +62,13 @@ pub struct ServeConfig {
     /// The kubelet port's serving certificate (PEM), with `tlsPrivateKeyFile`.
     pub(crate) tls_cert_file: Option<PathBuf>,
     pub(crate) tls_private_key_file: Option<PathBuf>,
-    /// Only `false` (the default) is accepted: podwright does not ask the cluster for a
-    /// serving certificate.
+    /// The kubelet port's serving certificate is asked of the cluster (a
+    /// `kubernetes.io/kubelet-serving` CSR) and renewed before it expires.
     #[serde(rename = "serverTLSBootstrap")]
     server_tls_bootstrap: Option<bool>,
+    /// The node's client certificate is renewed before it expires (the kubelet's default is
+    /// `false`; kubeadm writes `true`).
+    rotate_certificates: Option<bool>,
 }
 
 /// `authentication` (`KubeletAuthentication`).
@@ -145,9 +148,9 @@ pub(crate) fn read_config(path: &Path) -> Result<ServeConfig, String> {
     }
     c.image_pulls = ImagePulls::from_config(c.serialize_image_pulls, c.max_parallel_image_pulls)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    if c.server_tls_bootstrap == Some(true) {
+    if c.server_tls_bootstrap == Some(true) && c.tls_cert_file.is_some() {
         return Err(format!(
-            "{}: serverTLSBootstrap: Forbidden: podwright does not ask the cluster for a serving certificate: give tlsCertFile and tlsPrivateKeyFile, or leave both out for a self-signed one",
+            "{}: serverTLSBootstrap: Invalid value: true: the serving certificate is the cluster's, so tlsCertFile and tlsPrivateKeyFile must be left out",
             path.display()
         ));
     }
@@ -195,8 +198,19 @@ impl ServeConfig {
             ("tlsCertFile", self.tls_cert_file.is_some()),
             ("tlsPrivateKeyFile", self.tls_private_key_file.is_some()),
             ("serverTLSBootstrap", self.server_tls_bootstrap.is_some()),
+            ("rotateCertificates", self.rotate_certificates.is_some()),
         ];
         given.into_iter().filter(|(_, set)| *set).map(|(name, _)| name).collect()
+    }
+
+    /// `serverTLSBootstrap`.
+    pub(crate) fn server_tls_bootstrap(&self) -> bool {
+        self.server_tls_bootstrap == Some(true)
+    }
+
+    /// `rotateCertificates`.
+    pub(crate) fn rotate_certificates(&self) -> bool {
+        self.rotate_certificates == Some(true)
     }
 
     /// `authentication.x509.clientCAFile`: the CA a client certificate must chain to.
@@ -461,8 +475,8 @@ mod tests {
                 "authentication.webhook.cacheTTL: Invalid value: \"-1s\"",
             ),
             (
-                "serverTLSBootstrap: true\n",
-                "serverTLSBootstrap: Forbidden: podwright does not ask the cluster for a serving certificate",
+                "serverTLSBootstrap: true\ntlsCertFile: /a.crt\ntlsPrivateKeyFile: /a.key\n",
+                "serverTLSBootstrap: Invalid value: true: the serving certificate is the cluster's",
             ),
             ("tlsCertFile: /a.crt\n", "tlsCertFile and tlsPrivateKeyFile: Required value: give both or neither"),
             ("authentication:\n  oidc: {}\n", "unknown field `oidc`"),
@@ -471,8 +485,14 @@ mod tests {
             let e = read_config(&f).unwrap_err();
             assert!(e.contains(error), "{text}: {e}");
         }
+        std::fs::write(&f, "serverTLSBootstrap: true\nrotateCertificates: true\n").unwrap();
+        let c = read_config(&f).unwrap();
+        assert_eq!(c.cluster_only_fields(), ["serverTLSBootstrap", "rotateCertificates"]);
+        assert!(c.server_tls_bootstrap() && c.rotate_certificates());
         std::fs::write(&f, "serverTLSBootstrap: false\n").unwrap();
-        assert_eq!(read_config(&f).unwrap().cluster_only_fields(), ["serverTLSBootstrap"]);
+        let c = read_config(&f).unwrap();
+        assert_eq!(c.cluster_only_fields(), ["serverTLSBootstrap"]);
+        assert!(!c.server_tls_bootstrap() && !c.rotate_certificates());
         // `run` has no kubelet port either.
         std::fs::write(&f, "tlsCertFile: /a.crt\ntlsPrivateKeyFile: /a.key\n").unwrap();
         assert_eq!(

@@ -4,17 +4,17 @@
 //!
 //! As the kubelet does, the key and certificate live in one PEM file under
 //! `<root>/pki/kubelet-client-<time>.pem`, `kubelet-client-current.pem` links to the newest, and
-//! the kubeconfig names that link: a renewal swaps the link and every new connection reads it.
+//! the kubeconfig that bootstrap writes names that link (see [`crate::certificates`]).
 
 use crate::ClusterError;
-use crate::csr;
-use jiff::Timestamp;
+use crate::certificates::{CertificateStore, CurrentCertificate};
+use crate::csr::{self, CertificateRequest, RequestName};
+use kube::client::ConfigExt;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use podwright_runtime::Clock;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-/// The link to the newest client certificate and key.
-const CURRENT: &str = "kubelet-client-current.pem";
 /// The key of a certificate being asked for, kept until the request succeeds so that a
 /// restart asks again with the same key (and so finds the same CSR) instead of a new one.
 const PENDING_KEY: &str = "kubelet-client.key.tmp";
@@ -30,9 +30,48 @@ pub struct CredentialPaths {
     pub pki: PathBuf,
 }
 
-/// The client configuration the node runs with: the kubeconfig's, after bootstrapping one if
-/// it is missing or its certificate has expired.
-pub async fn client_config(paths: &CredentialPaths, node: &str, clock: Clock) -> Result<kube::Config, ClusterError> {
+/// What the node talks to the API server with.
+pub struct NodeCredentials {
+    pub config: kube::Config,
+    /// With `rotateCertificates`: the client certificate presented, renewed in place.
+    pub identity: Option<Arc<CurrentCertificate>>,
+}
+
+/// The node's credentials: the kubeconfig's, after bootstrapping one if it is missing or its
+/// certificate has expired. With `rotate`, the client certificate is the newest under
+/// `<root>/pki` that has not expired (a renewal's, as the kubelet's certificate store prefers
+/// it), else the kubeconfig's.
+pub async fn node_credentials(
+    paths: &CredentialPaths,
+    node: &str,
+    clock: Clock,
+    rotate: bool,
+) -> Result<NodeCredentials, ClusterError> {
+    let config = client_config(paths, node, clock).await?;
+    if !rotate {
+        return Ok(NodeCredentials { config, identity: None });
+    }
+    let current = CurrentCertificate::default();
+    let renewed = CertificateStore::client(&paths.pki).load().filter(|pem| {
+        csr::validity(pem.as_bytes()).is_some_and(|(_, not_after)| not_after > clock.now()) && current.set(pem).is_ok()
+    });
+    if renewed.is_none() {
+        // The kubeconfig's own certificate and key, as kube-rs reads them.
+        let tls = config.rustls_client_config()?;
+        match tls.client_auth_cert_resolver.resolve(&[], &[]) {
+            Some(key) => current.set_key(key)?,
+            None => {
+                tracing::warn!(kubeconfig = %paths.kubeconfig.display(), "rotateCertificates: the kubeconfig has no client certificate to renew");
+                return Ok(NodeCredentials { config, identity: None });
+            }
+        }
+    }
+    Ok(NodeCredentials { config, identity: Some(Arc::new(current)) })
+}
+
+/// The client configuration of the kubeconfig, after bootstrapping one if it is missing or its
+/// certificate has expired.
+async fn client_config(paths: &CredentialPaths, node: &str, clock: Clock) -> Result<kube::Config, ClusterError> {
     if !kubeconfig_usable(&paths.kubeconfig, clock)? {
         let Some(bootstrap) = &paths.bootstrap else {
             return Err(ClusterError::Credentials(format!(
@@ -89,10 +128,12 @@ async fn bootstrap_kubeconfig(paths: &CredentialPaths, bootstrap: &Path, node: &
     let config = load(bootstrap).await?;
     let client = kube::Client::try_from(config.clone()).map_err(ClusterError::Api)?;
     let key = pending_key(&paths.pki)?;
-    let cert = csr::request_client_certificate(&client, &key, node).await?;
-    let current = store_certificate(&paths.pki, &cert, &key)?;
+    let cert =
+        csr::request_certificate(&client, &key, &CertificateRequest::client(node), RequestName::Digested).await?;
+    let store = CertificateStore::client(&paths.pki);
+    store.store(&cert, &key)?;
     let _ = std::fs::remove_file(paths.pki.join(PENDING_KEY));
-    write_kubeconfig(&paths.kubeconfig, &config, &current)
+    write_kubeconfig(&paths.kubeconfig, &config, &store.current_path())
 }
 
 /// The key of the pending request: the one a previous start made, or a new one written
@@ -107,24 +148,6 @@ fn pending_key(pki: &Path) -> Result<rcgen::KeyPair, ClusterError> {
     let key = rcgen::KeyPair::generate().map_err(|e| ClusterError::Credentials(e.to_string()))?;
     write_private(&path, &key.serialize_pem())?;
     Ok(key)
-}
-
-/// Writes `kubelet-client-<time>.pem` (certificate, then key) and points the current link at
-/// it; returns the link.
-pub(crate) fn store_certificate(pki: &Path, cert_pem: &str, key: &rcgen::KeyPair) -> Result<PathBuf, ClusterError> {
-    let stamp = csr::validity(cert_pem.as_bytes())
-        .map(|(from, _)| from)
-        .unwrap_or(Timestamp::UNIX_EPOCH)
-        .strftime("%Y-%m-%d-%H-%M-%S")
-        .to_string();
-    let name = format!("kubelet-client-{stamp}.pem");
-    write_private(&pki.join(&name), &format!("{}\n{}", cert_pem.trim_end(), key.serialize_pem()))?;
-    let link = pki.join(CURRENT);
-    let tmp = pki.join(format!("{CURRENT}.tmp"));
-    let _ = std::fs::remove_file(&tmp);
-    std::os::unix::fs::symlink(&name, &tmp).map_err(|e| io_error(&tmp, e))?;
-    std::fs::rename(&tmp, &link).map_err(|e| io_error(&link, e))?;
-    Ok(link)
 }
 
 /// The kubelet's kubeconfig: the bootstrap's server and CA, the node's certificate and key.
@@ -157,8 +180,4 @@ fn write_kubeconfig(path: &Path, bootstrap: &kube::Config, cert: &Path) -> Resul
 /// Writes a file only root may read (the server's helper: atomically, its directory made).
 fn write_private(path: &Path, text: &str) -> Result<(), ClusterError> {
     podwright_server::secure::write_private(path, text).map_err(|e| ClusterError::Credentials(e.to_string()))
-}
-
-fn io_error(path: &Path, e: std::io::Error) -> ClusterError {
-    ClusterError::Credentials(format!("{}: {e}", path.display()))
 }

@@ -13,8 +13,14 @@ use std::time::Duration;
 
 /// The signer that issues kubelets' client certificates.
 pub const CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
-/// The usages of a kubelet client certificate, in the kubelet's order.
+/// The usages of a kubelet client certificate, in the kubelet's order. Newer kubelets leave
+/// out "key encipherment" for keys that are not RSA, but the 1.20 approver requires it (and
+/// later ones still accept it).
 pub const CLIENT_USAGES: [&str; 3] = ["digital signature", "key encipherment", "client auth"];
+/// The signer that issues kubelets' serving certificates (`serverTLSBootstrap`).
+pub const SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
+/// The usages of a kubelet serving certificate.
+pub const SERVING_USAGES: [&str; 3] = ["digital signature", "key encipherment", "server auth"];
 /// How long the kubelet waits for its request to be approved and signed.
 const WAIT: Duration = Duration::from_secs(3600);
 
@@ -39,45 +45,108 @@ pub fn digested_name(public_key_der: &[u8], common_name: &str, organization: &st
     format!("node-csr-{}", encode(ctx.finish().as_ref()))
 }
 
-/// The PEM request for the node's identity, signed with `key`.
-fn request_pem(key: &rcgen::KeyPair, node: &str) -> Result<String, ClusterError> {
-    let (cn, o) = subject(node);
-    let mut params = rcgen::CertificateParams::default();
-    params.distinguished_name = rcgen::DistinguishedName::new();
-    params.distinguished_name.push(rcgen::DnType::OrganizationName, o);
-    params.distinguished_name.push(rcgen::DnType::CommonName, cn);
-    params
-        .serialize_request(key)
-        .and_then(|r| r.pem())
-        .map_err(|e| ClusterError::Credentials(format!("cannot make the certificate request: {e}")))
+/// What a node asks a signer for.
+#[derive(Debug, Clone)]
+pub struct CertificateRequest {
+    pub node: String,
+    pub signer: &'static str,
+    pub usages: &'static [&'static str],
+    /// The subject alternative names of a serving certificate: the node's host names…
+    pub dns_names: Vec<String>,
+    /// …and addresses.
+    pub ips: Vec<std::net::IpAddr>,
 }
 
-/// Asks for a client certificate for `key` and waits until it is approved and issued; returns
-/// the certificate (PEM). A request of the same name that exists already (made by a start that
-/// did not live to see it signed) is waited for instead.
-pub async fn request_client_certificate(
+impl CertificateRequest {
+    /// A client certificate for node `node`.
+    pub fn client(node: &str) -> CertificateRequest {
+        CertificateRequest {
+            node: node.to_string(),
+            signer: CLIENT_SIGNER,
+            usages: &CLIENT_USAGES,
+            dns_names: Vec::new(),
+            ips: Vec::new(),
+        }
+    }
+
+    /// A serving certificate for node `node`, valid for its names and addresses.
+    pub fn serving(node: &str, dns_names: Vec<String>, ips: Vec<std::net::IpAddr>) -> CertificateRequest {
+        CertificateRequest { node: node.to_string(), signer: SERVING_SIGNER, usages: &SERVING_USAGES, dns_names, ips }
+    }
+
+    /// The PEM request, signed with `key`.
+    fn pem(&self, key: &rcgen::KeyPair) -> Result<String, ClusterError> {
+        let (cn, o) = subject(&self.node);
+        let mut params = rcgen::CertificateParams::default();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params.distinguished_name.push(rcgen::DnType::OrganizationName, o);
+        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        for name in &self.dns_names {
+            let name = name
+                .clone()
+                .try_into()
+                .map_err(|e| ClusterError::Credentials(format!("{name}: not a DNS name for a certificate: {e}")))?;
+            params.subject_alt_names.push(rcgen::SanType::DnsName(name));
+        }
+        params.subject_alt_names.extend(self.ips.iter().map(|ip| rcgen::SanType::IpAddress(*ip)));
+        params
+            .serialize_request(key)
+            .and_then(|r| r.pem())
+            .map_err(|e| ClusterError::Credentials(format!("cannot make the certificate request: {e}")))
+    }
+}
+
+/// How a request is named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestName {
+    /// TLS bootstrap's `node-csr-<digest>`: a restart with the same key finds its request.
+    Digested,
+    /// A renewal's: `csr-` and a suffix the API server chooses (client-go's certificate
+    /// manager).
+    Generated,
+}
+
+/// Asks for a certificate for `key` and waits until it is approved and issued; returns the
+/// certificate (PEM). A digested request that exists already (made by a start that did not live
+/// to see it signed) is waited for instead.
+pub async fn request_certificate(
     client: &kube::Client,
     key: &rcgen::KeyPair,
-    node: &str,
+    request: &CertificateRequest,
+    naming: RequestName,
 ) -> Result<String, ClusterError> {
-    let (cn, o) = subject(node);
-    let name = digested_name(&key.subject_public_key_info(), &cn, o, &CLIENT_USAGES);
+    let (cn, o) = subject(&request.node);
+    let mut metadata = kube::api::ObjectMeta::default();
+    match naming {
+        RequestName::Digested => {
+            metadata.name = Some(digested_name(&key.subject_public_key_info(), &cn, o, request.usages));
+        }
+        RequestName::Generated => metadata.generate_name = Some("csr-".to_string()),
+    }
     let csr = CertificateSigningRequest {
-        metadata: kube::api::ObjectMeta { name: Some(name.clone()), ..Default::default() },
+        metadata,
         spec: CertificateSigningRequestSpec {
-            request: ByteString(request_pem(key, node)?.into_bytes()),
-            signer_name: CLIENT_SIGNER.to_string(),
-            usages: Some(CLIENT_USAGES.iter().map(|u| u.to_string()).collect()),
+            request: ByteString(request.pem(key)?.into_bytes()),
+            signer_name: request.signer.to_string(),
+            usages: Some(request.usages.iter().map(|u| u.to_string()).collect()),
             ..Default::default()
         },
         status: None,
     };
     let api: Api<CertificateSigningRequest> = Api::all(client.clone());
-    match api.create(&PostParams::default(), &csr).await {
-        Ok(_) => tracing::info!(csr = name, "certificate signing request created"),
-        Err(kube::Error::Api(s)) if s.code == 409 => tracing::info!(csr = name, "waiting for the existing request"),
+    let name = match api.create(&PostParams::default(), &csr).await {
+        Ok(created) => {
+            let name = created.metadata.name.unwrap_or_default();
+            tracing::info!(csr = name, signer = request.signer, "certificate signing request created");
+            name
+        }
+        Err(kube::Error::Api(s)) if s.code == 409 && naming == RequestName::Digested => {
+            let name = csr.metadata.name.unwrap_or_default();
+            tracing::info!(csr = name, "waiting for the existing request");
+            name
+        }
         Err(e) => return Err(ClusterError::Api(e)),
-    }
+    };
     let issued = tokio::time::timeout(WAIT, kube::runtime::wait::await_condition(api, &name, decided))
         .await
         .map_err(|_| {
@@ -108,7 +177,12 @@ fn decided(csr: Option<&CertificateSigningRequest>) -> bool {
 /// The first certificate's validity (not before, not after) in a PEM file.
 pub fn validity(pem: &[u8]) -> Option<(Timestamp, Timestamp)> {
     let (_, pem) = x509_parser::pem::parse_x509_pem(pem).ok()?;
-    let cert = pem.parse_x509().ok()?;
+    validity_of_der(&pem.contents)
+}
+
+/// A certificate's validity (not before, not after).
+pub fn validity_of_der(der: &[u8]) -> Option<(Timestamp, Timestamp)> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
     let v = cert.validity();
     Some((
         Timestamp::from_second(v.not_before.timestamp()).ok()?,
@@ -140,11 +214,39 @@ mod tests {
     fn the_request_names_the_node() {
         use x509_parser::prelude::FromDer;
         let key = rcgen::KeyPair::generate().unwrap();
-        let pem = request_pem(&key, "n1").unwrap();
+        let pem = CertificateRequest::client("n1").pem(&key).unwrap();
         let der = x509_parser::pem::parse_x509_pem(pem.as_bytes()).unwrap().1.contents;
         let (_, req) = x509_parser::certification_request::X509CertificationRequest::from_der(&der).unwrap();
         let subject = req.certification_request_info.subject.to_string();
         assert!(subject.contains("CN=system:node:n1"), "{subject}");
         assert!(subject.contains("O=system:nodes"), "{subject}");
+        assert!(req.requested_extensions().is_none_or(|mut e| e.next().is_none()), "a client request has no names");
+    }
+
+    #[test]
+    fn a_serving_request_names_the_node_s_host_names_and_addresses() {
+        use x509_parser::extensions::{GeneralName, ParsedExtension};
+        use x509_parser::prelude::FromDer;
+        let key = rcgen::KeyPair::generate().unwrap();
+        let ip: std::net::IpAddr = "10.0.0.7".parse().unwrap();
+        let pem = CertificateRequest::serving("n1", vec!["n1".into()], vec![ip]).pem(&key).unwrap();
+        let der = x509_parser::pem::parse_x509_pem(pem.as_bytes()).unwrap().1.contents;
+        let (_, req) = x509_parser::certification_request::X509CertificationRequest::from_der(&der).unwrap();
+        let names: Vec<String> = req
+            .requested_extensions()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| match e {
+                ParsedExtension::SubjectAlternativeName(san) => Some(san),
+                _ => None,
+            })
+            .flat_map(|san| san.general_names.iter())
+            .map(|n| match n {
+                GeneralName::DNSName(d) => format!("DNS:{d}"),
+                GeneralName::IPAddress(b) => format!("IP:{b:?}"),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(names, ["DNS:n1", "IP:[10, 0, 0, 7]"]);
     }
 }

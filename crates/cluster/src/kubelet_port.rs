@@ -3,6 +3,7 @@
 //! made with the node's own client. The API server reaches it for `kubectl logs`, `exec`,
 //! `attach` and `port-forward` at the node's `InternalIP` and `daemonEndpoints` port.
 
+use crate::certificates::CurrentCertificate;
 use async_trait::async_trait;
 use jiff::Timestamp;
 use k8s_openapi::api::authentication::v1::TokenReview;
@@ -24,6 +25,9 @@ pub struct KubeletPort {
     pub listener: TlsListener,
     pub auth: AuthSettings,
     pub metrics: Arc<Metrics>,
+    /// With `serverTLSBootstrap`: the serving certificate the listener presents, which the
+    /// node asks the cluster for and renews.
+    pub serving: Option<Arc<CurrentCertificate>>,
 }
 
 /// The node's pods as its pod workers hold them: each with its newest status.

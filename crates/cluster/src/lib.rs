@@ -4,7 +4,8 @@
 //!
 //! | kubelet (`pkg/kubelet/...`) | here |
 //! |---|---|
-//! | `certificate/bootstrap`, client-go's certificate manager | [`credentials`], [`csr`] |
+//! | `certificate/bootstrap` | [`credentials`], [`csr`] |
+//! | client-go's certificate manager, `certificate/transport.go` | [`certificates`], [`client`] |
 //! | `kubelet_node_status.go`, `nodestatus/setters.go` | [`node_status`] |
 //! | `nodelease` (component-helpers' lease controller) | [`lease`] |
 //! | `config/apiserver.go`, `status/status_manager.go` | [`pods`] |
@@ -19,6 +20,8 @@
 //! until dropped.
 
 pub mod admission;
+pub mod certificates;
+pub mod client;
 pub mod credentials;
 pub mod csr;
 pub mod events;
@@ -28,7 +31,10 @@ pub mod node_status;
 pub mod objects;
 pub mod pods;
 
+use crate::certificates::{CertificateStore, Renewal};
+use crate::client::Connections;
 use crate::credentials::CredentialPaths;
+use crate::csr::CertificateRequest;
 use crate::events::ApiEvents;
 use crate::kubelet_port::KubeletPort;
 use crate::node_status::{NodeIdentity, Reported};
@@ -65,6 +71,8 @@ pub enum ClusterError {
 pub struct ClusterSettings {
     pub identity: NodeIdentity,
     pub credentials: CredentialPaths,
+    /// `rotateCertificates`: the client certificate is renewed before it expires.
+    pub rotate_certificates: bool,
 }
 
 /// A node registered with its cluster.
@@ -80,24 +88,47 @@ pub struct Joined {
     events: Arc<dyn EventSink>,
     /// The static pods, and their path's source (read again as it changes).
     statics: Option<(Arc<StaticPods>, Option<StaticPodSource>)>,
+    /// The client certificate's renewal (`rotateCertificates`), and the connections it closes.
+    client_renewal: Option<(Renewal, Arc<Connections>)>,
+    credentials: CredentialPaths,
 }
 
 /// Joins the cluster: credentials (TLS bootstrap when needed), then the Node registered or
 /// taken over.
 pub async fn join(settings: ClusterSettings, runtime: &dyn Runtime, clock: Clock) -> Result<Joined, ClusterError> {
     let identity = settings.identity;
-    let config = credentials::client_config(&settings.credentials, &identity.name, clock).await?;
-    let client = kube::Client::try_from(config.clone())?;
+    let paths = settings.credentials;
+    let node_credentials =
+        credentials::node_credentials(&paths, &identity.name, clock, settings.rotate_certificates).await?;
+    let connections = Arc::new(Connections::default());
+    let config = node_credentials.config;
+    let client = client::node_client(&config, node_credentials.identity.clone(), connections.clone())?;
     let mut beat = config;
     beat.read_timeout = Some(HEARTBEAT_TIMEOUT);
     beat.connect_timeout = Some(HEARTBEAT_TIMEOUT);
-    let heartbeat = kube::Client::try_from(beat)?;
+    let heartbeat = client::node_client(&beat, node_credentials.identity.clone(), connections.clone())?;
+    let client_renewal = node_credentials.identity.map(|current| {
+        let store = CertificateStore::client(&paths.pki);
+        (Renewal { store, current, request: CertificateRequest::client(&identity.name) }, connections)
+    });
     let (_, reported) = register_with_retries(&client, &identity, runtime, clock).await?;
     let (pods, status) = ClusterPods::new();
     let (events, send_events) = ApiEvents::new(client.clone(), &identity.name);
     tokio::spawn(send_events);
     let events: Arc<dyn EventSink> = Arc::new(events);
-    Ok(Joined { client, heartbeat, identity, reported, clock, pods, status, events, statics: None })
+    Ok(Joined {
+        client,
+        heartbeat,
+        identity,
+        reported,
+        clock,
+        pods,
+        status,
+        events,
+        statics: None,
+        client_renewal,
+        credentials: paths,
+    })
 }
 
 /// Registration, retried as the kubelet retries it (from 100 ms, doubling to 7 s) while the API
@@ -155,7 +186,29 @@ impl Joined {
             // Stock not taken: no static pods.
             let _ = self.take_stock(None).await;
         }
-        let Joined { client, heartbeat, identity, reported, clock, pods, status, events, statics } = self;
+        let Joined {
+            client,
+            heartbeat,
+            identity,
+            reported,
+            clock,
+            pods,
+            status,
+            events,
+            statics,
+            client_renewal,
+            credentials,
+        } = self;
+        if let Some((renewal, connections)) = client_renewal {
+            let renewed = move || connections.close_all();
+            tokio::spawn(renewal.keep_renewed(client.clone(), credentials.bootstrap.clone(), clock, renewed));
+        }
+        if let Some(current) = port.serving.clone() {
+            let ips = identity.ip.iter().filter_map(|ip| ip.parse().ok()).collect();
+            let request = CertificateRequest::serving(&identity.name, vec![identity.name.clone()], ips);
+            let renewal = Renewal { store: CertificateStore::serving(&credentials.pki), current, request };
+            tokio::spawn(renewal.keep_renewed(client.clone(), None, clock, || ()));
+        }
         tokio::spawn(lease::keep_renewed(heartbeat.clone(), identity.name.clone(), clock));
         tokio::spawn(node_status::report_status(heartbeat, identity.clone(), runtime.clone(), clock, reported));
         // Pods start once the node's pod CIDR has reached the runtime, so that their addresses

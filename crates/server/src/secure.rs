@@ -105,7 +105,8 @@ impl Security {
             write_private(&token_path, &token)?;
         }
         let token = read(&token_path)?.trim().to_string();
-        let tls = server_config(&cert_pem, &key_pem, None)
+        let tls = certified_key(&cert_pem, &key_pem)
+            .and_then(|key| server_config(Arc::new(rustls::sign::SingleCertAndKey::from(key)), None))
             .map_err(|e| SecurityError::Tls(format!("{}: {e}", cert_path.display())))?;
         Ok(Security { token, cert_pem, tls: Arc::new(tls) })
     }
@@ -145,6 +146,17 @@ impl KubeletTls {
         let pki = root.join("pki");
         let default = (pki.join("kubelet.crt"), pki.join("kubelet.key"));
         let (cert_pem, key_pem, cert_path) = serving_pair(given, default, names, ips)?;
+        let key = certified_key(&cert_pem, &key_pem)
+            .map_err(|e| SecurityError::Tls(format!("{}: {e}", cert_path.display())))?;
+        KubeletTls::with_certificates(Arc::new(rustls::sign::SingleCertAndKey::from(key)), client_ca)
+    }
+
+    /// Serving whatever certificate `certificates` gives each handshake (`serverTLSBootstrap`:
+    /// the one the cluster issued, renewed in place; none yet fails the handshake).
+    pub fn with_certificates(
+        certificates: Arc<dyn rustls::server::ResolvesServerCert>,
+        client_ca: Option<&Path>,
+    ) -> Result<KubeletTls, SecurityError> {
         let roots = match client_ca {
             None => None,
             Some(path) => {
@@ -152,8 +164,7 @@ impl KubeletTls {
                 Some(client_roots(&pem).map_err(|e| SecurityError::Tls(format!("{}: {e}", path.display())))?)
             }
         };
-        let tls = server_config(&cert_pem, &key_pem, roots)
-            .map_err(|e| SecurityError::Tls(format!("{}: {e}", cert_path.display())))?;
+        let tls = server_config(certificates, roots).map_err(SecurityError::Tls)?;
         Ok(KubeletTls { tls: Arc::new(tls) })
     }
 
@@ -177,16 +188,21 @@ fn client_roots(pem: &str) -> Result<rustls::RootCertStore, String> {
     Ok(roots)
 }
 
-fn server_config(
-    cert_pem: &str,
-    key_pem: &str,
-    client_roots: Option<rustls::RootCertStore>,
-) -> Result<rustls::ServerConfig, String> {
+/// A certificate chain and its key, as TLS presents them.
+fn certified_key(cert_pem: &str, key_pem: &str) -> Result<rustls::sign::CertifiedKey, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let certs: Vec<CertificateDer<'static>> =
         CertificateDer::pem_slice_iter(cert_pem.as_bytes()).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
     let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(|e| e.to_string())?;
+    rustls::sign::CertifiedKey::from_der(certs, key, &rustls::crypto::ring::default_provider())
+        .map_err(|e| e.to_string())
+}
+
+fn server_config(
+    certificates: Arc<dyn rustls::server::ResolvesServerCert>,
+    client_roots: Option<rustls::RootCertStore>,
+) -> Result<rustls::ServerConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -201,7 +217,7 @@ fn server_config(
             builder.with_client_cert_verifier(verifier)
         }
     };
-    builder.with_single_cert(certs, key).map_err(|e| e.to_string())
+    Ok(builder.with_cert_resolver(certificates))
 }
 
 /// TCP connections with TLS on them, for `axum::serve`. Handshakes run side by side: a client

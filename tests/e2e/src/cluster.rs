@@ -111,6 +111,18 @@ impl ClusterNode {
     }
 
     fn join_on(plane: &ControlPlane, base: &str, extra: &[&str], embedded: bool) -> ClusterNode {
+        let mut node = Self::prepare_on(plane, base, extra, embedded);
+        node.start();
+        node
+    }
+
+    /// A node as [`ClusterNode::join`] makes it (its root directory made), not started yet: the
+    /// test puts what it needs under its root, then calls [`ClusterNode::start`].
+    pub fn prepare(plane: &ControlPlane, base: &str, extra: &[&str]) -> ClusterNode {
+        Self::prepare_on(plane, base, extra, false)
+    }
+
+    fn prepare_on(plane: &ControlPlane, base: &str, extra: &[&str], embedded: bool) -> ClusterNode {
         let n = NODES.fetch_add(1, Ordering::SeqCst);
         let name = format!("{base}-{}-{n}", std::process::id());
         let root = PathBuf::from(format!("{}-cluster-{}-{n}", test_root().display(), std::process::id()));
@@ -134,12 +146,11 @@ impl ClusterNode {
         args.extend(["--kubeconfig".into(), root.join("kubeconfig").display().to_string()]);
         args.extend(["--bootstrap-kubeconfig".into(), plane.path("bootstrap-kubeconfig").to_string()]);
         args.extend(extra.iter().map(|s| s.to_string()));
-        let mut node = ClusterNode { name, root, port, embedded, args, process: None };
-        node.start();
-        node
+        ClusterNode { name, root, port, embedded, args, process: None }
     }
 
-    fn start(&mut self) {
+    /// Starts the agent and waits until it says it joined.
+    pub fn start(&mut self) {
         let mut process = Running::spawn(&self.args, None);
         assert!(
             process.wait_for_stderr("joined the cluster", Duration::from_secs(120)),
