@@ -192,7 +192,7 @@ fn logs_exec_and_port_forward_go_through_the_api_server_to_the_kubelet_port() {
         (
             "403",
             format!(
-                "Forbidden (user=system:serviceaccount:default:{account}, verb=get, resource=nodes, subresource=proxy)"
+                "Forbidden (user=system:serviceaccount:default:{account}, verb=get, resource=nodes, subresource(s)=[pods proxy])"
             )
             .as_str()
         )

@@ -7,9 +7,13 @@
 //!    the request is anonymous, which is `system:anonymous` when `anonymous.enabled` and a 401
 //!    `Unauthorized` when not. A token the API server does not accept is a 401 either way.
 //! 2. **Authorization.** A SubjectAccessReview of the user for `resource: nodes`, `name: <node>`,
-//!    a verb from the method and a subresource from the path ([`Attributes::of`]); allowed
-//!    decisions are cached 5 minutes and denials 30 seconds (or as configured). A denial is a 403
-//!    `Forbidden (user=<u>, verb=<v>, resource=nodes, subresource=<s>)`.
+//!    a verb from the method and a subresource from the path ([`Attributes::of`]): as newer
+//!    kubelets do (`KubeletFineGrainedAuthz`, on by default from 1.33, GA in 1.36), `/pods`,
+//!    `/runningpods`, `/healthz` and `/configz` ask for their own subresource first and `proxy`
+//!    after, which any API server answers (one that knows no `nodes/pods` denies it, and
+//!    `proxy` decides). Allowed decisions are cached 5 minutes and denials 30 seconds (or as
+//!    configured). A denial is a 403
+//!    `Forbidden (user=<u>, verb=<v>, resource=nodes, subresource(s)=[<s> ...])`.
 
 use crate::errors::KubeletError;
 use async_trait::async_trait;
@@ -129,16 +133,18 @@ impl User {
     }
 }
 
-/// What a request asks of the node, for its SubjectAccessReview.
+/// What a request asks of the node, for its SubjectAccessReviews.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attributes {
     pub verb: &'static str,
-    pub subresource: &'static str,
+    /// Asked for in turn until one is allowed.
+    pub subresources: &'static [&'static str],
 }
 
 impl Attributes {
-    /// The kubelet's `GetRequestAttributes`: the verb from the method, the subresource `stats`,
-    /// `metrics`, `log` or `spec` for those paths and below, `proxy` for every other path.
+    /// The kubelet's `GetRequestAttributes`: the verb from the method; the subresource `stats`,
+    /// `metrics`, `log`, `spec` or `checkpoint` for those paths and below; `pods`, `healthz` or
+    /// `configz`, then `proxy`, for theirs; `proxy` for every other path.
     pub fn of(method: &Method, path: &str) -> Attributes {
         let verb = match *method {
             Method::POST => "create",
@@ -148,11 +154,25 @@ impl Attributes {
             Method::DELETE => "delete",
             _ => "",
         };
-        let subresource = [("/stats/", "stats"), ("/metrics", "metrics"), ("/logs/", "log"), ("/spec/", "spec")]
-            .into_iter()
-            .find(|(base, _)| is_subpath(path, base))
-            .map_or("proxy", |(_, s)| s);
-        Attributes { verb, subresource }
+        const PATHS: [(&str, &[&str]); 9] = [
+            ("/stats/", &["stats"]),
+            ("/metrics", &["metrics"]),
+            ("/logs/", &["log"]),
+            ("/spec/", &["spec"]),
+            ("/checkpoint/", &["checkpoint"]),
+            ("/pods/", &["pods", "proxy"]),
+            ("/runningpods/", &["pods", "proxy"]),
+            ("/healthz", &["healthz", "proxy"]),
+            ("/configz", &["configz", "proxy"]),
+        ];
+        let subresources =
+            PATHS.into_iter().find(|(base, _)| is_subpath(path, base)).map_or(&["proxy"][..], |(_, s)| s);
+        Attributes { verb, subresources }
+    }
+
+    /// `[a b]`, as Go prints a list of strings.
+    fn listed(&self) -> String {
+        format!("[{}]", self.subresources.join(" "))
     }
 }
 
@@ -172,8 +192,10 @@ pub fn forbidden(user: &User, attrs: &Attributes) -> KubeletError {
     KubeletError::new(
         StatusCode::FORBIDDEN,
         format!(
-            "Forbidden (user={}, verb={}, resource=nodes, subresource={})",
-            user.name, attrs.verb, attrs.subresource
+            "Forbidden (user={}, verb={}, resource=nodes, subresource(s)={})",
+            user.name,
+            attrs.verb,
+            attrs.listed()
         ),
     )
 }
@@ -181,8 +203,10 @@ pub fn forbidden(user: &User, attrs: &Attributes) -> KubeletError {
 /// 500 when the API server could not be asked.
 fn authorization_error(user: &User, attrs: &Attributes) -> KubeletError {
     KubeletError::internal(format!(
-        "Authorization error (user={}, verb={}, resource=nodes, subresource={})",
-        user.name, attrs.verb, attrs.subresource
+        "Authorization error (user={}, verb={}, resource=nodes, subresource(s)={})",
+        user.name,
+        attrs.verb,
+        attrs.listed()
     ))
 }
 
@@ -278,33 +302,34 @@ impl Auth {
         let Authorization::Webhook { allowed_ttl, denied_ttl } = self.settings.authorization else {
             return Ok(());
         };
-        let spec = self.access_spec(user, attrs);
-        let key = serde_json::to_string(&spec).unwrap_or_default();
-        let allowed = match self.decisions.get(&key, self.clock.now()) {
-            Some(allowed) => allowed,
-            None => {
-                let review = SubjectAccessReview { spec, ..Default::default() };
-                let answer = self.reviews.access_review(review).await.map_err(|e| {
-                    tracing::warn!(%e, "Failed to make webhook authorizer request");
-                    authorization_error(user, attrs)
-                })?;
-                let status = answer.status.unwrap_or_default();
-                let allowed = status.allowed && status.denied != Some(true);
-                let ttl = if allowed { allowed_ttl } else { denied_ttl };
-                self.decisions.put(key, allowed, self.clock.now(), ttl);
-                allowed
+        for subresource in attrs.subresources {
+            let spec = self.access_spec(user, attrs.verb, subresource);
+            let key = serde_json::to_string(&spec).unwrap_or_default();
+            let allowed = match self.decisions.get(&key, self.clock.now()) {
+                Some(allowed) => allowed,
+                None => {
+                    let review = SubjectAccessReview { spec, ..Default::default() };
+                    let answer = self.reviews.access_review(review).await.map_err(|e| {
+                        tracing::warn!(%e, "Failed to make webhook authorizer request");
+                        authorization_error(user, attrs)
+                    })?;
+                    let status = answer.status.unwrap_or_default();
+                    let allowed = status.allowed && status.denied != Some(true);
+                    let ttl = if allowed { allowed_ttl } else { denied_ttl };
+                    self.decisions.put(key, allowed, self.clock.now(), ttl);
+                    allowed
+                }
+            };
+            if allowed {
+                return Ok(());
             }
-        };
-        if allowed {
-            Ok(())
-        } else {
-            tracing::debug!(user = user.name, verb = attrs.verb, subresource = attrs.subresource, "forbidden");
-            Err(forbidden(user, attrs))
         }
+        tracing::debug!(user = user.name, verb = attrs.verb, subresources = attrs.listed(), "forbidden");
+        Err(forbidden(user, attrs))
     }
 
     /// The review's spec, as the kubelet's webhook authorizer writes it.
-    fn access_spec(&self, user: &User, attrs: &Attributes) -> SubjectAccessReviewSpec {
+    fn access_spec(&self, user: &User, verb: &str, subresource: &str) -> SubjectAccessReviewSpec {
         let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
         SubjectAccessReviewSpec {
             user: some(&user.name),
@@ -312,10 +337,10 @@ impl Auth {
             groups: Some(user.groups.clone()).filter(|g| !g.is_empty()),
             extra: Some(user.extra.clone()).filter(|e| !e.is_empty()),
             resource_attributes: Some(ResourceAttributes {
-                verb: some(attrs.verb),
+                verb: some(verb),
                 version: Some("v1".into()),
                 resource: Some("nodes".into()),
-                subresource: some(attrs.subresource),
+                subresource: some(subresource),
                 name: some(&self.node),
                 ..Default::default()
             }),

@@ -130,7 +130,7 @@ async fn a_token_is_reviewed_and_its_user_authorized_for_the_paths_subresource()
         (code, body.as_str()),
         (
             StatusCode::FORBIDDEN,
-            "Forbidden (user=system:serviceaccount:default:nobody, verb=get, resource=nodes, subresource=proxy)"
+            "Forbidden (user=system:serviceaccount:default:nobody, verb=get, resource=nodes, subresource(s)=[pods proxy])"
         )
     );
     let spec = reviews.last_access().unwrap();
@@ -143,7 +143,7 @@ async fn a_token_is_reviewed_and_its_user_authorized_for_the_paths_subresource()
     assert_eq!(spec.groups, Some(vec!["system:serviceaccounts".to_string(), "system:authenticated".to_string()]));
     let (code, body) = ask(&k, Method::POST, "/stats/summary", Some("good-token")).await;
     assert_eq!(code, StatusCode::FORBIDDEN);
-    assert!(body.ends_with("verb=create, resource=nodes, subresource=stats)"), "{body}");
+    assert!(body.ends_with("verb=create, resource=nodes, subresource(s)=[stats])"), "{body}");
     // Allowed: the endpoints answer.
     reviews.allow("system:serviceaccount:default:nobody");
     let k = server(reviews.clone(), AuthSettings::default());

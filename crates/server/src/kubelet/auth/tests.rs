@@ -26,6 +26,7 @@ impl FakeReviews {
         self.users.lock().unwrap().insert(token.into(), info);
     }
 
+    /// `user` may do everything; `user/subresource`, only that subresource.
     pub(crate) fn allow(&self, user: &str) {
         self.allowed.lock().unwrap().insert(user.into());
     }
@@ -59,7 +60,10 @@ impl Reviews for FakeReviews {
         if user == "error" {
             return Err("connection refused".into());
         }
-        let allowed = self.allowed.lock().unwrap().contains(&user);
+        let subresource = review.spec.resource_attributes.as_ref().and_then(|a| a.subresource.clone());
+        let allowed = self.allowed.lock().unwrap();
+        let allowed =
+            allowed.contains(&user) || allowed.contains(&format!("{user}/{}", subresource.unwrap_or_default()));
         Ok(SubjectAccessReview { status: Some(SubjectAccessReviewStatus { allowed, ..Default::default() }), ..review })
     }
 }
@@ -74,21 +78,55 @@ fn headers(token: &str) -> HeaderMap {
 fn attributes_follow_the_kubelets_mapping() {
     let of = |m: Method, p: &str| {
         let a = Attributes::of(&m, p);
-        (a.verb, a.subresource)
+        (a.verb, a.subresources)
     };
-    assert_eq!(of(Method::GET, "/stats/summary"), ("get", "stats"));
-    assert_eq!(of(Method::GET, "/stats"), ("get", "stats"));
-    assert_eq!(of(Method::GET, "/metrics"), ("get", "metrics"));
-    assert_eq!(of(Method::GET, "/metrics/resource"), ("get", "metrics"));
-    assert_eq!(of(Method::GET, "/metricsfoo"), ("get", "proxy"));
-    assert_eq!(of(Method::GET, "/logs/messages"), ("get", "log"));
-    assert_eq!(of(Method::GET, "/spec/"), ("get", "spec"));
-    assert_eq!(of(Method::POST, "/exec/ns/p/c"), ("create", "proxy"));
-    assert_eq!(of(Method::GET, "/containerLogs/ns/p/c"), ("get", "proxy"));
-    assert_eq!(of(Method::PUT, "/pods"), ("update", "proxy"));
-    assert_eq!(of(Method::PATCH, "/pods"), ("patch", "proxy"));
-    assert_eq!(of(Method::DELETE, "/pods"), ("delete", "proxy"));
-    assert_eq!(of(Method::HEAD, "/healthz"), ("", "proxy"));
+    let proxy: &[&str] = &["proxy"];
+    assert_eq!(of(Method::GET, "/stats/summary"), ("get", &["stats"][..]));
+    assert_eq!(of(Method::GET, "/stats"), ("get", &["stats"][..]));
+    assert_eq!(of(Method::GET, "/metrics"), ("get", &["metrics"][..]));
+    assert_eq!(of(Method::GET, "/metrics/resource"), ("get", &["metrics"][..]));
+    assert_eq!(of(Method::GET, "/metricsfoo"), ("get", proxy));
+    assert_eq!(of(Method::GET, "/logs/messages"), ("get", &["log"][..]));
+    assert_eq!(of(Method::GET, "/spec/"), ("get", &["spec"][..]));
+    assert_eq!(of(Method::POST, "/checkpoint/ns/p/c"), ("create", &["checkpoint"][..]));
+    assert_eq!(of(Method::POST, "/exec/ns/p/c"), ("create", proxy));
+    assert_eq!(of(Method::GET, "/containerLogs/ns/p/c"), ("get", proxy));
+    // KubeletFineGrainedAuthz: their own subresource first, then proxy.
+    assert_eq!(of(Method::GET, "/pods"), ("get", &["pods", "proxy"][..]));
+    assert_eq!(of(Method::GET, "/runningpods/"), ("get", &["pods", "proxy"][..]));
+    assert_eq!(of(Method::GET, "/configz"), ("get", &["configz", "proxy"][..]));
+    assert_eq!(of(Method::PUT, "/pods"), ("update", &["pods", "proxy"][..]));
+    assert_eq!(of(Method::DELETE, "/pods"), ("delete", &["pods", "proxy"][..]));
+    assert_eq!(of(Method::HEAD, "/healthz"), ("", &["healthz", "proxy"][..]));
+    assert_eq!(of(Method::GET, "/healthzfoo"), ("get", proxy));
+}
+
+#[tokio::test]
+async fn a_fine_grained_subresource_is_asked_first_then_proxy() {
+    let reviews = FakeReviews::new();
+    // An API server that knows nodes/pods, and one (1.20's RBAC) that grants only proxy.
+    reviews.allow("new/pods");
+    reviews.allow("old/proxy");
+    let auth = Auth::new("n", AuthSettings::default(), reviews.clone(), Clock::new());
+    let user = |name: &str| User { name: name.into(), ..Default::default() };
+    let pods = Attributes::of(&Method::GET, "/pods");
+    let asked = |from: usize| -> Vec<String> {
+        reviews.access_asked.lock().unwrap()[from..]
+            .iter()
+            .map(|s| s.resource_attributes.as_ref().and_then(|a| a.subresource.clone()).unwrap_or_default())
+            .collect()
+    };
+    auth.authorize(&user("new"), &pods).await.unwrap();
+    assert_eq!(asked(0), ["pods"]);
+    auth.authorize(&user("old"), &pods).await.unwrap();
+    assert_eq!(asked(1), ["pods", "proxy"]);
+    let e = auth.authorize(&user("none"), &pods).await.unwrap_err();
+    assert_eq!(asked(3), ["pods", "proxy"]);
+    assert_eq!(e.message, "Forbidden (user=none, verb=get, resource=nodes, subresource(s)=[pods proxy])");
+    // Only proxy grants what has no subresource of its own.
+    let exec = Attributes::of(&Method::POST, "/exec/a/b/c");
+    assert!(auth.authorize(&user("new"), &exec).await.is_err());
+    assert_eq!(asked(5), ["proxy"]);
 }
 
 #[test]
@@ -150,7 +188,7 @@ async fn decisions_are_cached_five_minutes_allowed_and_thirty_seconds_denied() {
     let auth = Auth::new("n", AuthSettings::default(), reviews.clone(), Clock::new());
     let yes = User { name: "yes".into(), ..Default::default() };
     let no = User { name: "no".into(), ..Default::default() };
-    let get = Attributes::of(&Method::GET, "/pods");
+    let get = Attributes::of(&Method::GET, "/containerLogs/a/b/c");
     for _ in 0..3 {
         assert_eq!(auth.authorize(&yes, &get).await, Ok(()));
         assert_eq!(auth.authorize(&no, &get).await, Err(forbidden(&no, &get)));
@@ -173,7 +211,7 @@ async fn decisions_are_cached_five_minutes_allowed_and_thirty_seconds_denied() {
         (e.code, e.message.as_str()),
         (
             StatusCode::INTERNAL_SERVER_ERROR,
-            "Authorization error (user=error, verb=get, resource=nodes, subresource=proxy)"
+            "Authorization error (user=error, verb=get, resource=nodes, subresource(s)=[proxy])"
         )
     );
     // AlwaysAllow asks nobody.
