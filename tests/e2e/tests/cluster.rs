@@ -295,3 +295,23 @@ spec:
     });
     plane.ok(&["delete", "node", &node.name]);
 }
+
+/// A Lease deleted under a running node is made again at its next renewal (every 10 s), with
+/// the node as its holder and owner.
+#[test]
+fn a_deleted_lease_is_made_again() {
+    let plane = ControlPlane::up();
+    let node = ClusterNode::join(&plane, "pw-lease", &[]);
+    plane.wait_json(&["get", "node", &node.name], Duration::from_secs(60), "the node is Ready", is_ready);
+    let lease = ["get", "lease", "-n", "kube-node-lease", &node.name];
+    let first =
+        plane.wait_json(&lease, Duration::from_secs(30), "the lease exists", |l| l["metadata"]["uid"].is_string());
+    plane.ok(&["delete", "lease", "-n", "kube-node-lease", &node.name]);
+    let again = plane.wait_json(&lease, Duration::from_secs(30), "the lease is made again", |l| {
+        l["metadata"]["uid"].is_string() && l["metadata"]["uid"] != first["metadata"]["uid"]
+    });
+    assert_eq!(again["spec"]["holderIdentity"], node.name.as_str(), "{again:#}");
+    assert_eq!(again["metadata"]["ownerReferences"][0]["kind"], "Node", "{again:#}");
+    assert_eq!(again["metadata"]["ownerReferences"][0]["name"], node.name.as_str(), "{again:#}");
+    plane.ok(&["delete", "node", &node.name]);
+}
