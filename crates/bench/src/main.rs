@@ -11,11 +11,14 @@
 //! - `pulls`: pods with an image each from a local registry, started at once under each image
 //!   pull policy (serial, parallel, at most 2): time until all run, and podwright's time per
 //!   pull beside the runtime's `PullImage`.
+//! - `dns`: serve's cluster DNS in a process of its own, asked by many UDP clients at once:
+//!   answered queries per second, and the server's peak RSS.
 //!
 //! Prints a table for people, then `name: value` lines for scripts. Asserts nothing.
 
 mod alloc;
 mod counted;
+mod dns;
 mod fake;
 mod http;
 mod measure;
@@ -47,6 +50,11 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Pods pulling an image each from a local registry, under each image pull policy.
     Pulls(pulls::PullsArgs),
+    /// Serve's cluster DNS asked by many clients at once: queries per second, RSS.
+    Dns(dns::DnsArgs),
+    /// The server process of `dns` (started by it).
+    #[command(hide = true)]
+    DnsServer(dns::DnsServerArgs),
 }
 
 #[global_allocator]
@@ -74,6 +82,8 @@ fn main() -> ExitCode {
             Command::Probes(args) => probes::run(args).await.map(|r| r.print()),
             Command::Serve(args) => serve::run(args).await.map(|r| r.print()),
             Command::Pulls(args) => pulls::run(args).await.map(|r| r.print()),
+            Command::Dns(args) => dns::run(args).await.map(|r| r.print()),
+            Command::DnsServer(args) => dns::serve(args).await,
         }
     });
     match result {

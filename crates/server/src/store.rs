@@ -177,6 +177,11 @@ impl Store {
             .ok_or_else(|| ApiError::not_found(resource, name))
     }
 
+    /// The resourceVersion of the newest change: what was read at it is still current.
+    pub fn revision(&self) -> u64 {
+        self.lock().rv
+    }
+
     /// Every object of a resource (in one namespace, or all), in key order, and the
     /// resourceVersion the list is current at.
     pub fn list(&self, resource: Resource, ns: Option<&str>) -> (Vec<Arc<Value>>, u64) {

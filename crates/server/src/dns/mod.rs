@@ -1,6 +1,7 @@
-//! The cluster DNS of `podwright serve`, the node's small kube-dns: A records of the Services
-//! in the store under the cluster domain, every other name forwarded to the host's
-//! nameservers, over UDP and TCP. Pods with `dnsPolicy: ClusterFirst` are told to ask it.
+//! The cluster DNS of `podwright serve`, the node's small kube-dns: A and SRV records of the
+//! Services in the store under the cluster domain and PTR records of their cluster IPs, every
+//! other name forwarded to the host's nameservers, over UDP and TCP. Pods with
+//! `dnsPolicy: ClusterFirst` are told to ask it. The wire format is hickory-proto's.
 
 mod lookup;
 mod message;
@@ -9,13 +10,16 @@ pub mod upstream;
 use crate::resources::Resource;
 use crate::server::ApiServer;
 use crate::store::Store;
+use hickory_proto::ProtoError;
+use hickory_proto::op::{Message, OpCode, ResponseCode};
+use hickory_proto::rr::rdata::{A, PTR, SRV};
+use hickory_proto::rr::{Name, RData, Record};
 use lookup::{Lookup, ServiceRecord};
-use message::Rcode;
+use message::Query;
 use socket2::{Domain, Protocol, Socket, Type};
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::Semaphore;
 use upstream::Upstream;
@@ -74,6 +78,9 @@ pub struct DnsServer {
     domain: Vec<String>,
     upstream: Upstream,
     in_flight: Arc<Semaphore>,
+    /// The Services as the lookup reads them, with the store's revision they were read at:
+    /// read again only after a change, not for every query.
+    services: Mutex<Option<(u64, Arc<Vec<ServiceRecord>>)>>,
 }
 
 impl DnsServer {
@@ -85,7 +92,23 @@ impl DnsServer {
             domain,
             upstream,
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            services: Mutex::new(None),
         })
+    }
+
+    /// The store's Services, as of now.
+    fn services(&self) -> Arc<Vec<ServiceRecord>> {
+        let revision = self.store.revision();
+        let mut cached = self.services.lock().unwrap_or_else(|e| e.into_inner());
+        match &*cached {
+            Some((read_at, services)) if *read_at == revision => services.clone(),
+            _ => {
+                let (objects, read_at) = self.store.list(Resource::Services, None);
+                let services = Arc::new(objects.iter().filter_map(|o| ServiceRecord::from_object(o)).collect());
+                *cached = Some((read_at, Arc::clone(&services)));
+                services
+            }
+        }
     }
 
     /// The response to one message (`None`: say nothing); `tcp` when it came over TCP.
@@ -97,23 +120,33 @@ impl DnsServer {
                 return message::format_error(msg, &e);
             }
         };
-        if query.opcode() != 0 {
-            return Some(message::response(msg, &query, Rcode::NotImp, false, &[], TTL));
+        let limit = if tcp { message::TCP_LIMIT } else { query.udp_limit() };
+        if query.op_code() != OpCode::Query {
+            return message::encode(&message::response(&query, ResponseCode::NotImp, false, &[], TTL), limit);
         }
-        let services: Vec<ServiceRecord> = {
-            let (objects, _) = self.store.list(Resource::Services, None);
-            objects.iter().filter_map(|o| ServiceRecord::from_object(o)).collect()
-        };
-        let found = lookup::lookup(&query.labels, query.qtype, &self.domain, &services);
-        tracing::debug!(name = %query.name(), qtype = query.qtype, answer = ?found, "cluster DNS");
-        Some(match found {
-            Lookup::Records(ips) => message::response(msg, &query, Rcode::NoError, true, &ips, TTL),
-            Lookup::NxDomain => message::response(msg, &query, Rcode::NxDomain, true, &[], TTL),
+        let services = self.services();
+        let qtype = query.question().query_type();
+        let found = lookup::lookup(&query.labels, qtype, &self.domain, &services);
+        tracing::debug!(name = %query.name(), %qtype, answer = ?found, "cluster DNS");
+        let response = match found {
             Lookup::Forward => match self.upstream.forward(msg, tcp).await {
-                Some(answer) => answer,
-                None => message::response(msg, &query, Rcode::ServFail, false, &[], TTL),
+                Some(answer) => return Some(answer),
+                None => Ok(message::response(&query, ResponseCode::ServFail, false, &[], TTL)),
             },
-        })
+            Lookup::NxDomain => Ok(message::response(&query, ResponseCode::NXDomain, true, &[], TTL)),
+            Lookup::Records(ips) => {
+                let answers: Vec<RData> = ips.into_iter().map(|ip| RData::A(A(ip))).collect();
+                Ok(message::response(&query, ResponseCode::NoError, true, &answers, TTL))
+            }
+            Lookup::Srv { target, ip, ports } => srv_response(&query, &target, ip, ports),
+            Lookup::Ptr(target) => dns_name(&target)
+                .map(|target| message::response(&query, ResponseCode::NoError, true, &[RData::PTR(PTR(target))], TTL)),
+        }
+        .unwrap_or_else(|e| {
+            tracing::debug!(error = %e, "cluster DNS: a service's name is not a DNS name");
+            message::response(&query, ResponseCode::ServFail, false, &[], TTL)
+        });
+        message::encode(&response, limit)
     }
 
     /// Serves until a socket fails for good.
@@ -158,19 +191,32 @@ impl DnsServer {
     /// Messages after their two-byte lengths, answered in turn until the client is done.
     async fn serve_connection(self: Arc<Self>, mut stream: TcpStream) {
         loop {
-            let Ok(Ok(len)) = tokio::time::timeout(TCP_IDLE, stream.read_u16()).await else { return };
-            let mut msg = vec![0; usize::from(len)];
-            if !matches!(tokio::time::timeout(TCP_IDLE, stream.read_exact(&mut msg)).await, Ok(Ok(_))) {
-                return;
-            }
+            let Ok(Ok(msg)) = tokio::time::timeout(TCP_IDLE, message::read_tcp(&mut stream)).await else { return };
             let Ok(_permit) = self.in_flight.clone().try_acquire_owned() else { return };
             let Some(out) = self.answer(&msg, true).await else { return };
-            let Ok(out_len) = u16::try_from(out.len()) else { return };
-            if stream.write_all(&out_len.to_be_bytes()).await.is_err() || stream.write_all(&out).await.is_err() {
+            if message::write_tcp(&mut stream, &out).await.is_err() {
                 return;
             }
         }
     }
+}
+
+/// A name from its labels.
+fn dns_name(labels: &[String]) -> Result<Name, ProtoError> {
+    Name::from_labels(labels.iter().map(String::as_bytes))
+}
+
+/// SRV records for `ports` of the service named `target`, with its address `ip` in the
+/// additional section, as CoreDNS answers.
+fn srv_response(query: &Query, target: &[String], ip: Ipv4Addr, ports: Vec<u16>) -> Result<Message, ProtoError> {
+    let target = dns_name(target)?;
+    // Equal shares of 100 between the records, as CoreDNS weighs them.
+    let weight = u16::try_from(100 / ports.len().max(1)).unwrap_or(100);
+    let answers: Vec<RData> =
+        ports.into_iter().map(|port| RData::SRV(SRV::new(0, weight, port, target.clone()))).collect();
+    let mut out = message::response(query, ResponseCode::NoError, true, &answers, TTL);
+    out.add_additional(Record::from_rdata(target, TTL, RData::A(A(ip))));
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -181,6 +227,7 @@ mod tests {
     use podwright_node::cri::dns::ResolvConf;
     use podwright_runtime::Clock;
     use serde_json::json;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     const AAAA: u16 = 28;
 
@@ -276,5 +323,39 @@ mod tests {
             conn.read_exact(&mut out).await.unwrap();
             assert_eq!(out[..n], buf[..n]);
         }
+    }
+
+    #[tokio::test]
+    async fn srv_and_ptr_answers_on_the_wire() {
+        let (api, dns) = server();
+        let obj = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "mydb", "namespace": "default"},
+            "spec": {"clusterIP": "10.96.0.12", "ports": [{"name": "sql", "port": 5432}, {"name": "metrics", "port": 9187}]}});
+        api.store().create(Resource::Services, obj).unwrap();
+        let ask = |name: &str, qtype: u16| {
+            let dns = dns.clone();
+            let msg = query(5, name, qtype, false);
+            async move { Message::from_vec(&dns.answer(&msg, false).await.unwrap()).unwrap() }
+        };
+        let srv = ask("_sql._tcp.mydb.default.svc.cluster.local", 33).await;
+        assert_eq!(
+            (srv.metadata.response_code, srv.answers.len(), srv.additionals.len()),
+            (ResponseCode::NoError, 1, 1)
+        );
+        assert_eq!(srv.answers[0].data.to_string(), "0 100 5432 mydb.default.svc.cluster.local.");
+        assert_eq!(srv.additionals[0].data.to_string(), "10.96.0.12");
+        let both = ask("mydb.default.svc.cluster.local", 33).await;
+        let records: Vec<String> = both.answers.iter().map(|r| r.data.to_string()).collect();
+        assert_eq!(records, ["0 50 5432 mydb.default.svc.cluster.local.", "0 50 9187 mydb.default.svc.cluster.local."]);
+        assert_eq!(
+            ask("_http._tcp.mydb.default.svc.cluster.local", 33).await.metadata.response_code,
+            ResponseCode::NXDomain
+        );
+
+        let ptr = ask("12.0.96.10.in-addr.arpa", 12).await;
+        assert!(ptr.metadata.authoritative);
+        assert_eq!(ptr.answers[0].data.to_string(), "mydb.default.svc.cluster.local.");
+        assert_eq!(ptr.answers[0].ttl, TTL);
+        // Another address is the host's nameservers' to answer (none here).
+        assert_eq!(ask("13.0.96.10.in-addr.arpa", 12).await.metadata.response_code, ResponseCode::ServFail);
     }
 }

@@ -1,10 +1,12 @@
 //! The host's nameservers, which answer every name outside the cluster domain (CoreDNS's
 //! `forward . /etc/resolv.conf`).
 
+use super::message::{read_tcp, write_tcp};
+use hickory_proto::op::{Header, Message, MessageType, Query};
+use hickory_proto::serialize::binary::{BinDecodable, BinDecoder};
 use podwright_node::cri::dns::ResolvConf;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UdpSocket};
 
 /// How long one nameserver has to answer. Resolvers wait 5 s before they ask again, so two
@@ -56,7 +58,26 @@ fn unspecified(server: SocketAddr) -> SocketAddr {
     SocketAddr::new(ip, 0)
 }
 
-/// Sends the query from a socket of its own and takes the first response with its ID.
+/// A message's header and questions.
+fn head(msg: &[u8]) -> Option<(Header, Vec<Query>)> {
+    let mut decoder = BinDecoder::new(msg);
+    let header = Header::read(&mut decoder).ok()?;
+    let questions = Message::read_queries(&mut decoder, usize::from(header.counts.queries)).ok()?;
+    Some((header, questions))
+}
+
+/// Whether `answer` is a response to `query`: its ID, and its question unless it has none (an
+/// error may leave it out). Anything else is a stray or forged packet.
+fn answers(query: &[u8], answer: &[u8]) -> bool {
+    match (head(query), head(answer)) {
+        (Some((q, asked)), Some((a, answered))) => {
+            a.id == q.id && a.message_type == MessageType::Response && (answered.is_empty() || answered == asked)
+        }
+        _ => false,
+    }
+}
+
+/// Sends the query from a socket of its own and takes the first response to it.
 async fn ask_udp(server: SocketAddr, msg: &[u8]) -> std::io::Result<Vec<u8>> {
     let socket = UdpSocket::bind(unspecified(server)).await?;
     socket.connect(server).await?;
@@ -64,8 +85,7 @@ async fn ask_udp(server: SocketAddr, msg: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut buf = vec![0; 65_535];
     loop {
         let n = socket.recv(&mut buf).await?;
-        // The same ID, and the QR bit of a response.
-        if n >= 12 && buf[..2] == msg[..2] && buf[2] & 0x80 != 0 {
+        if answers(msg, &buf[..n]) {
             buf.truncate(n);
             return Ok(buf);
         }
@@ -75,18 +95,18 @@ async fn ask_udp(server: SocketAddr, msg: &[u8]) -> std::io::Result<Vec<u8>> {
 /// One query over a TCP connection of its own, each message after its two-byte length.
 async fn ask_tcp(server: SocketAddr, msg: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut stream = TcpStream::connect(server).await?;
-    let len = u16::try_from(msg.len()).map_err(|_| std::io::ErrorKind::InvalidInput)?;
-    stream.write_all(&len.to_be_bytes()).await?;
-    stream.write_all(msg).await?;
-    let len = stream.read_u16().await?;
-    let mut buf = vec![0; usize::from(len)];
-    stream.read_exact(&mut buf).await?;
+    write_tcp(&mut stream, msg).await?;
+    let buf = read_tcp(&mut stream).await?;
+    if !answers(msg, &buf) {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not a response to the query"));
+    }
     Ok(buf)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     #[test]
     fn asks_the_hosts_nameservers_but_not_itself() {
