@@ -20,6 +20,7 @@
 //! * [`runtime_class_admission`] — the RuntimeClass admission plugin: unknown classes refused,
 //!   the class's overhead set on the pod;
 //! * [`expansion`] — `$(VAR)` references in commands, env values and `subPathExpr`;
+//! * [`yaml`] — YAML in and out, for the manifests and every other crate;
 //! * [`go`] — Go's quoting, duration text and aggregate error message, as Kubernetes prints them;
 //! * [`load()`] — all of the above for a manifest file, pods and the objects beside them.
 
@@ -42,6 +43,7 @@ pub mod runtime_class_admission;
 pub mod sysctl;
 pub mod validation;
 pub mod volume_sources;
+pub mod yaml;
 pub mod yaml_positions;
 
 /// The Kubernetes release whose API and kubelet rules podwright follows: what it reports as its

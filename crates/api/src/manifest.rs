@@ -9,10 +9,10 @@ use std::io::Read;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use k8s_openapi::api::node::v1::RuntimeClass;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value as JsonValue;
 
+use crate::yaml::{self, Value as YamlValue, YamlError};
 use crate::yaml_positions::{
     DocPath, MAX_NESTING_DEPTH, PathSegment, Position, PositionIndex, Scan, Yaml11Scalar, index_positions,
 };
@@ -212,10 +212,10 @@ fn parse(source_name: &str, text: &str, accept: Accept) -> Result<Vec<ManifestOb
     let mut ctx = Ctx { source_name, accept, positions: positions.as_ref(), problems: Vec::new() };
     let mut objects = Vec::new();
     let mut documents = 0;
-    for (i, de) in serde_yaml::Deserializer::from_str(text).enumerate() {
+    for (i, value) in yaml::documents(text).enumerate() {
         let doc = i + 1;
         documents = doc;
-        let value = match serde_yaml::Value::deserialize(de) {
+        let value = match value {
             Ok(v) => v,
             Err(e) => {
                 ctx.problems.push(syntax_problem(source_name, &e));
@@ -242,15 +242,15 @@ fn parse(source_name: &str, text: &str, accept: Accept) -> Result<Vec<ManifestOb
     }
 }
 
-fn syntax_problem(source_name: &str, e: &serde_yaml::Error) -> ManifestProblem {
+fn syntax_problem(source_name: &str, e: &YamlError) -> ManifestProblem {
     let mut message = e.to_string();
     let (line, column) = match e.location() {
-        Some(loc) => {
-            let suffix = format!(" at line {} column {}", loc.line(), loc.column());
+        Some((line, column)) => {
+            let suffix = format!(" at line {line} column {column}");
             if let Some(idx) = message.find(&suffix) {
                 message.replace_range(idx..idx + suffix.len(), "");
             }
-            (Some(loc.line()), Some(loc.column()))
+            (Some(line), Some(column))
         }
         None => (None, None),
     };
@@ -308,7 +308,7 @@ impl Ctx<'_> {
         });
     }
 
-    fn document(&mut self, doc: usize, mut value: serde_yaml::Value, out: &mut Vec<Found>) {
+    fn document(&mut self, doc: usize, mut value: YamlValue, out: &mut Vec<Found>) {
         if value.is_null() {
             return;
         }
@@ -540,8 +540,8 @@ fn convert_path(path: &serde_path_to_error::Path) -> Vec<PathSegment> {
 /// Convert a YAML value to JSON the way Kubernetes' YAML decoder does:
 /// non-string scalar keys become strings; tags and non-finite numbers are
 /// rejected. On failure returns the path of the bad node and a message.
-fn yaml_to_json(v: &serde_yaml::Value, path: &mut Vec<PathSegment>) -> Result<JsonValue, (Vec<PathSegment>, String)> {
-    use serde_yaml::Value as Y;
+fn yaml_to_json(v: &YamlValue, path: &mut Vec<PathSegment>) -> Result<JsonValue, (Vec<PathSegment>, String)> {
+    use YamlValue as Y;
     Ok(match v {
         Y::Null => JsonValue::Null,
         Y::Bool(b) => JsonValue::Bool(*b),

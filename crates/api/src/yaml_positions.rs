@@ -1,16 +1,16 @@
 //! Source positions (line, column) of the keys and list items of a YAML
 //! stream, by field path, so manifest errors can point at a line; and the
 //! plain scalars that Kubernetes' YAML decoder (go-yaml v2, YAML 1.1 rules)
-//! reads differently from serde_yaml (YAML 1.2 rules): `0644` is the octal
+//! reads differently from [`crate::yaml`]'s reader (YAML 1.2 rules): `0644` is the octal
 //! integer 420, `1_000` is 1000, `yes`/`no`/`on`/`off`/`y`/`n` are booleans.
 //!
-//! serde_yaml's values carry no positions or scalar styles, so the text is
+//! That reader's values carry no positions or scalar styles, so the text is
 //! read a second time with a span-reporting event parser. This is best
 //! effort: when the two parsers disagree about the shape of the stream, no
 //! positions are given.
 //!
 //! That pass comes first and also bounds the nesting depth: libyaml's scanner (under
-//! serde_yaml) does work for every token that grows with the number of open flow collections,
+//! [`crate::yaml`]) does work for every token that grows with the number of open flow collections,
 //! so deeply nested brackets cost time that grows with the square of the depth (a 200 KB
 //! document took more than 30 s). This parser's cost is linear, and it stops at the limit.
 
@@ -86,7 +86,7 @@ pub enum Yaml11Scalar {
     Int(i64),
 }
 
-/// How go-yaml v2 resolves a plain scalar, where that differs from serde_yaml
+/// How go-yaml v2 resolves a plain scalar, where that differs from [`crate::yaml`]'s reader
 /// (which reads all of these as strings).
 pub fn yaml11_scalar(text: &str) -> Option<Yaml11Scalar> {
     match text {
@@ -106,7 +106,7 @@ pub fn yaml11_scalar(text: &str) -> Option<Yaml11Scalar> {
     };
     let leading_zero = digits.len() > 1 && digits.starts_with('0') && digits.as_bytes()[1].is_ascii_digit();
     if !text.contains('_') && !leading_zero {
-        return None; // serde_yaml already agrees
+        return None; // the YAML reader already agrees
     }
     let value = if let Some(h) = digits.strip_prefix("0x") {
         i64::from_str_radix(h, 16).ok()?
@@ -277,7 +277,7 @@ impl Builder {
 }
 
 /// The deepest nesting of mappings and lists a manifest may have. The deepest field of a Pod
-/// is about 12 levels down; the API server's decoders stop at 10,000, serde_yaml at 128, and
+/// is about 12 levels down; the API server's decoders stop at 10,000, libyaml's reader at 128, and
 /// libyaml's cost per token grows with the depth, so the limit is kept small.
 pub const MAX_NESTING_DEPTH: usize = 32;
 

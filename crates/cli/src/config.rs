@@ -132,7 +132,7 @@ fn ttl(field: &str, given: Option<&str>, default: Duration) -> Result<Duration, 
 /// The `--config` file, validated; an error names the file.
 pub(crate) fn read_config(path: &Path) -> Result<ServeConfig, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut c: ServeConfig = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut c: ServeConfig = podwright_api::yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(k) = c.kind.as_deref().filter(|k| *k != "KubeletConfiguration") {
         return Err(format!(
             "{}: kind: Unsupported value: {k:?}: supported values: \"KubeletConfiguration\"",

@@ -95,7 +95,8 @@ fn the_configuration_page_names_every_flag_and_every_config_field() {
         }
     }
     // The fields the reader accepts, as serde lists them for an unknown one.
-    let refusal = serde_yaml::from_str::<crate::config::ServeConfig>("notAField: 1\n").unwrap_err().to_string();
+    let refusal =
+        podwright_api::yaml::from_str::<crate::config::ServeConfig>("notAField: 1\n").unwrap_err().to_string();
     let expected = refusal.split_once("expected one of ").map(|(_, list)| list).unwrap_or_default();
     let fields: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
     assert!(fields.contains(&"clusterDNS") && fields.contains(&"imageMaximumGCAge"), "{refusal}");

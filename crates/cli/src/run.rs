@@ -148,7 +148,7 @@ pub async fn run(args: RunArgs) -> u8 {
     if let Some(fmt) = args.output.as_deref() {
         let list = output::final_list(&final_pods, &events.snapshot());
         let text = if fmt == "yaml" {
-            serde_yaml::to_string(&list).unwrap_or_default()
+            podwright_api::yaml::to_string(&list).unwrap_or_default()
         } else {
             serde_json::to_string_pretty(&list).unwrap_or_default() + "\n"
         };

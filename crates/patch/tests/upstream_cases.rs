@@ -42,7 +42,7 @@ fn sort_merged_lists(value: &mut Value) {
 
 #[test]
 fn upstream_cases() {
-    let cases: Vec<Value> = serde_yaml::from_str(include_str!("fixtures/upstream_cases.yaml")).unwrap();
+    let cases: Vec<Value> = podwright_api::yaml::from_str(include_str!("fixtures/upstream_cases.yaml")).unwrap();
     assert!(!cases.is_empty());
     let mut failures = Vec::new();
     for case in &cases {

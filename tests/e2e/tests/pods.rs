@@ -784,3 +784,43 @@ spec:
     assert!(reader[2].starts_with("path=/") && reader[2].contains("/bin"), "the image's PATH: {reader:?}");
     assert_nothing_left(&pod);
 }
+
+// 11 ------------------------------------------------------------------------------------------
+
+/// `-o yaml` prints the final `List` in the block style kubectl writes: list items level with
+/// their key, a string that would read as a number quoted, text of several lines as a `|` block.
+#[test]
+fn the_final_list_as_yaml() {
+    let pod_name = pod_name("e2e-yaml");
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {pod_name}
+  labels: {{port: "80"}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: ['sh', '-c', 'printf "a: b\nsecond line\n" > /dev/termination-log']
+"#
+    );
+    let o = run_manifest(&manifest, &["-o", "yaml"]);
+    o.assert_code(0);
+    let yaml = &o.stdout;
+    let head = "apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata:\n";
+    assert!(yaml.starts_with(head), "{}", o.context());
+    let pod_lines = [
+        "    labels:\n      port: '80'\n".to_string(),
+        format!("    name: {pod_name}\n"),
+        "    containerStatuses:\n    - containerID: containerd://".to_string(),
+        "          message: |\n            a: b\n            second line\n".to_string(),
+        "    phase: Succeeded\n".to_string(),
+        "  kind: Event\n".to_string(),
+    ];
+    for lines in pod_lines {
+        assert!(yaml.contains(&lines), "-o yaml should hold {lines:?}\n{}", o.context());
+    }
+    assert!(yaml.ends_with("kind: List\nmetadata: {}\n"), "{}", o.context());
+}

@@ -81,7 +81,8 @@ struct RawProvider {
     args: Vec<String>,
     #[serde(default)]
     env: Vec<RawEnv>,
-    token_attributes: Option<serde_yaml::Value>,
+    /// Only whether it is set counts: podwright refuses it (it gives plugins no tokens).
+    token_attributes: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -124,7 +125,7 @@ enum ParseError {
 }
 
 fn parse(text: &str) -> Result<Vec<Provider>, ParseError> {
-    let raw: RawConfig = serde_yaml::from_str(text).map_err(|e| ParseError::Decode(e.to_string()))?;
+    let raw: RawConfig = podwright_api::yaml::from_str(text).map_err(|e| ParseError::Decode(e.to_string()))?;
     let Some(api_version) = raw.api_version.filter(|v| !v.is_empty()) else {
         return Err(ParseError::Decode("Object 'apiVersion' is missing".into()));
     };
