@@ -73,7 +73,7 @@ pub async fn run(t: &HookTarget<'_>, hook: Hook, handler: &LifecycleHandler) -> 
         let path = action.path.clone().unwrap_or_default();
         let fail =
             |e: String| format!("HTTP lifecycle hook ({path}) for Container {c:?} in Pod {pod:?} failed - error: {e}");
-        let req = Request::new(action, t.container, t.pod_ip).map_err(fail)?;
+        let req = Request::for_hook(action, t.container, t.pod_ip).map_err(fail)?;
         // Any answer will do: the kubelet does not look at the status code of a hook's GET.
         return match http_get::get(&req, UNBOUNDED).await {
             Ok(_) => Ok(()),

@@ -14,6 +14,8 @@ const MAX_HEAD: usize = 64 * 1024;
 /// Go's http client follows at most 10 redirects.
 const MAX_REDIRECTS: usize = 10;
 pub const USER_AGENT: &str = "kube-probe/1.33";
+/// The kubelet names its lifecycle hooks' requests apart from its probes' (`kube-<fragment>/`).
+pub const HOOK_USER_AGENT: &str = "kube-lifecycle/1.33";
 
 /// A port of the container by number, by numeric string, or by the name of one of its ports.
 pub fn resolve_port(port: &IntOrString, container: &Container) -> Result<u16, String> {
@@ -60,6 +62,16 @@ impl Request {
         let headers = action.http_headers.iter().flatten().map(|h| (h.name.clone(), h.value.clone())).collect();
         let https = action.scheme.as_deref() == Some("HTTPS");
         Ok(Request { host, port, path, headers, https })
+    }
+
+    /// The request a lifecycle hook's action describes: a probe's, under the hooks' User-Agent
+    /// unless the action gives one.
+    pub fn for_hook(action: &HTTPGetAction, container: &Container, pod_ip: &str) -> Result<Self, String> {
+        let mut req = Self::new(action, container, pod_ip)?;
+        if !req.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("user-agent")) {
+            req.headers.push(("User-Agent".into(), HOOK_USER_AGENT.into()));
+        }
+        Ok(req)
     }
 
     pub fn url(&self) -> String {
@@ -268,6 +280,17 @@ mod tests {
         let seen = server.await.unwrap();
         assert!(seen[0].starts_with("GET /healthz HTTP/1.1\r\n"), "{}", seen[0]);
         assert!(seen[0].contains("User-Agent: kube-probe/1.33\r\n") && seen[0].contains("X-Probe: 1\r\n"));
+    }
+
+    #[tokio::test]
+    async fn a_hook_names_itself_kube_lifecycle() {
+        let (port, server) = serve(vec!["HTTP/1.1 200 OK\r\n\r\n"]).await;
+        let action = HTTPGetAction { port: IntOrString::Int(i32::from(port)), ..Default::default() };
+        let hook = Request::for_hook(&action, &Container::default(), "127.0.0.1").unwrap();
+        get(&hook, Duration::from_secs(2)).await.unwrap();
+        let seen = server.await.unwrap();
+        assert!(seen[0].contains("User-Agent: kube-lifecycle/1.33\r\n"), "{}", seen[0]);
+        assert!(!seen[0].contains("kube-probe"), "{}", seen[0]);
     }
 
     #[tokio::test]
