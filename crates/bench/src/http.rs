@@ -1,13 +1,18 @@
-//! Just enough HTTP/1.1 to drive `podwright serve`'s API from the benchmark: one request per
-//! connection, and a watch read event by event. Blocking: the benchmark's measuring thread
-//! waits on it.
+//! `podwright serve`'s API driven from the benchmark on hyper's HTTP/1.1 client: one request per
+//! connection, and a watch read event by event. Blocking: the benchmark's measuring thread (a
+//! blocking thread of the runtime) waits on it.
 // A benchmark measures real time on purpose.
 #![allow(clippy::disallowed_methods)]
 
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{ACCEPT, CONNECTION, CONTENT_TYPE, HOST};
+use hyper_util::rt::TokioIo;
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+use tokio::runtime::Handle;
 
 /// How long a plain request may take.
 const REQUEST_LIMIT: Duration = Duration::from_secs(30);
@@ -23,83 +28,67 @@ impl Response {
     }
 }
 
-fn send(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> Result<BufReader<TcpStream>, String> {
-    let mut conn = TcpStream::connect_timeout(&addr, REQUEST_LIMIT).map_err(|e| format!("{addr}: {e}"))?;
-    conn.set_read_timeout(Some(REQUEST_LIMIT)).map_err(|e| e.to_string())?;
-    let mut head =
-        format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\nConnection: close\r\n");
-    if let Some(b) = body {
-        head.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", b.len()));
+/// Sends the request on a connection of its own (`Connection: close`), with a JSON body if
+/// given; the connection is driven by a task of its own until the response's body is read.
+async fn send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> Result<hyper::Response<Incoming>, String> {
+    let what = |e: &dyn std::fmt::Display| format!("{method} {path}: {e}");
+    let stream = match tokio::time::timeout(REQUEST_LIMIT, TcpStream::connect(addr)).await {
+        Ok(s) => s.map_err(|e| format!("{addr}: {e}"))?,
+        Err(_) => return Err(format!("{addr}: no connection within {REQUEST_LIMIT:?}")),
+    };
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| what(&e))?;
+    tokio::spawn(connection);
+    let mut request = hyper::Request::builder()
+        .method(method)
+        .uri(path)
+        .header(HOST, addr.to_string())
+        .header(ACCEPT, "application/json")
+        .header(CONNECTION, "close");
+    if body.is_some() {
+        request = request.header(CONTENT_TYPE, "application/json");
     }
-    head.push_str("\r\n");
-    head.push_str(body.unwrap_or_default());
-    conn.write_all(head.as_bytes()).map_err(|e| format!("{method} {path}: {e}"))?;
-    Ok(BufReader::new(conn))
+    let request = request.body(Full::new(Bytes::from(body.unwrap_or_default().to_owned()))).map_err(|e| what(&e))?;
+    sender.send_request(request).await.map_err(|e| what(&e))
 }
 
-/// Reads the status line and the headers: the status, and whether the body is chunked.
-fn read_head(conn: &mut BufReader<TcpStream>) -> Result<(u16, bool), String> {
-    let mut line = String::new();
-    conn.read_line(&mut line).map_err(|e| format!("reading the reply: {e}"))?;
-    let status =
-        line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or(format!("bad status line {line:?}"))?;
-    let mut chunked = false;
-    loop {
-        line.clear();
-        conn.read_line(&mut line).map_err(|e| format!("reading the reply: {e}"))?;
-        let header = line.trim_end();
-        if header.is_empty() {
-            return Ok((status, chunked));
-        }
-        let lower = header.to_ascii_lowercase();
-        chunked |= lower.starts_with("transfer-encoding:") && lower.contains("chunked");
-    }
-}
-
-/// One chunk of a chunked body; empty at its end.
-fn read_chunk(conn: &mut BufReader<TcpStream>) -> std::io::Result<Vec<u8>> {
-    let mut line = String::new();
-    conn.read_line(&mut line)?;
-    let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or_default(), 16)
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("bad chunk size {line:?}")))?;
-    let mut chunk = vec![0; size + 2];
-    conn.read_exact(&mut chunk)?;
-    chunk.truncate(size);
-    Ok(chunk)
-}
-
-/// One request on its own connection (`Connection: close`), with a JSON body if given.
+/// One request on its own connection, with a JSON body if given.
 pub fn request(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> Result<Response, String> {
-    let mut conn = send(addr, method, path, body)?;
-    let (status, chunked) = read_head(&mut conn)?;
-    let mut body = vec![];
-    if chunked {
-        loop {
-            let chunk = read_chunk(&mut conn).map_err(|e| format!("{method} {path}: {e}"))?;
-            if chunk.is_empty() {
-                break;
-            }
-            body.extend(chunk);
-        }
-    } else {
-        conn.read_to_end(&mut body).map_err(|e| format!("{method} {path}: {e}"))?;
-    }
-    Ok(Response { status, body })
+    let exchange = async {
+        let response = send(addr, method, path, body).await?;
+        let status = response.status().as_u16();
+        let body = response.into_body().collect().await.map_err(|e| format!("{method} {path}: {e}"))?;
+        Ok(Response { status, body: body.to_bytes().to_vec() })
+    };
+    Handle::current().block_on(async {
+        tokio::time::timeout(REQUEST_LIMIT, exchange)
+            .await
+            .unwrap_or_else(|_| Err(format!("{method} {path}: no answer within {REQUEST_LIMIT:?}")))
+    })
 }
 
-/// A watch: `{"type": ..., "object": ...}` events, one per line of a chunked body.
+/// A watch: `{"type": ..., "object": ...}` events, one per line of its body.
 pub struct Watch {
-    conn: BufReader<TcpStream>,
+    body: Incoming,
     pending: Vec<u8>,
 }
 
 impl Watch {
     /// Opens the watch and returns once the API has answered it (it is then established).
     pub fn open(addr: SocketAddr, path: &str) -> Result<Watch, String> {
-        let mut conn = send(addr, "GET", path, None)?;
-        match read_head(&mut conn)? {
-            (200, true) => Ok(Watch { conn, pending: vec![] }),
-            (status, _) => Err(format!("watch {path}: HTTP {status}")),
+        let response = Handle::current().block_on(async {
+            tokio::time::timeout(REQUEST_LIMIT, send(addr, "GET", path, None))
+                .await
+                .unwrap_or_else(|_| Err(format!("watch {path}: no answer within {REQUEST_LIMIT:?}")))
+        })?;
+        match response.status().as_u16() {
+            200 => Ok(Watch { body: response.into_body(), pending: vec![] }),
+            status => Err(format!("watch {path}: HTTP {status}")),
         }
     }
 
@@ -117,14 +106,16 @@ impl Watch {
             if left.is_zero() {
                 return Ok(None);
             }
-            self.conn.get_ref().set_read_timeout(Some(left)).map_err(|e| e.to_string())?;
-            match read_chunk(&mut self.conn) {
-                Ok(chunk) if chunk.is_empty() => return Err("the watch ended".into()),
-                Ok(chunk) => self.pending.extend(chunk),
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                    return Ok(None);
+            let frame = Handle::current().block_on(async { tokio::time::timeout(left, self.body.frame()).await });
+            match frame {
+                Err(_) => return Ok(None),
+                Ok(None) => return Err("the watch ended".into()),
+                Ok(Some(Err(e))) => return Err(format!("reading the watch: {e}")),
+                Ok(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        self.pending.extend_from_slice(&data);
+                    }
                 }
-                Err(e) => return Err(format!("reading the watch: {e}")),
             }
         }
     }

@@ -1,9 +1,10 @@
-//! A minimal HTTP/1.1 client for `podwright serve`'s API on the node: `GET` over plain TCP, one
-//! request per connection, the whole body read (by `Content-Length`, chunked, or until the
-//! server closes).
+//! `GET`s of `podwright serve`'s API on the node, on hyper's HTTP/1.1 client: plain TCP, one
+//! request per connection, the whole body read.
 
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -54,29 +55,36 @@ pub struct Response {
 /// `GET path` (below the server's prefix; `path` starts with `/`).
 pub async fn get(server: &Server, path: &str, accept: &str) -> Result<Response, String> {
     let address = (server.host.trim_start_matches('[').trim_end_matches(']'), server.port);
-    let mut stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
+    let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return Err(e.to_string()),
         Err(_) => return Err(format!("no connection within {}s", CONNECT_TIMEOUT.as_secs())),
     };
-    let request = format!(
-        "GET {}{path} HTTP/1.1\r\nHost: {}:{}\r\nAccept: {accept}\r\nUser-Agent: podwright/{}\r\nConnection: close\r\n\r\n",
-        server.prefix,
-        server.host,
-        server.port,
-        env!("CARGO_PKG_VERSION")
-    );
+    let request = hyper::Request::get(format!("{}{path}", server.prefix))
+        .header(hyper::header::HOST, format!("{}:{}", server.host, server.port))
+        .header(hyper::header::ACCEPT, accept)
+        .header(hyper::header::USER_AGENT, concat!("podwright/", env!("CARGO_PKG_VERSION")))
+        .header(hyper::header::CONNECTION, "close")
+        .body(Empty::<Bytes>::new())
+        .map_err(|e| e.to_string())?;
     let exchange = async {
-        stream.write_all(request.as_bytes()).await?;
-        let mut raw = vec![];
-        stream.read_to_end(&mut raw).await?;
-        Ok::<_, std::io::Error>(raw)
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        // The connection is driven beside the request, and ends with it.
+        let (response, _) = tokio::join!(
+            async {
+                let response = sender.send_request(request).await?;
+                let status = response.status().as_u16();
+                let body = response.into_body().collect().await?.to_bytes().to_vec();
+                Ok::<_, hyper::Error>(Response { status, body })
+            },
+            connection
+        );
+        response
     };
-    let raw = match tokio::time::timeout(RESPONSE_TIMEOUT, exchange).await {
-        Ok(r) => r.map_err(|e| e.to_string())?,
-        Err(_) => return Err(format!("no answer within {}s", RESPONSE_TIMEOUT.as_secs())),
-    };
-    parse_response(&raw)
+    match tokio::time::timeout(RESPONSE_TIMEOUT, exchange).await {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err(format!("no answer within {}s", RESPONSE_TIMEOUT.as_secs())),
+    }
 }
 
 /// A path segment with everything but unreserved characters percent-encoded.
@@ -90,57 +98,6 @@ pub fn segment(s: &str) -> String {
         }
     }
     out
-}
-
-fn parse_response(raw: &[u8]) -> Result<Response, String> {
-    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").ok_or("the answer is not HTTP (no end of headers)")?;
-    let head = std::str::from_utf8(&raw[..end]).map_err(|_| "the answer's headers are not text")?;
-    let rest = &raw[end + 4..];
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let status = match status_line.split(' ').collect::<Vec<_>>()[..] {
-        [version, code, ..] if version.starts_with("HTTP/1.") => code.parse::<u16>().ok(),
-        _ => None,
-    }
-    .ok_or_else(|| format!("the answer is not HTTP/1.x: {status_line:?}"))?;
-    let mut length = None;
-    let mut chunked = false;
-    for line in lines {
-        let Some((name, value)) = line.split_once(':') else { continue };
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("content-length") {
-            length = Some(value.parse::<usize>().map_err(|_| format!("bad Content-Length {value:?}"))?);
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            chunked = value.to_ascii_lowercase().split(',').any(|v| v.trim() == "chunked");
-        }
-    }
-    let body = if chunked {
-        dechunk(rest)?
-    } else if let Some(n) = length {
-        rest.get(..n).ok_or_else(|| format!("the answer ended after {} of {n} bytes", rest.len()))?.to_vec()
-    } else {
-        rest.to_vec()
-    };
-    Ok(Response { status, body })
-}
-
-/// The body of a chunked transfer: size lines in hex, each chunk followed by CRLF, a zero size
-/// at the end.
-fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
-    let mut body = vec![];
-    loop {
-        let eol = rest.windows(2).position(|w| w == b"\r\n").ok_or("a chunk size line is cut off")?;
-        let line = std::str::from_utf8(&rest[..eol]).map_err(|_| "a chunk size is not text")?;
-        let hex = line.split(';').next().unwrap_or_default().trim();
-        let size = usize::from_str_radix(hex, 16).map_err(|_| format!("bad chunk size {hex:?}"))?;
-        rest = &rest[eol + 2..];
-        if size == 0 {
-            return Ok(body);
-        }
-        let chunk = rest.get(..size).ok_or("a chunk is cut off")?;
-        body.extend_from_slice(chunk);
-        rest = rest.get(size + 2..).ok_or("a chunk is cut off")?;
-    }
 }
 
 #[cfg(test)]
@@ -165,26 +122,44 @@ mod tests {
         assert_eq!(segment("a/b c"), "a%2Fb%20c");
     }
 
-    #[test]
-    fn bodies_are_read_by_length_by_chunks_or_to_the_end() {
-        let by_length = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\ncontent-length: 5\r\n\r\nhello";
-        assert_eq!(parse_response(by_length), Ok(Response { status: 200, body: b"hello".to_vec() }));
-        let chunked =
-            b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nnot \r\n5;x=y\r\nfound\r\n0\r\n\r\n";
-        assert_eq!(parse_response(chunked), Ok(Response { status: 404, body: b"not found".to_vec() }));
-        let to_close = b"HTTP/1.0 200 OK\r\n\r\nall of it";
-        assert_eq!(parse_response(to_close), Ok(Response { status: 200, body: b"all of it".to_vec() }));
+    /// Serves `answer` (raw bytes) to one connection, after reading its request.
+    async fn answering(answer: &'static [u8]) -> Server {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = conn.read(&mut buf).await;
+            let _ = conn.write_all(answer).await;
+        });
+        Server::parse(&format!("http://127.0.0.1:{port}")).unwrap()
     }
 
-    #[test]
-    fn a_cut_or_foreign_answer_is_an_error() {
+    #[tokio::test]
+    async fn bodies_are_read_by_length_by_chunks_or_to_the_end() {
+        let by_length = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\ncontent-length: 5\r\n\r\nhello";
+        let got = get(&answering(by_length).await, "/", "text/html").await;
+        assert_eq!(got, Ok(Response { status: 200, body: b"hello".to_vec() }));
+        let chunked =
+            b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nnot \r\n5;x=y\r\nfound\r\n0\r\n\r\n";
+        let got = get(&answering(chunked).await, "/", "text/html").await;
+        assert_eq!(got, Ok(Response { status: 404, body: b"not found".to_vec() }));
+        let to_close = b"HTTP/1.0 200 OK\r\n\r\nall of it";
+        let got = get(&answering(to_close).await, "/", "text/html").await;
+        assert_eq!(got, Ok(Response { status: 200, body: b"all of it".to_vec() }));
+    }
+
+    #[tokio::test]
+    async fn a_cut_or_foreign_answer_is_an_error() {
         for raw in [
             &b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"[..],
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
             b"SSH-2.0-OpenSSH\r\n\r\n",
             b"HTTP/1.1 200 OK\r\nno end",
         ] {
-            assert!(parse_response(raw).is_err(), "{}", String::from_utf8_lossy(raw));
+            let got = get(&answering(raw).await, "/", "text/html").await;
+            assert!(got.is_err(), "{}: {got:?}", String::from_utf8_lossy(raw));
         }
     }
 }
