@@ -42,9 +42,9 @@ pub(crate) async fn join_and_run(args: &ServeArgs, settings: Settings) -> Result
         root: root.clone(),
         version: podwright_api::KUBERNETES_VERSION.to_string(),
     };
-    let port = kubelet_port(args, &settings, &identity).await.map_err(|e| fail(exit::FAILED, e))?;
     let credentials =
         CredentialPaths { kubeconfig, bootstrap: args.bootstrap_kubeconfig.clone(), pki: root.join("pki") };
+    let port = kubelet_port(args, &settings, &identity, &credentials.pki).await.map_err(|e| fail(exit::FAILED, e))?;
     let rotate_certificates = settings.config.rotate_certificates();
     let runtime: Arc<dyn Runtime> =
         Arc::new(connect_runtime(&args.runtime).await.map_err(|e| fail(exit::NO_RUNTIME, e))?);
@@ -92,6 +92,7 @@ async fn kubelet_port(
     args: &ServeArgs,
     settings: &Settings,
     identity: &NodeIdentity,
+    pki: &Path,
 ) -> Result<(TlsListener, AuthSettings, Option<Arc<CurrentCertificate>>), String> {
     let config = &settings.config;
     let auth = config.kubelet_auth()?;
@@ -117,13 +118,16 @@ async fn kubelet_port(
         if args.tls_cert_file.is_some() {
             return Err("--tls-cert-file: Invalid value: the config's serverTLSBootstrap asks the cluster for the kubelet port's certificate".into());
         }
-        let serving = Arc::new(CurrentCertificate::default());
         // The certificate an earlier start was issued serves until it is renewed.
-        if let Some(pem) = CertificateStore::serving(&identity.root.join("pki")).load()
-            && let Err(e) = serving.set(&pem)
-        {
-            eprintln!("podwright: the kubelet port's stored serving certificate: {e}; asking for a new one");
-        }
+        let serving = Arc::new(
+            CertificateStore::serving(pki)
+                .current()
+                .unwrap_or_else(|e| {
+                    eprintln!("podwright: the kubelet port's stored serving certificate: {e}; asking for a new one");
+                    None
+                })
+                .unwrap_or_default(),
+        );
         (KubeletTls::with_certificates(serving.clone(), client_ca), Some(serving))
     } else {
         (KubeletTls::load_or_create(&identity.root, given, &names, &ips, client_ca), None)

@@ -52,6 +52,11 @@ impl CertificateStore {
         std::fs::read_to_string(self.current_path()).ok()
     }
 
+    /// The newest certificate and key, ready for TLS, if there is one.
+    pub fn current(&self) -> Result<Option<CurrentCertificate>, ClusterError> {
+        self.load().map(|pem| CurrentCertificate::new(&pem)).transpose()
+    }
+
     /// Writes `<prefix>-<time>.pem` (certificate, then key) and points the current link at it;
     /// returns what was written.
     pub fn store(&self, cert_pem: &str, key: &rcgen::KeyPair) -> Result<String, ClusterError> {

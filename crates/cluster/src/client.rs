@@ -1,12 +1,11 @@
 //! The node's API clients: kube-rs's client over a connection stack of our own, so that a
 //! renewed client certificate is used at once. Each TLS handshake asks the
-//! [`CurrentCertificate`] for the certificate it presents, and [`Connections::close_all`]
+//! [`crate::certificates::CurrentCertificate`] for the certificate it presents, and [`Connections::close_all`]
 //! closes every open connection after a renewal: the API server checks a client certificate
 //! once per connection, and a connection kept alive would otherwise go on with the old one
 //! until it expires (the kubelet's `updateTransport` closes its connections the same way).
 
 use crate::ClusterError;
-use crate::certificates::CurrentCertificate;
 use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use kube::client::ConfigExt;
@@ -37,20 +36,13 @@ impl Connections {
     }
 }
 
-/// A client for the API server of `config`, presenting `identity` (when given) instead of the
-/// kubeconfig's own client certificate, its connections among `connections`.
+/// A client for the API server of `config` over `tls` (the node's credentials, its renewed
+/// client certificate presented), its connections among `connections`.
 pub fn node_client(
     config: &kube::Config,
-    identity: Option<Arc<CurrentCertificate>>,
+    tls: rustls::ClientConfig,
     connections: Arc<Connections>,
 ) -> Result<kube::Client, ClusterError> {
-    let mut tls = config.rustls_client_config()?;
-    if let Some(identity) = identity {
-        tls.client_auth_cert_resolver = identity;
-        // A resumed TLS session carries the certificate of the handshake it resumes: after a
-        // renewal, the API server would go on seeing the old one.
-        tls.resumption = rustls::client::Resumption::disabled();
-    }
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     let tcp = ClosableConnector { inner: http, connections };

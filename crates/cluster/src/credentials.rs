@@ -33,7 +33,9 @@ pub struct CredentialPaths {
 /// What the node talks to the API server with.
 pub struct NodeCredentials {
     pub config: kube::Config,
-    /// With `rotateCertificates`: the client certificate presented, renewed in place.
+    /// The TLS the node's clients connect with (read once for all of them).
+    pub tls: rustls::ClientConfig,
+    /// With `rotateCertificates`: the client certificate `tls` presents, renewed in place.
     pub identity: Option<Arc<CurrentCertificate>>,
 }
 
@@ -48,25 +50,36 @@ pub async fn node_credentials(
     rotate: bool,
 ) -> Result<NodeCredentials, ClusterError> {
     let config = client_config(paths, node, clock).await?;
+    let mut tls = config.rustls_client_config()?;
     if !rotate {
-        return Ok(NodeCredentials { config, identity: None });
+        return Ok(NodeCredentials { config, tls, identity: None });
     }
-    let current = CurrentCertificate::default();
-    let renewed = CertificateStore::client(&paths.pki).load().filter(|pem| {
-        csr::validity(pem.as_bytes()).is_some_and(|(_, not_after)| not_after > clock.now()) && current.set(pem).is_ok()
-    });
-    if renewed.is_none() {
-        // The kubeconfig's own certificate and key, as kube-rs reads them.
-        let tls = config.rustls_client_config()?;
-        match tls.client_auth_cert_resolver.resolve(&[], &[]) {
-            Some(key) => current.set_key(key)?,
+    let renewed = CertificateStore::client(&paths.pki)
+        .current()
+        .ok()
+        .flatten()
+        .filter(|c| c.validity().is_some_and(|(_, not_after)| not_after > clock.now()));
+    let current = match renewed {
+        Some(current) => current,
+        // The kubeconfig's own certificate and key, as kube-rs read them.
+        None => match tls.client_auth_cert_resolver.resolve(&[], &[]) {
+            Some(key) => {
+                let current = CurrentCertificate::default();
+                current.set_key(key)?;
+                current
+            }
             None => {
                 tracing::warn!(kubeconfig = %paths.kubeconfig.display(), "rotateCertificates: the kubeconfig has no client certificate to renew");
-                return Ok(NodeCredentials { config, identity: None });
+                return Ok(NodeCredentials { config, tls, identity: None });
             }
-        }
-    }
-    Ok(NodeCredentials { config, identity: Some(Arc::new(current)) })
+        },
+    };
+    let identity = Arc::new(current);
+    tls.client_auth_cert_resolver = identity.clone();
+    // A resumed TLS session carries the certificate of the handshake it resumes: after a
+    // renewal, the API server would go on seeing the old one.
+    tls.resumption = rustls::client::Resumption::disabled();
+    Ok(NodeCredentials { config, tls, identity: Some(identity) })
 }
 
 /// The client configuration of the kubeconfig, after bootstrapping one if it is missing or its

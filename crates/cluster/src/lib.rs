@@ -102,11 +102,11 @@ pub async fn join(settings: ClusterSettings, runtime: &dyn Runtime, clock: Clock
         credentials::node_credentials(&paths, &identity.name, clock, settings.rotate_certificates).await?;
     let connections = Arc::new(Connections::default());
     let config = node_credentials.config;
-    let client = client::node_client(&config, node_credentials.identity.clone(), connections.clone())?;
+    let client = client::node_client(&config, node_credentials.tls.clone(), connections.clone())?;
     let mut beat = config;
     beat.read_timeout = Some(HEARTBEAT_TIMEOUT);
     beat.connect_timeout = Some(HEARTBEAT_TIMEOUT);
-    let heartbeat = client::node_client(&beat, node_credentials.identity.clone(), connections.clone())?;
+    let heartbeat = client::node_client(&beat, node_credentials.tls, connections.clone())?;
     let client_renewal = node_credentials.identity.map(|current| {
         let store = CertificateStore::client(&paths.pki);
         (Renewal { store, current, request: CertificateRequest::client(&identity.name) }, connections)
