@@ -115,12 +115,15 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("dnsPolicy", Honoured),
             ("enableServiceLinks", Inert("there are no services to link")),
             ("ephemeralContainers", Inert("validation forbids them on create")),
+            // Responders of the Eviction API (alpha in 1.37), which no node acts on for them.
+            ("evictionResponders", UNSET),
             ("hostAliases", Fields("HostAlias")),
             ("hostIPC", Honoured),
             ("hostNetwork", Honoured),
             ("hostPID", Honoured),
             ("hostUsers", Only(&[Unset, Bool(true)])),
             ("hostname", Honoured),
+            ("hostnameOverride", UNSET),
             // Secrets of the pod's namespace, merged with the node's config.json at each pull.
             ("imagePullSecrets", Honoured),
             ("initContainers", Fields("Container")),
@@ -141,6 +144,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("schedulerName", SCHEDULING),
             // A gated pod is not scheduled, so it would not run at all.
             ("schedulingGates", UNSET),
+            ("schedulingGroup", SCHEDULING),
             ("securityContext", Fields("PodSecurityContext")),
             ("serviceAccount", Honoured),
             ("serviceAccountName", Honoured),
@@ -221,18 +225,35 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
     ),
     // On the node's disk, or a tmpfs (`Memory`); hugepages are not. A size limit on disk is
     // enforced by eviction, on tmpfs by the tmpfs's size.
-    ("EmptyDirVolumeSource", &[("medium", Only(&[Unset, Str("Memory")])), ("sizeLimit", Honoured)]),
+    // The directory's mode (EmptyDirVolumeMode, alpha in 1.37) is not set.
+    ("EmptyDirVolumeSource", &[("medium", Only(&[Unset, Str("Memory")])), ("mode", UNSET), ("sizeLimit", Honoured)]),
     ("HostPathVolumeSource", &[("path", Honoured), ("type", Honoured)]),
     (
         "ConfigMapVolumeSource",
-        &[("defaultMode", Honoured), ("items", Fields("KeyToPath")), ("name", Honoured), ("optional", Honoured)],
+        &[
+            ("defaultMode", Honoured),
+            // The files' owner (AtomicWriteVolumeUserFields, alpha in 1.37) is not set.
+            ("defaultUser", UNSET),
+            ("items", Fields("KeyToPath")),
+            ("name", Honoured),
+            ("optional", Honoured),
+        ],
     ),
     (
         "SecretVolumeSource",
-        &[("defaultMode", Honoured), ("items", Fields("KeyToPath")), ("optional", Honoured), ("secretName", Honoured)],
+        &[
+            ("defaultMode", Honoured),
+            ("defaultUser", UNSET),
+            ("items", Fields("KeyToPath")),
+            ("optional", Honoured),
+            ("secretName", Honoured),
+        ],
     ),
-    ("KeyToPath", &[("key", Honoured), ("mode", Honoured), ("path", Honoured)]),
-    ("DownwardAPIVolumeSource", &[("defaultMode", Honoured), ("items", Fields("DownwardAPIVolumeFile"))]),
+    ("KeyToPath", &[("key", Honoured), ("mode", Honoured), ("path", Honoured), ("user", UNSET)]),
+    (
+        "DownwardAPIVolumeSource",
+        &[("defaultMode", Honoured), ("defaultUser", UNSET), ("items", Fields("DownwardAPIVolumeFile"))],
+    ),
     (
         "DownwardAPIVolumeFile",
         &[
@@ -240,21 +261,30 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("mode", Honoured),
             ("path", Honoured),
             ("resourceFieldRef", Fields("ResourceFieldSelector")),
+            ("user", UNSET),
         ],
     ),
-    ("ProjectedVolumeSource", &[("defaultMode", Honoured), ("sources", Fields("VolumeProjection"))]),
+    (
+        "ProjectedVolumeSource",
+        &[("defaultMode", Honoured), ("defaultUser", UNSET), ("sources", Fields("VolumeProjection"))],
+    ),
     (
         "VolumeProjection",
         &[
             ("clusterTrustBundle", Refused),
             ("configMap", Fields("ConfigMapProjection")),
             ("downwardAPI", Fields("DownwardAPIProjection")),
+            // Issued through PodCertificateRequests to a signer; there is none to ask.
+            ("podCertificate", Refused),
             ("secret", Fields("SecretProjection")),
             // Issued by the API server (TokenRequest): without one there is no issuer.
             ("serviceAccountToken", InCluster("ServiceAccountTokenProjection")),
         ],
     ),
-    ("ServiceAccountTokenProjection", &[("audience", Honoured), ("expirationSeconds", Honoured), ("path", Honoured)]),
+    (
+        "ServiceAccountTokenProjection",
+        &[("audience", Honoured), ("expirationSeconds", Honoured), ("path", Honoured), ("user", UNSET)],
+    ),
     ("ConfigMapProjection", &[("items", Fields("KeyToPath")), ("name", Honoured), ("optional", Honoured)]),
     ("SecretProjection", &[("items", Fields("KeyToPath")), ("name", Honoured), ("optional", Honoured)]),
     ("DownwardAPIProjection", &[("items", Fields("DownwardAPIVolumeFile"))]),
@@ -275,6 +305,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("resizePolicy", Inert("it applies to in-place resizes, which podwright has no API for")),
             ("resources", Fields("ResourceRequirements")),
             ("restartPolicy", Honoured),
+            ("restartPolicyRules", UNSET),
             ("securityContext", Fields("SecurityContext")),
             ("startupProbe", Fields("Probe")),
             ("stdin", UNSET_OR_FALSE),
@@ -293,6 +324,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
         &[
             ("configMapKeyRef", Fields("ConfigMapKeySelector")),
             ("fieldRef", Fields("ObjectFieldSelector")),
+            ("fileKeyRef", UNSET),
             ("resourceFieldRef", Fields("ResourceFieldSelector")),
             ("secretKeyRef", Fields("SecretKeySelector")),
         ],
@@ -365,6 +397,8 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
     (
         "VolumeMount",
         &[
+            // noexec, nodev, nosuid on the bind mount (VolumeBindMountOptions, alpha in 1.37).
+            ("bindMountOptions", UNSET),
             ("mountPath", Honoured),
             ("mountPropagation", Honoured),
             ("name", Honoured),
@@ -394,7 +428,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
         &[
             ("postStart", Fields("LifecycleHandler")),
             ("preStop", Fields("LifecycleHandler")),
-            // Behind the ContainerStopSignals feature gate, off in 1.33.
+            // Behind the ContainerStopSignals feature gate, beta in 1.37; containerd 1.6 cannot stop with another signal.
             ("stopSignal", UNSET),
         ],
     ),
@@ -416,12 +450,15 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("httpHeaders", Fields("HTTPHeader")),
             ("path", Honoured),
             ("port", Honoured),
+            // HTTP/2 cleartext probes (H2CContainerProbe, alpha in 1.37).
+            ("protocol", UNSET),
             ("scheme", Honoured),
         ],
     ),
     ("HTTPHeader", &[("name", Honoured), ("value", Honoured)]),
     ("TCPSocketAction", &[("host", Honoured), ("port", Honoured)]),
-    ("GRPCAction", &[("port", Honoured), ("service", Honoured)]),
+    // TLS gRPC probes (GRPCContainerProbeTLS, alpha in 1.37); Plaintext is what an unset mode does.
+    ("GRPCAction", &[("mode", Only(&[Unset, Str("Plaintext")])), ("port", Honoured), ("service", Honoured)]),
     ("SleepAction", &[("seconds", Honoured)]),
 ];
 

@@ -48,7 +48,7 @@ pub mod yaml_positions;
 
 /// The Kubernetes release whose API and kubelet rules podwright follows: what it reports as its
 /// version (the local API's `/version`, a Node's `kubeletVersion`).
-pub const KUBERNETES_VERSION: &str = "v1.33.0";
+pub const KUBERNETES_VERSION: &str = "v1.37.0";
 
 pub use k8s_openapi;
 

@@ -136,8 +136,8 @@ impl ClusterObjects {
         let api: Api<ServiceAccount> = Api::namespaced(self.client.clone(), &ns);
         let request = TokenRequest {
             metadata: Default::default(),
-            spec: TokenRequestSpec {
-                audiences: source.audience.clone().into_iter().collect(),
+            spec: Some(TokenRequestSpec {
+                audiences: source.audience.clone().map(|a| vec![a]),
                 expiration_seconds: Some(source.expiration_seconds.unwrap_or(DEFAULT_TOKEN_SECONDS)),
                 bound_object_ref: Some(BoundObjectReference {
                     api_version: Some("v1".into()),
@@ -145,17 +145,18 @@ impl ClusterObjects {
                     name: pod.metadata.name.clone(),
                     uid: pod.metadata.uid.clone(),
                 }),
-            },
+                ..Default::default()
+            }),
             status: None,
         };
         loop {
             let issued_at = self.clock.now();
             let next = match api.create_token_request(service_account(&pod), &PostParams::default(), &request).await {
-                Ok(answer) => match answer.status {
-                    Some(status) => {
-                        lock(&self.tokens).insert(key.clone(), status.token);
+                Ok(answer) => match answer.status.and_then(|s| Some((s.token?, s.expiration_timestamp?))) {
+                    Some((token, expires)) => {
+                        lock(&self.tokens).insert(key.clone(), token);
                         self.changed.send_modify(|n| *n = n.wrapping_add(1));
-                        renewal_time(issued_at, status.expiration_timestamp.0)
+                        renewal_time(issued_at, expires.0)
                     }
                     None => issued_at + jiff::SignedDuration::from_secs(10),
                 },

@@ -18,7 +18,7 @@ fn identity() -> NodeIdentity {
         ip: Some("10.0.0.5".into()),
         port: 10250,
         root: "/tmp".into(),
-        version: "v1.33.0".into(),
+        version: "v1.37.0".into(),
     }
 }
 
@@ -95,7 +95,7 @@ fn the_status_describes_the_machine() {
         json!([{"type": "InternalIP", "address": "10.0.0.5"}, {"type": "Hostname", "address": "n1"}])
     );
     assert_eq!(s["nodeInfo"]["containerRuntimeVersion"], "containerd://1.6.20");
-    assert_eq!(s["nodeInfo"]["kubeletVersion"], "v1.33.0");
+    assert_eq!(s["nodeInfo"]["kubeletVersion"], "v1.37.0");
     assert_eq!(s["nodeInfo"]["bootID"], "b");
     // The status is a valid NodeStatus.
     let _: k8s_openapi::api::core::v1::NodeStatus = serde_json::from_value(s).unwrap();

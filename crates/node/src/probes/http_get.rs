@@ -13,9 +13,9 @@ const MAX_BODY: usize = 10 * 1024;
 const MAX_HEAD: usize = 64 * 1024;
 /// Go's http client follows at most 10 redirects.
 const MAX_REDIRECTS: usize = 10;
-pub const USER_AGENT: &str = "kube-probe/1.33";
+pub const USER_AGENT: &str = "kube-probe/1.37";
 /// The kubelet names its lifecycle hooks' requests apart from its probes' (`kube-<fragment>/`).
-pub const HOOK_USER_AGENT: &str = "kube-lifecycle/1.33";
+pub const HOOK_USER_AGENT: &str = "kube-lifecycle/1.37";
 
 /// A port of the container by number, by numeric string, or by the name of one of its ports.
 pub fn resolve_port(port: &IntOrString, container: &Container) -> Result<u16, String> {
@@ -279,7 +279,7 @@ mod tests {
         assert_eq!((r.status, r.body.as_str()), (503, "down"));
         let seen = server.await.unwrap();
         assert!(seen[0].starts_with("GET /healthz HTTP/1.1\r\n"), "{}", seen[0]);
-        assert!(seen[0].contains("User-Agent: kube-probe/1.33\r\n") && seen[0].contains("X-Probe: 1\r\n"));
+        assert!(seen[0].contains("User-Agent: kube-probe/1.37\r\n") && seen[0].contains("X-Probe: 1\r\n"));
     }
 
     #[tokio::test]
@@ -289,7 +289,7 @@ mod tests {
         let hook = Request::for_hook(&action, &Container::default(), "127.0.0.1").unwrap();
         get(&hook, Duration::from_secs(2)).await.unwrap();
         let seen = server.await.unwrap();
-        assert!(seen[0].contains("User-Agent: kube-lifecycle/1.33\r\n"), "{}", seen[0]);
+        assert!(seen[0].contains("User-Agent: kube-lifecycle/1.37\r\n"), "{}", seen[0]);
         assert!(!seen[0].contains("kube-probe"), "{}", seen[0]);
     }
 

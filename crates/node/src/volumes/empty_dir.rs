@@ -70,6 +70,7 @@ mod tests {
         let source = |limit: Option<&str>| EmptyDirVolumeSource {
             medium: Some("Memory".into()),
             size_limit: limit.map(|l| ApiQuantity(l.into())),
+            ..Default::default()
         };
         assert_eq!(tmpfs_size(&source(Some("1Mi"))), Some(1 << 20));
         assert_eq!(tmpfs_size(&source(Some("1.5M"))), Some(1_500_000));

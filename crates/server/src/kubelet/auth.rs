@@ -279,7 +279,7 @@ impl Auth {
             return known;
         }
         let review = TokenReview {
-            spec: TokenReviewSpec { token: Some(token.to_string()), ..Default::default() },
+            spec: TokenReviewSpec { token: token.to_string(), ..Default::default() },
             ..Default::default()
         };
         let answer = match self.reviews.token_review(review).await {

@@ -45,7 +45,7 @@ impl FakeReviews {
 impl Reviews for FakeReviews {
     async fn token_review(&self, review: TokenReview) -> Result<TokenReview, String> {
         *self.tokens_asked.lock().unwrap() += 1;
-        let token = review.spec.token.clone().unwrap_or_default();
+        let token = review.spec.token.clone();
         if token == "error" {
             return Err("connection refused".into());
         }
