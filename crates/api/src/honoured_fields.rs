@@ -37,6 +37,9 @@ pub enum Support {
     /// Honoured, with the fields of the named type, on a node of a cluster only (the API
     /// server provides what it needs); refused elsewhere.
     InCluster(&'static str),
+    /// Honoured with these values only, like [`Support::Only`]; any other needs what the
+    /// container runtime named lacks (containerd 1.6, embedded), and is refused saying so.
+    NeedsRuntime(&'static [Allowed], &'static str),
     /// Not honoured: refused whatever its value.
     Refused,
 }
@@ -60,7 +63,7 @@ pub enum Allowed {
 }
 
 use Allowed::{Bool, Str, Unset};
-use Support::{Fields, Honoured, InCluster, Inert, Keys, Only, Refused};
+use Support::{Fields, Honoured, InCluster, Inert, Keys, NeedsRuntime, Only, Refused};
 
 const UNSET: Support = Only(&[Unset]);
 const UNSET_OR_FALSE: Support = Only(&[Unset, Bool(false)]);
@@ -121,7 +124,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("hostIPC", Honoured),
             ("hostNetwork", Honoured),
             ("hostPID", Honoured),
-            ("hostUsers", Only(&[Unset, Bool(true)])),
+            ("hostUsers", NeedsRuntime(&[Unset, Bool(true)], "user namespaces")),
             ("hostname", Honoured),
             ("hostnameOverride", UNSET),
             // Secrets of the pod's namespace, merged with the node's config.json at each pull.
@@ -207,7 +210,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("gitRepo", Refused),
             ("glusterfs", Refused),
             ("hostPath", Fields("HostPathVolumeSource")),
-            ("image", Refused),
+            ("image", NeedsRuntime(&[Unset], "image volumes")),
             ("iscsi", Refused),
             ("name", Honoured),
             ("nfs", Refused),
@@ -403,7 +406,9 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("mountPropagation", Honoured),
             ("name", Honoured),
             ("readOnly", Honoured),
-            ("recursiveReadOnly", Only(&[Unset, Str("Disabled")])),
+            // Recursive where the pod's runtime handler says it can be (CRI `Status`); on
+            // containerd 1.6 `IfPossible` is plainly read-only and `Enabled` fails the container.
+            ("recursiveReadOnly", Honoured),
             ("subPath", Honoured),
             ("subPathExpr", Honoured),
         ],
@@ -428,8 +433,9 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
         &[
             ("postStart", Fields("LifecycleHandler")),
             ("preStop", Fields("LifecycleHandler")),
-            // Behind the ContainerStopSignals feature gate, beta in 1.37; containerd 1.6 cannot stop with another signal.
-            ("stopSignal", UNSET),
+            // ContainerStopSignals, beta in 1.37: the CRI's stop_signal, which containerd 1.6
+            // has not.
+            ("stopSignal", NeedsRuntime(&[Unset], "stop signals")),
         ],
     ),
     (
@@ -528,6 +534,12 @@ fn check_field(support: Support, value: &Value, path: &FieldPath, mode: Mode, er
                     errs.push(refusal(path.key(key), v, NOT_SUPPORTED.to_string()));
                 }
             }
+        }
+        NeedsRuntime(allowed, _) if allowed.iter().any(|a| a.admits(value)) => {}
+        NeedsRuntime(_, lacking) => {
+            let detail =
+                format!("{NOT_SUPPORTED}: needs {lacking} from the container runtime, which containerd 1.6 lacks");
+            errs.push(refusal(path.clone(), value, detail));
         }
         Refused => errs.push(refusal(path.clone(), value, NOT_SUPPORTED.to_string())),
     }

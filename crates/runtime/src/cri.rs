@@ -379,6 +379,12 @@ impl RuntimeService for CriRuntime {
         Ok(format!("{} {}", resp.runtime_name, resp.runtime_version))
     }
 
+    async fn runtime_handlers(&self) -> RuntimeResult<Vec<cri_api::RuntimeHandler>> {
+        let req = cri_api::StatusRequest { verbose: false };
+        let resp = self.rt().status(request(req)).await.map_err(|s| self.err("Status", s))?.into_inner();
+        Ok(resp.runtime_handlers)
+    }
+
     async fn run_pod_sandbox(&self, config: &PodSandboxConfig, runtime_handler: &str) -> RuntimeResult<String> {
         let req = cri_api::RunPodSandboxRequest {
             config: Some(config.clone()),

@@ -6,7 +6,7 @@
 
 use crate::cri_api::{
     AttachRequest, AuthConfig, ContainerConfig, ContainerStats, ContainerStatus, ExecRequest, ImageSpec,
-    PodSandboxConfig, PodSandboxStatus,
+    PodSandboxConfig, PodSandboxStatus, RuntimeHandler,
 };
 use crate::{
     ContainerInfo, ExecResult, ImageFs, ImageService, ImageUser, Listed, ListedImage, Runtime, RuntimeEvent,
@@ -42,6 +42,7 @@ pub enum RuntimeOperation {
     ReopenContainerLog,
     RunPodSandbox,
     StartContainer,
+    Status,
     StopContainer,
     StopPodSandbox,
     UpdateRuntimeConfig,
@@ -49,7 +50,7 @@ pub enum RuntimeOperation {
 }
 
 impl RuntimeOperation {
-    pub const ALL: [RuntimeOperation; 24] = [
+    pub const ALL: [RuntimeOperation; 25] = [
         RuntimeOperation::Attach,
         RuntimeOperation::ContainerStatus,
         RuntimeOperation::CreateContainer,
@@ -70,6 +71,7 @@ impl RuntimeOperation {
         RuntimeOperation::ReopenContainerLog,
         RuntimeOperation::RunPodSandbox,
         RuntimeOperation::StartContainer,
+        RuntimeOperation::Status,
         RuntimeOperation::StopContainer,
         RuntimeOperation::StopPodSandbox,
         RuntimeOperation::UpdateRuntimeConfig,
@@ -108,6 +110,7 @@ impl RuntimeOperation {
             RuntimeOperation::ReopenContainerLog => ("reopen_container_log", "ReopenContainerLog"),
             RuntimeOperation::RunPodSandbox => ("run_podsandbox", "RunPodSandbox"),
             RuntimeOperation::StartContainer => ("start_container", "StartContainer"),
+            RuntimeOperation::Status => ("status", "Status"),
             RuntimeOperation::StopContainer => ("stop_container", "StopContainer"),
             RuntimeOperation::StopPodSandbox => ("stop_podsandbox", "StopPodSandbox"),
             RuntimeOperation::UpdateRuntimeConfig => ("update_runtime_config", "UpdateRuntimeConfig"),
@@ -152,6 +155,10 @@ impl<H: Hook> Decorated<H> {
 impl<H: Hook> RuntimeService for Decorated<H> {
     async fn version(&self) -> RuntimeResult<String> {
         self.hook.around(Op::Version, None, self.inner.version()).await
+    }
+
+    async fn runtime_handlers(&self) -> RuntimeResult<Vec<RuntimeHandler>> {
+        self.hook.around(Op::Status, None, self.inner.runtime_handlers()).await
     }
 
     async fn run_pod_sandbox(&self, config: &PodSandboxConfig, runtime_handler: &str) -> RuntimeResult<String> {

@@ -311,6 +311,8 @@ struct State {
     image_fs: Option<(u64, u64)>,
     pulls: HashMap<String, PullRule>,
     handlers: HashSet<String>,
+    /// What `runtime_handlers` reports: nothing, as containerd 1.6, unless a test says.
+    handler_features: Vec<crate::cri_api::RuntimeHandler>,
     /// Base URL of the streaming server that `exec`, `attach` and `port_forward` answer with.
     streaming: Option<String>,
     log_calls: bool,
@@ -418,6 +420,7 @@ impl FakeRuntime {
                 image_fs: None,
                 pulls: HashMap::new(),
                 handlers: ["", "runc"].into_iter().map(String::from).collect(),
+                handler_features: Vec::new(),
                 streaming: None,
                 log_calls: true,
                 calls: Vec::new(),
@@ -524,6 +527,16 @@ impl FakeRuntime {
     /// Adds a runtime handler (RuntimeClass); unknown handlers fail `run_pod_sandbox`.
     pub fn add_runtime_handler(&self, handler: &str) {
         self.lock().handlers.insert(handler.to_string());
+    }
+
+    /// Makes the runtime report `handler` with these features in its status, as containerd
+    /// 2.0 and later do.
+    pub fn report_handler_features(&self, handler: &str, features: crate::cri_api::RuntimeHandlerFeatures) {
+        let mut state = self.lock();
+        state.handler_features.retain(|h| h.name != handler);
+        state
+            .handler_features
+            .push(crate::cri_api::RuntimeHandler { name: handler.to_string(), features: Some(features) });
     }
 
     /// Latency added to every call (a tokio sleep, so virtual under paused time).

@@ -28,7 +28,7 @@ pub use k8s_cri::v1 as cri_api;
 use async_trait::async_trait;
 use cri_api::{
     AttachRequest, AuthConfig, ContainerConfig, ContainerStats, ContainerStatus, ExecRequest, ImageSpec,
-    PodSandboxConfig, PodSandboxStatus,
+    PodSandboxConfig, PodSandboxStatus, RuntimeHandler,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -73,6 +73,9 @@ pub struct ExecResult {
 pub trait RuntimeService: Send + Sync {
     /// Runtime name and version, e.g. "containerd 1.6.20"; also the reachability check.
     async fn version(&self) -> RuntimeResult<String>;
+    /// The runtime's handlers and the features of each (CRI `Status`): empty when the runtime
+    /// does not report them, as containerd before 2.0 does not.
+    async fn runtime_handlers(&self) -> RuntimeResult<Vec<RuntimeHandler>>;
     async fn run_pod_sandbox(&self, config: &PodSandboxConfig, runtime_handler: &str) -> RuntimeResult<String>;
     async fn stop_pod_sandbox(&self, sandbox_id: &str) -> RuntimeResult<()>;
     async fn remove_pod_sandbox(&self, sandbox_id: &str) -> RuntimeResult<()>;

@@ -296,3 +296,34 @@ spec:
 "#;
     assert_eq!(refusals(yaml), Vec::<String>::new());
 }
+
+#[test]
+fn what_the_runtime_lacks_is_refused_saying_so() {
+    let yaml = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  hostUsers: false
+  volumes: [{name: tools, image: {reference: "registry.local/tools:1"}}, {name: d, emptyDir: {}}]
+  containers:
+  - name: app
+    image: busybox
+    lifecycle: {stopSignal: SIGUSR1}
+    volumeMounts: [{name: d, mountPath: /d, readOnly: true, recursiveReadOnly: IfPossible}]
+"#;
+    let lacks = |what: &str| {
+        format!("not supported by podwright yet: needs {what} from the container runtime, which containerd 1.6 lacks")
+    };
+    assert_eq!(
+        refusals(yaml),
+        [
+            format!(
+                "spec.containers[0].lifecycle.stopSignal: Unsupported value: \"SIGUSR1\": {}",
+                lacks("stop signals")
+            ),
+            format!("spec.hostUsers: Unsupported value: false: {}", lacks("user namespaces")),
+            format!("spec.volumes[0].image: Unsupported value: {}", lacks("image volumes")),
+        ]
+    );
+}

@@ -823,6 +823,27 @@ fn volumes_and_mounts() {
             ]),
         ),
         (
+            "recursive read-only mounts",
+            spec_pod(
+                "  volumes: [{name: v, emptyDir: {}}]
+  containers:
+  - name: a
+    image: b
+    volumeMounts:
+    - {name: v, mountPath: /a, readOnly: true, recursiveReadOnly: IfPossible}
+    - {name: v, mountPath: /b, recursiveReadOnly: Enabled}
+    - {name: v, mountPath: /c, readOnly: true, recursiveReadOnly: Enabled, mountPropagation: HostToContainer}
+    - {name: v, mountPath: /d, recursiveReadOnly: Sometimes}
+    - {name: v, mountPath: /e, recursiveReadOnly: Disabled, mountPropagation: None}
+",
+            ),
+            s(&[
+                "spec.containers[0].volumeMounts.recursiveReadOnly: Forbidden: may only be specified when readOnly is true",
+                "spec.containers[0].volumeMounts.recursiveReadOnly: Forbidden: may only be specified when mountPropagation is None or not specified",
+                "spec.containers[0].volumeMounts.recursiveReadOnly: Unsupported value: \"Sometimes\": supported values: \"Disabled\", \"Enabled\", \"IfPossible\"",
+            ]),
+        ),
+        (
             "volume devices need a claim",
             spec_pod(
                 "  volumes: [{name: v, emptyDir: {}}]\n  containers: [{name: a, image: b, volumeDevices: [{name: v, devicePath: /dev/x}, {name: w, devicePath: /dev/y}]}]\n",

@@ -73,6 +73,29 @@ pub(super) fn validate_volume_mounts(
         if let Some(mode) = m.mount_propagation.as_deref() {
             validate_mount_propagation(mode, privileged, &path.child("mountPropagation"), errs);
         }
+        if let Some(mode) = m.recursive_read_only.as_deref() {
+            validate_recursive_read_only(m, mode, &path.child("recursiveReadOnly"), errs);
+        }
+    }
+}
+
+/// Upstream's `validateMountRecursiveReadOnly` (reported on the list path, as propagation is).
+fn validate_recursive_read_only(m: &VolumeMount, mode: &str, path: &FieldPath, errs: &mut Errors) {
+    const MODES: [&str; 3] = ["Disabled", "Enabled", "IfPossible"];
+    match mode {
+        "Disabled" => {}
+        "Enabled" | "IfPossible" => {
+            if m.read_only != Some(true) {
+                errs.push(FieldError::forbidden(path.clone(), "may only be specified when readOnly is true"));
+            }
+            if m.mount_propagation.as_deref().is_some_and(|p| p != "None") {
+                errs.push(FieldError::forbidden(
+                    path.clone(),
+                    "may only be specified when mountPropagation is None or not specified",
+                ));
+            }
+        }
+        _ => errs.push(FieldError::not_supported(path.clone(), mode, &MODES)),
     }
 }
 

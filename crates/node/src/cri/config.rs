@@ -90,6 +90,7 @@ pub fn container_config(
     restart_count: i32,
     sandbox_id: &str,
     root: &Path,
+    supports_rro: bool,
 ) -> Result<(ContainerConfig, Vec<String>), String> {
     let pod = src.pod;
     let c = sc.container;
@@ -117,7 +118,7 @@ pub fn container_config(
         ),
     ]);
 
-    let mut mounts = mounts::container_mounts(pod, c, root, &env)?;
+    let mut mounts = mounts::container_mounts(pod, c, root, &env, supports_rro)?;
     let pod_ip = src.pod_ips.first().map(String::as_str).unwrap_or_default();
     if hosts::wants_hosts_file(c, pod_ip) {
         mounts.push(hosts::hosts_mount(root, uid));

@@ -63,7 +63,9 @@ impl PodConfigs {
     }
 
     /// The container's config, and the messages of the environment variables left out for
-    /// their names. Err: a source of its environment or mounts is missing or invalid.
+    /// their names; `supports_rro`: whether the pod's runtime handler makes recursive read-only
+    /// mounts. Err: a source of its environment or mounts is missing or invalid.
+    #[allow(clippy::too_many_arguments)]
     pub fn container(
         &self,
         pod: &Pod,
@@ -72,9 +74,10 @@ impl PodConfigs {
         image_user: &ImageUser,
         restart_count: i32,
         sandbox_id: &str,
+        supports_rro: bool,
     ) -> Result<(ContainerConfig, Vec<String>), String> {
         let src = EnvSources { pod, pod_ips, node: &self.facts, objects: self.objects.as_ref() };
-        cri_config::container_config(&src, sc, image_user, restart_count, sandbox_id, &self.root)
+        cri_config::container_config(&src, sc, image_user, restart_count, sandbox_id, &self.root, supports_rro)
     }
 
     /// Writes the pod's ConfigMap, Secret, downward API and projected volumes as their sources

@@ -118,6 +118,8 @@ impl Executor {
         // As the sandbox, the pull goes to the pod's RuntimeClass handler.
         let handler = self.configs.runtime_handler(pod).map_err(|e| self.config_error(pod, &sc, e.to_string()))?;
         // Until the container exists and uses the image, the image collector must keep it.
+        let supports_rro = volumes::mounts::wants_recursive_read_only(sc.container)
+            && self.handler_supports_recursive_read_only(&handler).await;
         let _hold = self.images.ensure_image(pod, &sc, pull, &sandbox_config, handler, sync.cancel).await?;
         let ip = sandbox.ip.clone().unwrap_or_default();
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
@@ -132,7 +134,7 @@ impl Executor {
             self.ctx.runtime.image_user(sc.image()).await.map_err(|e| self.config_error(pod, &sc, e.to_string()))?;
         let (config, skipped) = self
             .configs
-            .container(pod, &sc, &pod_ips, &image_user, restart_count, &sandbox.id)
+            .container(pod, &sc, &pod_ips, &image_user, restart_count, &sandbox.id, supports_rro)
             .map_err(|msg| self.config_error(pod, &sc, msg))?;
         for message in skipped {
             self.ctx.event(pod, None, EventType::Warning, "InvalidEnvironmentVariableNames", message);
@@ -146,6 +148,21 @@ impl Executor {
         };
         self.ctx.event(pod, Some(&sc), EventType::Normal, "Created", wording::created(&name));
         self.start_created(sync, sc, &id, &config.log_path, &ip).await
+    }
+
+    /// Whether the runtime says `handler` makes recursive read-only mounts. Asked only for a
+    /// container that wants one, so a runtime's upgrade is seen without a restart; a runtime
+    /// that does not say (containerd before 2.0) does not.
+    async fn handler_supports_recursive_read_only(&self, handler: &str) -> bool {
+        match self.ctx.runtime.runtime_handlers().await {
+            Ok(handlers) => handlers
+                .iter()
+                .any(|h| h.name == handler && h.features.as_ref().is_some_and(|f| f.recursive_read_only_mounts)),
+            Err(e) => {
+                tracing::warn!(%e, "the runtime's handlers are unknown; no recursive read-only mounts");
+                false
+            }
+        }
     }
 
     /// A container whose config cannot be made: the kubelet's `Failed` event and

@@ -5,18 +5,21 @@ use super::projection;
 use crate::layout;
 use k8s_openapi::api::core::v1::{Container, Pod, Volume, VolumeMount};
 use podwright_api::expansion::expand_strict;
+use podwright_api::go;
 use podwright_planner::pod;
 use podwright_runtime::cri_api::{Mount, MountPropagation};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-/// The container's volume mounts; `env` is its environment, for `subPathExpr`. Err: why the
-/// container cannot be created, in the kubelet's words.
+/// The container's volume mounts; `env` is its environment, for `subPathExpr`, and
+/// `supports_rro` whether the pod's runtime handler makes recursive read-only mounts. Err: why
+/// the container cannot be created, in the kubelet's words.
 pub fn container_mounts(
     pod: &Pod,
     c: &Container,
     root: &Path,
     env: &BTreeMap<String, String>,
+    supports_rro: bool,
 ) -> Result<Vec<Mount>, String> {
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
     let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or_default();
@@ -37,15 +40,40 @@ pub fn container_mounts(
             }
             None => host,
         };
+        let recursive_read_only = recursive_read_only(m, supports_rro)
+            .map_err(|e| format!("failed to resolve recursive read-only mode: {e}"))?;
         mounts.push(Mount {
             container_path: m.mount_path.clone(),
             host_path: host.to_string_lossy().into_owned(),
             readonly: m.read_only.unwrap_or(false) || forced_read_only,
+            recursive_read_only,
             propagation: propagation(m) as i32,
             ..Default::default()
         });
     }
     Ok(mounts)
+}
+
+/// Whether any of the container's mounts asks for a recursive read-only mount, which only the
+/// runtime can say it makes.
+pub fn wants_recursive_read_only(c: &Container) -> bool {
+    c.volume_mounts.iter().flatten().any(|m| matches!(m.recursive_read_only.as_deref(), Some("IfPossible" | "Enabled")))
+}
+
+/// The kubelet's `resolveRecursiveReadOnly`: `IfPossible` is recursive where the runtime can
+/// make it so and plainly read-only elsewhere; `Enabled` cannot do without. Validation has
+/// already required `readOnly` and private propagation for both.
+fn recursive_read_only(m: &VolumeMount, supports_rro: bool) -> Result<bool, String> {
+    match m.recursive_read_only.as_deref() {
+        None | Some("Disabled") => Ok(false),
+        Some("IfPossible") => Ok(supports_rro),
+        Some("Enabled") if supports_rro => Ok(true),
+        Some("Enabled") => Err(format!(
+            "volume {} requested recursive read-only mode, but it is not supported by the runtime",
+            go::quote(&m.name)
+        )),
+        Some(other) => Err(format!("unknown recursive read-only mode {}", go::quote(other))),
+    }
 }
 
 /// Where the volume is on the node (an emptyDir's or an object volume's directory under the
@@ -109,7 +137,7 @@ mod tests {
         let c: Container = serde_json::from_value(json!({"name": "c", "volumeMounts": mounts})).unwrap();
         let root = std::env::temp_dir().join(format!("podwright-mounts-{}", std::process::id()));
         let env = BTreeMap::from([("POD".to_string(), "p1".to_string()), ("EMPTY".to_string(), String::new())]);
-        let r = container_mounts(&pod, &c, &root, &env);
+        let r = container_mounts(&pod, &c, &root, &env, false);
         let _ = std::fs::remove_dir_all(&root);
         r
     }
@@ -147,6 +175,46 @@ mod tests {
             "unable to provision SubPath `a/../../b`: must not contain '..'"
         );
     }
+
+    #[test]
+    fn recursive_read_only_mounts_where_the_runtime_makes_them() {
+        let p = pod(r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: p, uid: u1}
+spec:
+  volumes: [{name: d, emptyDir: {}}]
+  containers:
+  - name: maybe
+    image: b
+    volumeMounts: [{name: d, mountPath: /d, readOnly: true, recursiveReadOnly: IfPossible}]
+  - name: must
+    image: b
+    volumeMounts: [{name: d, mountPath: /d, readOnly: true, recursiveReadOnly: Enabled}]
+  - name: plain
+    image: b
+    volumeMounts: [{name: d, mountPath: /d, readOnly: true, recursiveReadOnly: Disabled}]
+"#);
+        let root = std::env::temp_dir().join(format!("pw-rro-{}", std::process::id()));
+        let cs = &p.spec.as_ref().unwrap().containers;
+        let rro = |c: &Container, supported| {
+            container_mounts(&p, c, &root, &BTreeMap::new(), supported)
+                .map(|m| m.iter().map(|m| (m.readonly, m.recursive_read_only)).collect::<Vec<_>>())
+        };
+        assert_eq!(rro(&cs[0], false), Ok(vec![(true, false)]));
+        assert_eq!(rro(&cs[0], true), Ok(vec![(true, true)]));
+        assert_eq!(
+            rro(&cs[1], false),
+            Err("failed to resolve recursive read-only mode: volume \"d\" requested recursive read-only mode, \
+                 but it is not supported by the runtime"
+                .into())
+        );
+        assert_eq!(rro(&cs[1], true), Ok(vec![(true, true)]));
+        assert_eq!(rro(&cs[2], true), Ok(vec![(true, false)]));
+        assert_eq!(cs.iter().map(wants_recursive_read_only).collect::<Vec<_>>(), [true, true, false]);
+        let _ = std::fs::remove_dir_all(root);
+    }
+
     fn pod(yaml: &str) -> Pod {
         podwright_api::parse_manifests("p.yaml", yaml).unwrap().remove(0)
     }
@@ -179,11 +247,12 @@ spec:
         let p = pod(POD);
         let root = std::env::temp_dir().join(format!("pw-mounts-{}", std::process::id()));
         let app = &p.spec.as_ref().unwrap().containers[0];
-        let got: Vec<(String, String, bool, MountPropagation)> = container_mounts(&p, app, &root, &BTreeMap::new())
-            .unwrap()
-            .into_iter()
-            .map(|m| (m.container_path.clone(), m.host_path.clone(), m.readonly, m.propagation()))
-            .collect();
+        let got: Vec<(String, String, bool, MountPropagation)> =
+            container_mounts(&p, app, &root, &BTreeMap::new(), false)
+                .unwrap()
+                .into_iter()
+                .map(|m| (m.container_path.clone(), m.host_path.clone(), m.readonly, m.propagation()))
+                .collect();
         let cache = layout::empty_dir(&root, "u1", "cache").join("a").to_string_lossy().into_owned();
         assert_eq!(
             got,

@@ -8,6 +8,11 @@ use crate::cri_api::{
 
 #[async_trait]
 impl RuntimeService for FakeRuntime {
+    async fn runtime_handlers(&self) -> RuntimeResult<Vec<crate::cri_api::RuntimeHandler>> {
+        self.delay().await;
+        Ok(self.lock().handler_features.clone())
+    }
+
     async fn version(&self) -> RuntimeResult<String> {
         self.delay().await;
         self.reads.version.fetch_add(1, Ordering::Relaxed);

@@ -1,0 +1,113 @@
+//! What a pod asks of the container runtime's features, on containerd 1.6 (which reports none in
+//! its CRI `Status`): a recursive read-only mount `IfPossible` is plainly read-only, as the
+//! kubelet makes it there, and one `Enabled` fails its container with the kubelet's
+//! `CreateContainerConfigError`; features the runtime lacks are refused by name before
+//! anything starts.
+// Tests of the real binary: real timeouts.
+#![allow(clippy::disallowed_methods)]
+
+use podwright_e2e::*;
+use std::process::Command;
+
+const BUSYBOX: &str = "localhost/busybox:1.36";
+
+/// A hostPath directory with a tmpfs mounted inside it, unmounted and removed at the end.
+struct NestedMount(std::path::PathBuf);
+
+impl NestedMount {
+    fn new(tag: &str) -> NestedMount {
+        let dir = std::env::temp_dir().join(format!("podwright-e2e-{tag}-{}", std::process::id()));
+        let sub = dir.join("sub");
+        std::fs::create_dir_all(&sub).unwrap();
+        let ok = Command::new("mount").args(["-t", "tmpfs", "tmpfs"]).arg(&sub).status().unwrap().success();
+        assert!(ok, "mount a tmpfs on {}", sub.display());
+        NestedMount(dir)
+    }
+}
+
+impl Drop for NestedMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(self.0.join("sub")).status();
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn if_possible_is_plainly_read_only_where_the_runtime_cannot_recurse() {
+    let dir = NestedMount::new("rro-if-possible");
+    let name = pod_name("rro-if-possible");
+    let manifest = format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: Never
+  volumes: [{{name: v, hostPath: {{path: {path}, type: Directory}}}}]
+  containers:
+  - name: write
+    image: {BUSYBOX}
+    command: [sh, -c, 'touch /v/top 2>/dev/null && echo top written || echo top read-only; touch /v/sub/inner && echo sub written']
+    volumeMounts: [{{name: v, mountPath: /v, readOnly: true, recursiveReadOnly: IfPossible}}]
+"#,
+        path = dir.0.display()
+    );
+    let o = run_manifest(&manifest, &[]);
+    o.assert_code(0);
+    // Read-only at the top, and not below: containerd 1.6 makes no recursive read-only mounts.
+    assert_eq!(o.output_of("write"), ["top read-only", "sub written"], "{}", o.context());
+}
+
+#[test]
+fn enabled_fails_the_container_where_the_runtime_cannot_recurse() {
+    let dir = NestedMount::new("rro-enabled");
+    let name = pod_name("rro-enabled");
+    let manifest = format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: Never
+  volumes: [{{name: v, hostPath: {{path: {path}, type: Directory}}}}]
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: [ls, /v]
+    volumeMounts: [{{name: v, mountPath: /v, readOnly: true, recursiveReadOnly: Enabled}}]
+"#,
+        path = dir.0.display()
+    );
+    let o = run_manifest(&manifest, &["--timeout", "3"]);
+    let pod = o.single_pod();
+    let waiting = &container_status(&pod, "app")["state"]["waiting"];
+    assert_eq!(waiting["reason"], "CreateContainerConfigError", "{}", o.context());
+    let message = "failed to resolve recursive read-only mode: volume \"v\" requested recursive read-only mode, but it is not supported by the runtime";
+    assert_eq!(waiting["message"], message, "{}", o.context());
+    let failed = o.events_with_reason(&name, "spec.containers{app}", "Failed");
+    assert!(failed.iter().any(|e| e["message"] == format!("Error: {message}").as_str()), "{}", o.context());
+    assert!(o.output_of("app").is_empty(), "the container never ran\n{}", o.context());
+}
+
+#[test]
+fn features_the_runtime_lacks_are_refused_by_name() {
+    let manifest = format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  hostUsers: false
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    lifecycle: {{stopSignal: SIGUSR1}}
+"#,
+        name = pod_name("lacks")
+    );
+    let o = run_manifest(&manifest, &[]);
+    o.assert_code(2);
+    let lacks = |what: &str| format!("needs {what} from the container runtime, which containerd 1.6 lacks");
+    assert!(o.stderr.contains(&lacks("stop signals")), "{}", o.context());
+    assert!(o.stderr.contains(&lacks("user namespaces")), "{}", o.context());
+}
