@@ -49,6 +49,7 @@ impl Kind {
             | Op::RemoveImage
             | Op::UpdateRuntimeConfig => Kind::Action,
             Op::Version
+            | Op::Status
             | Op::PodSandboxStatus
             | Op::ListPodSandbox
             | Op::ListContainerStats

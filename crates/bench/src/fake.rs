@@ -259,7 +259,7 @@ async fn fake_alone(template: &Pod, pods: usize, root: &Path) -> Result<isize, S
         let id = fake.run_pod_sandbox(&sandbox_config, "").await.map_err(|e| format!("fake alone: {e}"))?;
         for sc in all_containers(pod) {
             let (config, _) =
-                cri_config::container_config(&EnvSources::bare(pod), &sc, &ImageUser::Uid(0), 0, &id, root)
+                cri_config::container_config(&EnvSources::bare(pod), &sc, &ImageUser::Uid(0), 0, &id, root, false)
                     .map_err(|e| format!("fake alone: {e}"))?;
             let c =
                 fake.create_container(&id, &config, &sandbox_config).await.map_err(|e| format!("fake alone: {e}"))?;

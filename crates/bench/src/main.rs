@@ -11,6 +11,9 @@
 //! - `pulls`: pods with an image each from a local registry, started at once under each image
 //!   pull policy (serial, parallel, at most 2): time until all run, and podwright's time per
 //!   pull beside the runtime's `PullImage`.
+//! - `kubelet`: the same static pods under `podwright serve` and under the Go kubelet, one at a
+//!   time on the same containerd: the spec's pod to its end, many pods at once to their start,
+//!   and each agent's CPU and RSS with many probed pods running.
 //! - `dns`: serve's cluster DNS in a process of its own, asked by many UDP clients at once:
 //!   answered queries per second, and the server's peak RSS.
 //!
@@ -21,6 +24,7 @@ mod counted;
 mod dns;
 mod fake;
 mod http;
+mod kubelet;
 mod measure;
 mod pod;
 mod probes;
@@ -52,6 +56,8 @@ enum Command {
     Pulls(pulls::PullsArgs),
     /// Serve's cluster DNS asked by many clients at once: queries per second, RSS.
     Dns(dns::DnsArgs),
+    /// The same static pods under `podwright serve` and under the Go kubelet, alternated.
+    Kubelet(kubelet::KubeletArgs),
     /// The server process of `dns` (started by it).
     #[command(hide = true)]
     DnsServer(dns::DnsServerArgs),
@@ -83,6 +89,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await.map(|r| r.print()),
             Command::Pulls(args) => pulls::run(args).await.map(|r| r.print()),
             Command::Dns(args) => dns::run(args).await.map(|r| r.print()),
+            Command::Kubelet(args) => kubelet::run(args).await.map(|r| r.print()),
             Command::DnsServer(args) => dns::serve(args).await,
         }
     });

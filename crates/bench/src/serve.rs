@@ -332,7 +332,7 @@ fn str_at(v: &Value, pointer: &str) -> String {
 }
 
 /// A port nobody listens on now.
-fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, String> {
     let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("cannot find a free port: {e}"))?;
     l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
 }
