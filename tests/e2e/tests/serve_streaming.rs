@@ -8,7 +8,7 @@
 
 use podwright_e2e::pod_name;
 use podwright_e2e::serve::{Daemon, text};
-use std::ffi::OsStr;
+use podwright_e2e::terminal::on_terminal;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -195,21 +195,9 @@ impl Client {
         ran
     }
 
-    /// `script` running kubectl on a pseudo-terminal of 30 rows and 90 columns; what `script`
-    /// reads is typed on that terminal, and kubectl's stdout and stderr both come out of it.
+    /// kubectl on a terminal ([`on_terminal`]).
     fn on_tty(&self, l: &Lease, args: &[&str]) -> Command {
-        let kubectl = l.command(self, args);
-        let quote = |a: &OsStr| format!("'{}'", a.to_string_lossy().replace('\'', r"'\''"));
-        let line = std::iter::once(kubectl.get_program()).chain(kubectl.get_args()).map(quote).collect::<Vec<_>>();
-        let mut script = Command::new("script");
-        script.args(["-qec", &format!("stty rows 30 cols 90; {}", line.join(" ")), "/dev/null"]);
-        for (k, v) in kubectl.get_envs() {
-            match v {
-                Some(v) => script.env(k, v),
-                None => script.env_remove(k),
-            };
-        }
-        script
+        on_terminal(&l.command(self, args))
     }
 
     /// A kubectl that runs until the test is done with it (attach, port-forward).
