@@ -66,7 +66,6 @@ use Allowed::{Bool, Str, Unset};
 use Support::{Fields, Honoured, InCluster, Inert, Keys, NeedsRuntime, Only, Refused};
 
 const UNSET: Support = Only(&[Unset]);
-const UNSET_OR_FALSE: Support = Only(&[Unset, Bool(false)]);
 const SCHEDULING: Support = Inert("the scheduler's concern: the pod is already on this node");
 const INFORMATIONAL: Support = Inert("informational");
 
@@ -311,11 +310,11 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("restartPolicyRules", UNSET),
             ("securityContext", Fields("SecurityContext")),
             ("startupProbe", Fields("Probe")),
-            ("stdin", UNSET_OR_FALSE),
-            ("stdinOnce", UNSET_OR_FALSE),
+            ("stdin", Honoured),
+            ("stdinOnce", Honoured),
             ("terminationMessagePath", Honoured),
             ("terminationMessagePolicy", Honoured),
-            ("tty", UNSET_OR_FALSE),
+            ("tty", Honoured),
             ("volumeDevices", UNSET),
             ("volumeMounts", Fields("VolumeMount")),
             ("workingDir", Honoured),

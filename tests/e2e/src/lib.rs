@@ -17,6 +17,7 @@
 pub mod cluster;
 pub mod registry;
 pub mod serve;
+pub mod terminal;
 
 use serde_json::Value;
 use std::io::{Read, Write};

@@ -2,11 +2,13 @@
 //! `scripts/control-plane`): `kubectl logs -c`, `exec` (exit codes, stdin) and `port-forward`
 //! through the API server, which reaches the node with its kubelet client certificate; and the
 //! port's own authentication and authorization: 401 without credentials, a PodList for the
-//! cluster's admin certificate, 403 for a ServiceAccount token without RBAC.
+//! cluster's admin certificate, 403 for a ServiceAccount token without RBAC; interactive
+//! containers (`kubectl run -i --rm`, `kubectl attach -it`) with kubectl 1.20 and 1.32.
 
 use base64::Engine;
 use podwright_e2e::cluster::{ClusterNode, ControlPlane};
 use podwright_e2e::serve::{KUBECTL_1_20, text};
+use podwright_e2e::terminal::typed_on_terminal;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -38,14 +40,16 @@ spec:
 struct Cleanup<'a> {
     plane: &'a ControlPlane,
     pod: String,
-    account: String,
+    account: Option<String>,
     node: String,
 }
 
 impl Drop for Cleanup<'_> {
     fn drop(&mut self) {
         let _ = self.plane.kubectl(&["delete", "pod", &self.pod, "--ignore-not-found", "--wait=true", "--timeout=60s"]);
-        let _ = self.plane.kubectl(&["delete", "serviceaccount", &self.account, "--ignore-not-found"]);
+        if let Some(account) = &self.account {
+            let _ = self.plane.kubectl(&["delete", "serviceaccount", account, "--ignore-not-found"]);
+        }
         let _ = self.plane.kubectl(&["delete", "node", &self.node, "--ignore-not-found"]);
     }
 }
@@ -100,7 +104,7 @@ fn logs_exec_and_port_forward_go_through_the_api_server_to_the_kubelet_port() {
     let node = ClusterNode::join(&plane, "kl", &["--config", plane.path("kubelet-config")]);
     let pod = format!("kl-pod-{}", std::process::id());
     let account = format!("kl-nobody-{}", std::process::id());
-    let _cleanup = Cleanup { plane: &plane, pod: pod.clone(), account: account.clone(), node: node.name.clone() };
+    let _cleanup = Cleanup { plane: &plane, pod: pod.clone(), account: Some(account.clone()), node: node.name.clone() };
     let manifest = podwright_e2e::Manifest::new(&POD.replace("NAME", &pod).replace("NODE", &node.name));
     plane.ok(&["apply", "-f", manifest.path_str()]);
     plane.wait_json(&["get", "pod", &pod], Duration::from_secs(90), "the pod runs", all_ready);
@@ -212,4 +216,78 @@ fn logs_exec_and_port_forward_go_through_the_api_server_to_the_kubelet_port() {
         std::thread::sleep(Duration::from_millis(500));
     }
     assert!(left.is_empty(), "the pod left containers: {left:?}\n{}", node.log());
+}
+
+/// Waiting to attach: one container per kubectl, each reading a line from its terminal.
+const INTERACTIVE_POD: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  nodeName: NODE
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  restartPolicy: Never
+  containers:
+  - {name: c0, image: localhost/busybox:1.36, stdin: true, tty: true, command: [sh, -c, 'read x; echo got $x; test -t 0 && echo stdin-is-a-tty']}
+  - {name: c1, image: localhost/busybox:1.36, stdin: true, tty: true, command: [sh, -c, 'read x; echo got $x; test -t 0 && echo stdin-is-a-tty']}
+"#;
+
+/// Interactive containers through the API server to the kubelet port: `kubectl run -i --rm`
+/// (piped and on a terminal) and `kubectl attach -it`, with kubectl 1.20 (SPDY) and 1.32
+/// (WebSocket first, which the v1.20 API server passes on to the node).
+#[test]
+fn run_it_and_attach_it_reach_interactive_containers() {
+    let plane = ControlPlane::up();
+    let node = ClusterNode::join(&plane, "kli", &["--config", plane.path("kubelet-config")]);
+    let pod = format!("kli-pod-{}", std::process::id());
+    let _cleanup = Cleanup { plane: &plane, pod: pod.clone(), account: None, node: node.name.clone() };
+    let manifest = podwright_e2e::Manifest::new(&INTERACTIVE_POD.replace("NAME", &pod).replace("NODE", &node.name));
+    plane.ok(&["apply", "-f", manifest.path_str()]);
+    plane.wait_json(&["get", "pod", &pod], Duration::from_secs(90), "the pod runs", |p| {
+        p["status"]["phase"] == "Running"
+    });
+    let overrides = format!(r#"{{"spec": {{"nodeName": "{}", "automountServiceAccountToken": false}}}}"#, node.name);
+    let limit = Duration::from_secs(90);
+    for (i, program) in [KUBECTL_1_20, "kubectl"].into_iter().enumerate() {
+        let kubectl = |args: &[&str]| {
+            let mut cmd = Command::new(program);
+            cmd.arg("--kubeconfig").arg(plane.path("admin-kubeconfig")).args(args);
+            cmd
+        };
+        let run = |name: &str, flags: &str, script: &str| {
+            let args = ["run", name, "--image=localhost/busybox:1.36", "--restart=Never", flags, "--rm"];
+            let overrides = format!("--overrides={overrides}");
+            let mut cmd = kubectl(&args);
+            cmd.args([overrides.as_str(), "--command", "--", "sh", "-c", script]);
+            cmd
+        };
+
+        // Piped: the input's end closes the container's stdin (stdinOnce).
+        let name = format!("kli-run-i-{i}-{}", std::process::id());
+        let mut cmd = run(&name, "-i", "read x; echo got $x; read y || echo stdin-closed");
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
+        let out = child.wait_with_output().unwrap();
+        let printed = format!("{}{}\n{}", text(&out.stdout), text(&out.stderr), node.log());
+        assert!(out.status.success(), "{program} run -i: {printed}");
+        assert!(text(&out.stdout).starts_with("got hello\nstdin-closed\n"), "{program} run -i: {printed}");
+
+        // On a terminal.
+        let name = format!("kli-run-it-{i}-{}", std::process::id());
+        let script = "read x; echo got $x; test -t 0 && echo stdin-is-a-tty";
+        let (status, printed) = typed_on_terminal(&run(&name, "-it", script), "hello\r", limit);
+        assert!(status.success(), "{program} run -it: {status}\n{printed}\n{}", node.log());
+        for line in ["got hello\r\n", "stdin-is-a-tty\r\n", &format!("pod \"{name}\" deleted")] {
+            assert!(printed.contains(line), "{program} run -it: no {line:?} in\n{printed}\n{}", node.log());
+        }
+
+        // attach -it to a container of the running pod: it ends with the container.
+        let container = format!("c{i}");
+        let (status, printed) = typed_on_terminal(&kubectl(&["attach", "-it", &pod, "-c", &container]), "hi\r", limit);
+        assert!(status.success(), "{program} attach -it: {status}\n{printed}\n{}", node.log());
+        for line in ["got hi\r\n", "stdin-is-a-tty\r\n"] {
+            assert!(printed.contains(line), "{program} attach -it: no {line:?} in\n{printed}\n{}", node.log());
+        }
+    }
 }

@@ -824,3 +824,42 @@ spec:
     }
     assert!(yaml.ends_with("kind: List\nmetadata: {}\n"), "{}", o.context());
 }
+
+// 12 ------------------------------------------------------------------------------------------
+
+/// Interactive containers under `run`: `tty` gives the container a terminal (stdout and stderr
+/// are one stream on it), `stdin` an open stdin that delivers nothing unless attached. `run`'s
+/// own stdin is not the container's: what is written to it never arrives, and the pod ends.
+#[test]
+fn stdin_and_tty_containers_run_to_their_end() {
+    let pod_name = pod_name("e2e-interactive");
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: {pod_name}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: term
+    image: {BUSYBOX}
+    stdin: true
+    stdinOnce: true
+    tty: true
+    command: ['sh', '-c', 'test -t 0 && echo stdin-is-a-tty; test -t 1 && echo stdout-is-a-tty; echo to-stderr >&2']
+  - name: piped
+    image: {BUSYBOX}
+    stdin: true
+    command: ['sh', '-c', 'test -p /dev/stdin && echo stdin-is-a-pipe; read -t 2 x && echo "read $x" || echo nothing-read']
+"#
+    );
+    let m = Manifest::new(&manifest);
+    let o = Running::spawn(&run_args(m.path_str(), &[]), Some("typed into run\n")).wait();
+    o.assert_code(0);
+    let pod = o.single_pod();
+    assert_eq!(phase(&pod), "Succeeded", "{}", o.context());
+    let term: Vec<String> = o.output_of("term").iter().map(|l| l.trim_end_matches('\r').to_string()).collect();
+    assert_eq!(term, ["stdin-is-a-tty", "stdout-is-a-tty", "to-stderr"], "{}", o.context());
+    assert_eq!(o.output_of("piped"), ["stdin-is-a-pipe", "nothing-read"], "{}", o.context());
+    assert_nothing_left(&pod);
+}

@@ -1,17 +1,18 @@
 //! `kubectl exec`, `attach`, `cp` and `port-forward` against `podwright serve` on a real
 //! containerd, with kubectl 1.32 and 1.33 over WebSocket (v5 for exec, attach and cp, the SPDY
 //! tunnel for port-forward; their logs show that no SPDY retry happened), kubectl 1.32 told to
-//! speak SPDY only, and kubectl 1.27 (SPDY only).
+//! speak SPDY only, and kubectl 1.27 (SPDY only); interactive containers (`stdin`, `stdinOnce`,
+//! `tty`) with `kubectl run -it --rm` and `kubectl attach -it`, with kubectl 1.32 and 1.20.
 // Real processes, real timeouts.
 #![allow(clippy::disallowed_methods)]
 
 use podwright_e2e::pod_name;
 use podwright_e2e::serve::{Daemon, text};
-use std::ffi::OsStr;
+use podwright_e2e::terminal::on_terminal;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Output, Stdio};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
@@ -72,6 +73,29 @@ impl Lease {
         shared.leases += 1;
         let pod = fixture.lock().unwrap_or_else(|e| e.into_inner()).pod.clone();
         Lease { fixture, pod }
+    }
+
+    /// Creates a pod `name` of this test's from `manifest` and waits until `jsonpath` reads
+    /// `ready`; the daemon deletes it when it stops.
+    fn start_pod(&self, name: &str, manifest: &str, jsonpath: &str, ready: &str) {
+        let file = podwright_e2e::Manifest::new(manifest);
+        let created = self.kubectl(&["create", "-f", file.path_str()]);
+        assert!(created.status.success(), "{}", text(&created.stderr));
+        let deadline = Instant::now() + START_LIMIT;
+        loop {
+            // Polled without holding the fixture, which the other tests use meanwhile.
+            let now = text(&self.kubectl(&["get", "pod", name, "-o", &format!("jsonpath={jsonpath}")]).stdout);
+            if now == ready {
+                return;
+            }
+            assert!(Instant::now() < deadline, "pod {name}: {jsonpath} is {now:?}, not {ready:?}");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// The machine's kubectl, run to its end.
+    fn kubectl(&self, args: &[&str]) -> Output {
+        self.fixture.lock().unwrap_or_else(|e| e.into_inner()).daemon.kubectl_cmd(None, args).output().unwrap()
     }
 
     fn command(&self, client: &Client, args: &[&str]) -> Command {
@@ -145,8 +169,16 @@ impl Client {
     /// kubectl 1.27, which speaks SPDY only.
     const OLD: Client = Client { name: "kubectl 1.27", version: Some("1.27"), env: &[], websocket: false };
 
+    /// kubectl 1.20, the oldest podwright serves: SPDY only.
+    const V1_20: Client = Client { name: "kubectl 1.20", version: Some("1.20"), env: &[], websocket: false };
+
     fn all() -> [Client; 4] {
         [Client::WEBSOCKET, Client::WEBSOCKET_1_33, Client::SPDY_ONLY, Client::OLD]
+    }
+
+    /// The clients of the interactive tests: the newest over WebSocket, the oldest over SPDY.
+    fn interactive() -> [Client; 2] {
+        [Client::WEBSOCKET, Client::V1_20]
     }
 
     fn run(&self, l: &Lease, args: &[&str], stdin: Option<&[u8]>) -> Ran {
@@ -158,36 +190,30 @@ impl Client {
 
     /// kubectl with a terminal of 30 rows and 90 columns: `script` runs it on a pseudo-terminal.
     fn run_on_tty(&self, l: &Lease, args: &[&str]) -> Ran {
-        let kubectl = l.command(self, args);
-        let quote = |a: &OsStr| format!("'{}'", a.to_string_lossy().replace('\'', r"'\''"));
-        let line = std::iter::once(kubectl.get_program()).chain(kubectl.get_args()).map(quote).collect::<Vec<_>>();
-        let mut script = Command::new("script");
-        script.args(["-qec", &format!("stty rows 30 cols 90; {}", line.join(" ")), "/dev/null"]);
-        for (k, v) in kubectl.get_envs() {
-            match v {
-                Some(v) => script.env(k, v),
-                None => script.env_remove(k),
-            };
-        }
-        let mut ran = bounded(format!("{} on a tty {args:?}", self.name), &mut script, None);
+        let mut ran = bounded(format!("{} on a tty {args:?}", self.name), &mut self.on_tty(l, args), None);
         ran.websocket = self.websocket;
         ran
     }
 
+    /// kubectl on a terminal ([`on_terminal`]).
+    fn on_tty(&self, l: &Lease, args: &[&str]) -> Command {
+        on_terminal(&l.command(self, args))
+    }
+
     /// A kubectl that runs until the test is done with it (attach, port-forward).
     fn start(&self, l: &Lease, args: &[&str]) -> Background {
-        let mut child = l
-            .command(self, args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starting kubectl");
-        let stdout = Arc::new(Mutex::new(Vec::new()));
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        collect(child.stdout.take().unwrap(), stdout.clone());
-        collect(child.stderr.take().unwrap(), stderr.clone());
-        Background { what: format!("{} {args:?}", self.name), websocket: self.websocket, child, stdout, stderr }
+        Background::spawn(format!("{} {args:?}", self.name), self.websocket, l.command(self, args), Stdio::null())
+    }
+
+    /// [`Client::start`] with a stdin the test writes to ([`Background::send`]) and closes.
+    fn start_with_input(&self, l: &Lease, args: &[&str]) -> Background {
+        Background::spawn(format!("{} {args:?}", self.name), self.websocket, l.command(self, args), Stdio::piped())
+    }
+
+    /// [`Client::start_with_input`] on a terminal ([`Client::on_tty`]).
+    fn start_on_tty(&self, l: &Lease, args: &[&str]) -> Background {
+        let what = format!("{} on a tty {args:?}", self.name);
+        Background::spawn(what, self.websocket, self.on_tty(l, args), Stdio::piped())
     }
 }
 
@@ -299,11 +325,53 @@ struct Background {
     what: String,
     websocket: bool,
     child: Child,
+    /// Open until [`Background::close_stdin`], when piped.
+    stdin: Option<ChildStdin>,
     stdout: Arc<Mutex<Vec<u8>>>,
     stderr: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Background {
+    fn spawn(what: String, websocket: bool, mut cmd: Command, stdin: Stdio) -> Background {
+        let mut child =
+            cmd.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("starting kubectl");
+        let stdout = Arc::new(Mutex::new(Vec::new()));
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        collect(child.stdout.take().unwrap(), stdout.clone());
+        collect(child.stderr.take().unwrap(), stderr.clone());
+        Background { what, websocket, stdin: child.stdin.take(), child, stdout, stderr }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap_or_else(|| panic!("{}: stdin is not open", self.what));
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Waits until kubectl exits, at most [`KUBECTL_LIMIT`]: its status and stdout.
+    fn finish(&mut self) -> (ExitStatus, String) {
+        let deadline = Instant::now() + KUBECTL_LIMIT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                // The readers see the end of the pipes just after the exit.
+                std::thread::sleep(Duration::from_millis(200));
+                return (status, text(&self.stdout.lock().unwrap()));
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} still ran after {KUBECTL_LIMIT:?}\nstdout:\n{}\nstderr:\n{}",
+                self.what,
+                text(&self.stdout.lock().unwrap()),
+                text(&self.stderr.lock().unwrap())
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Waits until stdout contains `needle`; panics with the output when kubectl exits first
     /// or `limit` passes.
     fn wait_for_stdout(&mut self, needle: &str, limit: Duration) -> String {
@@ -330,7 +398,9 @@ impl Background {
     /// For a WebSocket client, asserts that podwright served it over WebSocket.
     fn streamed(&self) {
         if self.websocket {
-            assert_served_over_websocket(&self.what, &text(&self.stderr.lock().unwrap()));
+            // On a terminal, the log shares stdout with the command's output.
+            let log = format!("{}{}", text(&self.stderr.lock().unwrap()), text(&self.stdout.lock().unwrap()));
+            assert_served_over_websocket(&self.what, &log);
         }
     }
 }
@@ -416,9 +486,8 @@ fn path(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// podwright refuses `stdin` and `tty` on containers (crates/api honoured_fields), so attach
-/// follows the output of a container that has neither; with `-i` kubectl also opens stdin,
-/// whose end (it reads /dev/null) closes that stream and nothing else.
+/// Attach follows the output of a container without `stdin` or `tty`; with `-i` kubectl also
+/// opens stdin, whose end (it reads /dev/null) closes that stream and nothing else.
 #[test]
 fn attach_follows_a_running_containers_output() {
     let l = Lease::take();
@@ -471,5 +540,123 @@ fn refusals_read_as_the_kubelets() {
         assert_eq!(out.code(), Some(1), "{}", out.context());
         let expected = format!("Error from server (BadRequest): container nope is not valid for pod {}", l.pod);
         assert!(out.stderr_text().contains(&expected), "{}", out.context());
+    }
+}
+
+/// What kubectl attach prints (on stderr) before the session, when stdin is asked for.
+const PROMPT_HINT: &str = "If you don't see a command prompt, try pressing enter.";
+
+/// A pod whose containers are `containers` (the fields of a YAML flow mapping, `name` and
+/// `command` among them), each on busybox, ready when this returns; its name is `base` made
+/// unique.
+fn interactive_pod(l: &Lease, base: &str, containers: &[&str]) -> String {
+    let name = pod_name(base);
+    let list: Vec<String> =
+        containers.iter().map(|c| format!("  - {{image: localhost/busybox:1.36, {c}}}\n")).collect();
+    let manifest = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n{}",
+        list.concat()
+    );
+    let running = vec!["true"; containers.len()].join(" ");
+    l.start_pod(
+        &name,
+        &manifest,
+        "{.status.phase} {.status.containerStatuses[*].ready}",
+        &format!("Running {running}"),
+    );
+    name
+}
+
+/// A loop that answers each line of stdin, then says when stdin has ended and stays up.
+const ECHO_LOOP: &str = "command: [sh, -c, 'while read x; do echo got $x; done; echo stdin-closed; exec sleep 3600']";
+
+/// `kubectl run -i --rm` makes a pod with `stdin` and `stdinOnce` (and `tty` with `-t`), attaches
+/// to it once it runs, waits for its end, then deletes it.
+#[test]
+fn run_it_rm_attaches_to_the_pod_it_made_then_deletes_it() {
+    let l = Lease::take();
+    for (i, client) in Client::interactive().iter().enumerate() {
+        // Without a terminal: the end of kubectl's input closes the container's (stdinOnce).
+        let name = pod_name(&format!("run-i-{i}"));
+        let script = "read x; echo got $x; read y || echo stdin-closed";
+        let image = "--image=localhost/busybox:1.36";
+        let args = ["run", &name, image, "--restart=Never", "-i", "--rm", "--command", "--", "sh", "-c", script];
+        let out = client.run(&l, &args, Some(b"hello\n"));
+        out.success();
+        let expected = format!("got hello\nstdin-closed\npod \"{name}\" deleted\n");
+        assert!(out.stdout_text().ends_with(&expected), "{}", out.context());
+
+        // On a terminal: what is typed reaches the container's own terminal.
+        let name = pod_name(&format!("run-it-{i}"));
+        let script = "read x; echo got $x; test -t 0 && echo stdin-is-a-tty";
+        let args = ["run", &name, image, "--restart=Never", "-it", "--rm", "--command", "--", "sh", "-c", script];
+        let mut session = client.start_on_tty(&l, &args);
+        session.wait_for_stdout(PROMPT_HINT, START_LIMIT);
+        session.send(b"hello\r");
+        let (status, out) = session.finish();
+        assert!(status.success(), "{}: {status}\n{out}", session.what);
+        for line in ["got hello\r\n", "stdin-is-a-tty\r\n", &format!("pod \"{name}\" deleted")] {
+            assert!(out.contains(line), "{}: no {line:?} in\n{out}", session.what);
+        }
+        session.streamed();
+    }
+}
+
+/// `kubectl attach -it` to a shell on its own terminal, sized as kubectl's; `attach -i` to a
+/// container with stdin: lines in, answers out. Ending a session leaves the container running
+/// with its stdin open for the next one (no stdinOnce).
+#[test]
+fn attach_carries_stdin_and_a_terminal_to_a_running_container() {
+    let l = Lease::take();
+    let shell = "name: shell, stdin: true, tty: true, command: [sh]";
+    let echo = format!("name: echo, stdin: true, {ECHO_LOOP}");
+    let pod = interactive_pod(&l, "attach-stdin", &[shell, &echo]);
+    // The size arrives on the resize stream, after the start: the shell waits for it.
+    let size = r#"for i in $(seq 100); do s=$(stty size); [ "$s" = "30 90" ] && break; sleep 0.1; done; echo size=$s"#;
+    for (i, client) in Client::interactive().iter().enumerate() {
+        let mut session = client.start_on_tty(&l, &["attach", "-it", &pod, "-c", "shell"]);
+        session.wait_for_stdout(PROMPT_HINT, Duration::from_secs(30));
+        session.send(format!("echo hello-$((40+{i})); {size}\r").as_bytes());
+        session.wait_for_stdout(&format!("hello-{}\r\n", 40 + i), Duration::from_secs(30));
+        session.wait_for_stdout("size=30 90\r\n", Duration::from_secs(30));
+        session.streamed();
+        drop(session);
+
+        let mut session = client.start_with_input(&l, &["attach", "-i", &pod, "-c", "echo"]);
+        session.send(format!("line-{i}\n").as_bytes());
+        session.wait_for_stdout(&format!("got line-{i}\n"), Duration::from_secs(30));
+        session.close_stdin();
+        let (status, out) = session.finish();
+        assert!(status.success(), "{}: {status}\n{out}", session.what);
+        session.streamed();
+    }
+    assert_eq!(text(&l.kubectl(&["logs", &pod, "-c", "echo"]).stdout), "got line-0\ngot line-1\n");
+    let restarts = ["get", "pod", &pod, "-o", "jsonpath={.status.containerStatuses[*].restartCount}"];
+    assert_eq!(text(&l.kubectl(&restarts).stdout), "0 0");
+}
+
+/// `stdinOnce`: when the first attach's input ends, the runtime closes the container's stdin
+/// (containerd 1.6 does so for a container without a TTY); that session follows the output
+/// until the container ends.
+#[test]
+fn stdin_once_closes_the_containers_stdin_after_the_first_attach() {
+    let l = Lease::take();
+    let clients = Client::interactive();
+    let containers: Vec<String> =
+        (0..clients.len()).map(|i| format!("name: once-{i}, stdin: true, stdinOnce: true, {ECHO_LOOP}")).collect();
+    let containers: Vec<&str> = containers.iter().map(String::as_str).collect();
+    let pod = interactive_pod(&l, "attach-once", &containers);
+    for (i, client) in clients.iter().enumerate() {
+        let container = format!("once-{i}");
+        let mut session = client.start_with_input(&l, &["attach", "-i", &pod, "-c", &container]);
+        session.send(b"first\n");
+        session.wait_for_stdout("got first\n", Duration::from_secs(30));
+        session.close_stdin();
+        session.wait_for_stdout("got first\nstdin-closed\n", Duration::from_secs(30));
+        assert!(session.child.try_wait().unwrap().is_none(), "{}: ended with the input", session.what);
+        session.streamed();
+        drop(session);
+        let logs = l.kubectl(&["logs", &pod, "-c", &container]);
+        assert_eq!(text(&logs.stdout), "got first\nstdin-closed\n", "{}", client.name);
     }
 }

@@ -128,7 +128,7 @@ spec:
   containers:
   - name: app
     image: {BUSYBOX}
-    tty: true
+    securityContext: {{appArmorProfile: {{type: RuntimeDefault}}}}
 "#
     );
     let (_m, stderr) = assert_refused("unsupported", &manifest, &[]);
@@ -137,7 +137,7 @@ spec:
         lines,
         [
             r#"The Pod "unsupported" is invalid: "#,
-            "* spec.containers[0].tty: Unsupported value: true: not supported by podwright yet",
+            "* spec.containers[0].securityContext.appArmorProfile: Unsupported value: not supported by podwright yet",
             "* spec.securityContext.seLinuxOptions: Unsupported value: not supported by podwright yet",
             "* spec.volumes[0].nfs: Unsupported value: not supported by podwright yet",
         ]

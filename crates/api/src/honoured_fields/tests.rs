@@ -159,18 +159,33 @@ spec:
       requests: {cpu: 100m, memory: 64Mi}
       limits: {cpu: 200m, memory: 64Mi, ephemeral-storage: 1Gi}
     securityContext: {capabilities: {add: [NET_ADMIN]}, privileged: true, seLinuxOptions: {level: "s0:c1"}}
-    tty: true
+    volumeDevices: [{name: blk, devicePath: /dev/xvda}]
 "#;
     assert_eq!(
         refusals(yaml),
         [
             "spec.containers[0].resources.limits[ephemeral-storage]: Unsupported value: \"1Gi\": not supported by podwright yet",
             "spec.containers[0].securityContext.seLinuxOptions: Unsupported value: not supported by podwright yet",
-            "spec.containers[0].tty: Unsupported value: true: not supported by podwright yet",
+            "spec.containers[0].volumeDevices: Unsupported value: not supported by podwright yet",
             "spec.volumes[1].nfs: Unsupported value: not supported by podwright yet",
             "spec.volumes[3].emptyDir.medium: Unsupported value: \"HugePages\": not supported by podwright yet; supported values: \"Memory\"",
         ]
     );
+}
+
+/// What `kubectl run -it` asks for: a container with stdin open, closed after the first
+/// attach, on a terminal.
+#[test]
+fn interactive_containers_are_honoured() {
+    let yaml = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - {name: shell, image: busybox, stdin: true, stdinOnce: true, tty: true}
+"#;
+    assert_eq!(refusals(yaml), Vec::<String>::new());
 }
 
 /// A simple pod as `kubectl get pod -o yaml` prints it (the API server's defaults and the

@@ -147,6 +147,11 @@ pub fn container_config(
         labels: lbl,
         annotations,
         log_path: layout::container_log_relative(&c.name, restart_count),
+        // As the kubelet passes them: the runtime keeps stdin open for attach (and closes it
+        // after the first attach with stdinOnce), and a TTY merges stderr into stdout.
+        stdin: c.stdin.unwrap_or_default(),
+        stdin_once: c.stdin_once.unwrap_or_default(),
+        tty: c.tty.unwrap_or_default(),
         linux: Some(LinuxContainerConfig {
             resources: Some(linux_resources(c)),
             security_context: Some(security_context),
@@ -201,6 +206,24 @@ mod tests {
             config.port_mappings,
             [PortMapping { protocol: Protocol::Udp as i32, container_port: 53, host_port: 53, host_ip: String::new() }]
         );
+    }
+
+    /// `stdin`, `stdinOnce` and `tty` reach the runtime as the kubelet's
+    /// `generateContainerConfig` passes them; left out, each is false.
+    #[test]
+    fn stdin_stdin_once_and_tty_go_to_the_runtime() {
+        let pod = defaulted(
+            "  containers:\n  - {name: shell, image: b, stdin: true, stdinOnce: true, tty: true}\n  - {name: quiet, image: b}\n  - {name: open, image: b, stdin: true}\n",
+        );
+        let flags: Vec<_> = podwright_planner::pod::all_containers(&pod)
+            .map(|sc| {
+                let (config, _) =
+                    container_config(&EnvSources::bare(&pod), &sc, &ImageUser::Uid(0), 0, "sb", Path::new("/r"))
+                        .unwrap();
+                (config.stdin, config.stdin_once, config.tty)
+            })
+            .collect();
+        assert_eq!(flags, [(true, true, true), (false, false, false), (true, false, false)]);
     }
 
     /// (case, resources, cpu shares, cpu quota, memory limit): the kubelet's
