@@ -36,6 +36,11 @@ const START_LIMIT: Duration = Duration::from_secs(60);
 /// How long pods may take to reach what is measured, or to stop once their manifests are gone.
 const POD_LIMIT: Duration = Duration::from_secs(300);
 const POLL: Duration = Duration::from_millis(20);
+/// Rounds the spec pod's runs are split into, each agent taking its turn in each.
+const ROUNDS: usize = 2;
+/// How long an agent is left alone after its health check answers: a kubelet's first syncs
+/// (its runtime's status, the first stats) come seconds after it starts listening.
+const SETTLE: Duration = Duration::from_secs(5);
 
 #[derive(clap::Args)]
 pub struct KubeletArgs {
@@ -277,13 +282,16 @@ impl Bench {
         self.clean()?;
         let mut figures = [Figures::default(), Figures::default()];
         let agents = [Agent::Podwright, Agent::Kubelet];
-        // One unmeasured run each first: the image and the runtime's caches warm up.
-        for agent in agents {
-            self.with_agent(agent, |_| self.init_pod(agent, "warm"))?;
-        }
-        for i in 0..runs {
+        // In rounds, so that both agents see the machine alike; in each, an agent runs the pod
+        // once unmeasured (its caches and the runtime's warm up), then its share of the runs
+        // one after the other.
+        for round in 0..ROUNDS {
+            let share = runs / ROUNDS + usize::from(round < runs % ROUNDS);
             for (agent, f) in agents.into_iter().zip(&mut figures) {
-                f.init_pod.push(self.with_agent(agent, |_| self.init_pod(agent, &format!("init{i}")))?);
+                f.init_pod.extend(self.with_agent(agent, |_| {
+                    self.init_pod(agent, &format!("warm{round}"))?;
+                    (0..share).map(|i| self.init_pod(agent, &format!("init{round}-{i}"))).collect::<Result<Vec<_>, _>>()
+                })?);
             }
         }
         for (agent, f) in agents.into_iter().zip(&mut figures) {
@@ -300,7 +308,10 @@ impl Bench {
     /// manifests, lets the agent stop the pods, stops it and removes what is left in the runtime.
     fn with_agent<T>(&self, agent: Agent, measure: impl FnOnce(&Running) -> Result<T, String>) -> Result<T, String> {
         let mut running = self.start(agent)?;
-        let result = running.wait_ready().and_then(|()| measure(&running));
+        let result = running.wait_ready().and_then(|()| {
+            std::thread::sleep(SETTLE);
+            measure(&running)
+        });
         let drained = self.remove_manifests().and_then(|()| self.wait_stopped());
         let stopped = running.stop();
         let cleaned = self.clean();
@@ -449,11 +460,13 @@ impl Bench {
         })
     }
 
-    /// The spec's pod: from its manifest's drop to its app container's exit.
+    /// The spec's pod: from its manifest's drop to its app container's exit. Its manifest
+    /// goes after, so that the next run's pod is the agent's only one.
     fn init_pod(&self, agent: Agent, name: &str) -> Result<Duration, String> {
         let name = format!("{}-{name}", short(agent));
         let t0 = self.drop_manifest(&name, &init_pod(&name))?;
         let done = self.wait_for(&[name], |cs| app(cs).filter(|c| c.finished_at > 0).map(|c| c.finished_at))?;
+        self.remove_manifests()?;
         Ok(since(t0, done[0]))
     }
 
