@@ -307,7 +307,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("resizePolicy", Inert("it applies to in-place resizes, which podwright has no API for")),
             ("resources", Fields("ResourceRequirements")),
             ("restartPolicy", Honoured),
-            ("restartPolicyRules", UNSET),
+            ("restartPolicyRules", Fields("ContainerRestartRule")),
             ("securityContext", Fields("SecurityContext")),
             ("startupProbe", Fields("Probe")),
             ("stdin", Honoured),
@@ -320,6 +320,10 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("workingDir", Honoured),
         ],
     ),
+    // Both actions: `Restart` (the container) and `RestartAllContainers` (every container of
+    // the pod, in its sandbox).
+    ("ContainerRestartRule", &[("action", Honoured), ("exitCodes", Fields("ContainerRestartRuleOnExitCodes"))]),
+    ("ContainerRestartRuleOnExitCodes", &[("operator", Honoured), ("values", Honoured)]),
     ("EnvVar", &[("name", Honoured), ("value", Honoured), ("valueFrom", Fields("EnvVarSource"))]),
     (
         "EnvVarSource",

@@ -373,11 +373,15 @@ impl PodWorker {
             if newly_initialized {
                 self.memory.initialized_in = sandbox.cloned();
             }
+            // Every container is reset: the init containers run again in this sandbox, and a
+            // restarted podwright must not take the pod for initialized meanwhile.
+            let uninitialized = p.reset && self.memory.initialized_in.take().is_some();
             // Instances about to be removed take their restart counts with them: written down
             // first, so that a restart of podwright still counts on from them.
-            let removes = p.actions.iter().any(|a| matches!(a, Action::RemoveContainer { .. }));
+            let removes =
+                p.actions.iter().any(|a| matches!(a, Action::RemoveContainer { .. } | Action::ResetContainer { .. }));
             let counts_due = removes && self.memory.restart_counts_unsaved;
-            if p.backoff != self.memory.backoff || newly_initialized || counts_due {
+            if p.backoff != self.memory.backoff || newly_initialized || uninitialized || counts_due {
                 self.memory.backoff = p.backoff;
                 self.checkpoint();
             }

@@ -356,3 +356,52 @@ async fn images_are_pulled_for_the_pods_runtime_handler() {
     let pulled = Call::PullImage { image: "localhost/busybox:1.36".into(), runtime_handler: "kata".into() };
     assert_eq!(pulls.into_iter().map(|(_, c)| c).collect::<Vec<_>>(), vec![pulled]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn restart_all_containers_runs_the_init_containers_again_in_the_same_sandbox() {
+    let sim = Sim::new();
+    let after = |s| Duration::from_secs(s);
+    sim.fake.script("init", vec![Behaviour::Exit { code: 0, after: after(1) }]);
+    sim.fake.script("side", vec![Behaviour::RunForever]);
+    sim.fake.script("main", vec![Behaviour::RunForever]);
+    sim.fake.script("worker", vec![Behaviour::Exit { code: 88, after: after(5) }, Behaviour::RunForever]);
+    let p = pod_with(serde_json::json!({
+        "restartPolicy": "Never",
+        "initContainers": [{"name": "init"}, {"name": "side", "restartPolicy": "Always"}],
+        "containers": [
+            {"name": "main", "lifecycle": {"preStop": {"exec": exec("sleep 5")}}},
+            {"name": "worker", "restartPolicy": "Never",
+             "restartPolicyRules": [{"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [88]}}]},
+        ],
+    }));
+    let history = sim.run_timed(p, Duration::from_secs(60)).await;
+    let sandboxes = sim.fake.calls().into_iter().filter(|(_, c)| matches!(c, Call::RunPodSandbox { .. })).count();
+    assert_eq!(sandboxes, 1, "the sandbox stays");
+    let order: Vec<String> = sim.starts().into_iter().map(|(_, n)| n).collect();
+    assert_eq!(order, ["init", "side", "main", "worker", "init", "side", "main", "worker"]);
+    // Killed at once by the reset: no preStop hook, no grace (the pod's own deletion at the
+    // end of the run gives the second instance its 30 s).
+    let main_stops: Vec<u64> = stops(&sim).into_iter().filter(|(_, n, _)| n == "main").map(|(_, _, t)| t).collect();
+    assert_eq!(main_stops, vec![0, 30]);
+    let hooks = sim.fake.calls().into_iter().filter(|(_, c)| matches!(c, Call::ExecSync { .. })).count();
+    assert_eq!(hooks, 1, "only the deletion runs main's preStop hook");
+    let condition = |p: &Pod| {
+        let cs = p.status.as_ref().and_then(|s| s.conditions.as_ref());
+        cs.and_then(|cs| cs.iter().find(|c| c.type_ == "AllContainersRestarting")).map(|c| c.status.clone())
+    };
+    let seen: Vec<String> = history.iter().filter_map(|(_, p)| condition(p)).collect();
+    assert!(seen.contains(&"True".to_string()), "{seen:?}");
+    // The last status before the run's own deletion at its end.
+    let last = &history.iter().rfind(|(t, _)| *t < 60.0).unwrap().1;
+    assert_eq!(condition(last).as_deref(), Some("False"));
+    assert_eq!(phase(last), "Running");
+    let st = last.status.as_ref().unwrap();
+    let counts: Vec<(String, i32)> = st
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(st.container_statuses.iter().flatten())
+        .map(|s| (s.name.clone(), s.restart_count))
+        .collect();
+    assert_eq!(counts, [("init", 1), ("side", 1), ("main", 1), ("worker", 1)].map(|(n, c)| (n.to_string(), c)));
+}

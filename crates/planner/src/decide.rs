@@ -4,7 +4,7 @@
 use crate::backoff::Backoff;
 use crate::observed::{ContainerKind, Observed, ObservedContainer, RunState};
 use crate::pod::{self, SpecContainer};
-use crate::words::{RestartPolicy, StartFailureReason, WaitingReason};
+use crate::words::{RestartPolicy, RuleAction, StartFailureReason, WaitingReason};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use podwright_api::go;
@@ -50,23 +50,75 @@ pub fn sandbox_ready(ctx: &PodContext) -> bool {
     ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready && (on_host || s.ip.is_some()))
 }
 
+/// What an exited instance of a container calls for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterExit {
+    /// Nothing: it has done its part, or its policy does not restart it.
+    Stay,
+    /// A new instance of the container.
+    Restart,
+    /// Every container of the pod stopped and removed, then the pod run again from its first
+    /// init container in the same sandbox (the rule action `RestartAllContainers`).
+    RestartAll,
+}
+
+/// The kubelet's `ContainerShouldRestart` with the action of the matching rule: the first of the
+/// container's `restartPolicyRules` that matches the exit code, else the container's own
+/// `restartPolicy`, else the pod's. A sidecar restarts whatever it exits with (its rules may
+/// only restart every container); a regular init container that succeeded has done its part.
+pub fn after_exit(pod: &Pod, sc: &SpecContainer, c: &ObservedContainer) -> AfterExit {
+    let rule = RuleAction::matching(sc.container, c.exit_code);
+    if rule == Some(RuleAction::RestartAllContainers) {
+        return AfterExit::RestartAll;
+    }
+    let restart = match sc.kind {
+        ContainerKind::Sidecar => true,
+        ContainerKind::Init if !c.failed() => false,
+        _ if rule == Some(RuleAction::Restart) => true,
+        ContainerKind::Init => sc.restart_policy(pod) != RestartPolicy::Never,
+        ContainerKind::App => sc.restart_policy(pod).restarts(c.exit_code),
+    };
+    if restart { AfterExit::Restart } else { AfterExit::Stay }
+}
+
 /// Whether the newest instance should be replaced by a new one (the kubelet's
-/// `ShouldContainerBeRestarted`, with sidecars always restarting).
-pub fn should_restart(pod: &Pod, kind: ContainerKind, newest: Option<&ObservedContainer>) -> bool {
+/// `ShouldContainerBeRestarted`): also when its exit restarts every container, which makes a
+/// new instance of each.
+pub fn should_restart(pod: &Pod, sc: &SpecContainer, newest: Option<&ObservedContainer>) -> bool {
     let Some(c) = newest else { return true };
     match c.state {
         RunState::Running => false,
         RunState::Created | RunState::Unknown => true,
-        RunState::Exited => match kind {
-            ContainerKind::Sidecar => true,
-            ContainerKind::Init => c.failed() && RestartPolicy::of(pod) != RestartPolicy::Never,
-            ContainerKind::App => match RestartPolicy::of(pod) {
-                RestartPolicy::Never => false,
-                RestartPolicy::OnFailure => c.exit_code != 0,
-                RestartPolicy::Always => true,
-            },
-        },
+        RunState::Exited => after_exit(pod, sc, c) != AfterExit::Stay,
     }
+}
+
+/// The container whose exit restarts every container of the pod now: its newest instance, in
+/// the current sandbox, exited with a code its `RestartAllContainers` rule matches, and the
+/// crash back-off (measured from that exit, as for a restart of the container alone) does not
+/// hold it. The pod's `AllContainersRestarting` condition is true while one is found.
+pub fn restart_all_source<'a>(ctx: &PodContext<'a>) -> Option<SpecContainer<'a>> {
+    // A pod that is stopping for good restarts nothing.
+    if ctx.deleting || ended_by_node(ctx) || apps_finished(ctx) {
+        return None;
+    }
+    let sandbox = ctx.observed.sandbox.as_ref()?;
+    pod::all_containers(ctx.pod).find(|sc| {
+        ctx.observed.newest(sc.name()).is_some_and(|c| {
+            c.state == RunState::Exited
+                && c.sandbox_id == sandbox.id
+                && after_exit(ctx.pod, sc, c) == AfterExit::RestartAll
+                && crash_backoff(ctx, sc).is_none()
+        })
+    })
+}
+
+/// Whether any container of the pod has a `RestartAllContainers` rule: such a pod reports the
+/// `AllContainersRestarting` condition (the kubelet's `AllContainersCouldRestart`).
+pub fn could_restart_all(pod: &Pod) -> bool {
+    pod::all_containers(pod)
+        .flat_map(|sc| sc.container.restart_policy_rules.iter().flatten())
+        .any(|r| r.action == "RestartAllContainers")
 }
 
 /// Given that `sc` should run a new instance, whether it may start now.
@@ -122,7 +174,7 @@ pub fn decide(ctx: &PodContext, sc: &SpecContainer) -> Decision {
     if ctx.deleting {
         return if newest.is_some_and(|c| c.state == RunState::Running) { Decision::Keep } else { Decision::Done };
     }
-    if should_restart(ctx.pod, sc.kind, newest) {
+    if should_restart(ctx.pod, sc, newest) {
         start_or_wait(ctx, sc)
     } else if newest.is_some_and(|c| c.state == RunState::Running)
         || newest.is_some_and(|c| c.succeeded()) && sc.kind == ContainerKind::Init
@@ -213,7 +265,7 @@ pub fn init_actions(ctx: &PodContext) -> InitActions {
                 }
             }
             // The pod has failed (its phase says so): nothing more to start.
-            _ if !sidecar && c.failed() && RestartPolicy::of(ctx.pod) == RestartPolicy::Never => {
+            _ if !sidecar && c.failed() && !should_restart(ctx.pod, sc, Some(c)) => {
                 return InitActions::default();
             }
             // Created, exited (a sidecar, or failed), unknown: restart it.
@@ -237,7 +289,7 @@ pub fn apps_finished(ctx: &PodContext) -> bool {
     pod::app_containers(ctx.pod).all(|sc| {
         let newest = ctx.observed.newest(sc.name());
         newest.is_some_and(|c| c.state == RunState::Exited && c.sandbox_id == sandbox.id)
-            && !should_restart(ctx.pod, sc.kind, newest)
+            && !should_restart(ctx.pod, &sc, newest)
     })
 }
 

@@ -39,6 +39,14 @@ pub enum Action {
         id: String,
         name: String,
     },
+    /// Stop an instance at once if it is `live` (no `preStop` hook, no grace), then remove it:
+    /// a part of `RestartAllContainers`. A reset that fails ends the pass, so that the resets
+    /// after it (the source's last) are not done.
+    ResetContainer {
+        id: String,
+        name: String,
+        live: bool,
+    },
 }
 
 /// An event the planner's decisions call for (the executor records the ones of its own
@@ -63,6 +71,9 @@ pub struct Plan {
     /// Every init container has done its part in the current sandbox: the caller writes this
     /// down before acting on the plan, which may start the app containers.
     pub initialized: bool,
+    /// Every container is being reset (`RestartAllContainers`): the pod initializes again in
+    /// its sandbox, so the caller forgets where initialization completed before acting.
+    pub reset: bool,
 }
 
 impl Plan {
@@ -86,8 +97,14 @@ pub fn plan(ctx: &PodContext) -> Plan {
 /// `plan()` for a caller that has just computed the pod's status, and with it the phase (the
 /// pod worker): the container statuses are not worked out twice.
 pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
-    let mut p =
-        Plan { actions: vec![], wake_at: None, backoff: ctx.backoff.clone(), events: vec![], initialized: false };
+    let mut p = Plan {
+        actions: vec![],
+        wake_at: None,
+        backoff: ctx.backoff.clone(),
+        events: vec![],
+        initialized: false,
+        reset: false,
+    };
     // First, so that a new instance may take an interrupted one's name (its attempt).
     for c in &ctx.observed.interrupted {
         p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
@@ -129,6 +146,10 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
         .any(|sc| ctx.observed.newest(sc.name()).is_some_and(|c| definition_changed(&sc, c)))
     {
         restart_pod(ctx, &mut p, grace);
+        return p;
+    }
+    if let Some(source) = decide::restart_all_source(ctx) {
+        restart_all(ctx, &source, &mut p);
         return p;
     }
 
@@ -313,7 +334,8 @@ fn restart_changed(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) -> bool {
 fn restart_unhealthy(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) -> bool {
     let Some(c) = ctx.observed.newest(sc.name()).filter(|c| c.state == RunState::Running) else { return false };
     let Some(probe) = ctx.observed.probes.failed(&c.id) else { return false };
-    let restart = sc.kind == ContainerKind::Sidecar || RestartPolicy::of(ctx.pod) != RestartPolicy::Never;
+    // The container's own policy decides, not its rules (they judge exits, not probe kills).
+    let restart = sc.restart_policy(ctx.pod) != RestartPolicy::Never;
     let message = if sc.kind.is_init_list() {
         format!("Init container {} failed {probe} probe", sc.name())
     } else if restart {
@@ -366,6 +388,22 @@ fn restart_pod(ctx: &PodContext, p: &mut Plan, grace: Duration) {
         p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
     }
     p.actions.push(Action::CreateSandbox { attempt: ctx.observed.sandbox.as_ref().map_or(0, |s| s.attempt + 1) });
+}
+
+/// `RestartAllContainers`: every instance of every container is stopped at once and removed;
+/// the sandbox, its IP and the volumes stay, and the next pass, finding no container, runs the
+/// pod again from its first init container. The source's exit goes last: should podwright die
+/// halfway, it is still there to finish the reset. The reset counts as the source's restart for
+/// the crash back-off, so a source that keeps exiting waits it out before the next reset.
+fn restart_all(ctx: &PodContext, source: &SpecContainer, p: &mut Plan) {
+    record_restart(ctx, source, p);
+    p.reset = true;
+    let evidence = ctx.observed.newest(source.name()).map(|c| c.id.as_str());
+    let (last, first): (Vec<&ObservedContainer>, Vec<&ObservedContainer>) =
+        ctx.observed.containers.iter().partition(|c| Some(c.id.as_str()) == evidence);
+    for c in first.into_iter().chain(last) {
+        p.actions.push(Action::ResetContainer { id: c.id.clone(), name: c.name.clone(), live: c.state.is_live() });
+    }
 }
 
 /// Keeps, for every container (init containers and sidecars included), the newest instance

@@ -2,6 +2,7 @@
 //! policy, the keys that tie back-off and hashes to a container definition.
 
 use crate::observed::ContainerKind;
+use crate::words::RestartPolicy;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use podwright_api::container_kind::{ContainerKind as ApiKind, PodContainer, pod_containers};
 
@@ -52,6 +53,11 @@ impl SpecContainer<'_> {
     /// is implied because each pod has its own back-off state).
     pub fn backoff_key(&self) -> String {
         format!("{}_{}", self.container.name, self.hash())
+    }
+
+    /// The policy its exits are judged by when no rule matches: its own, else the pod's.
+    pub fn restart_policy(&self, pod: &Pod) -> RestartPolicy {
+        RestartPolicy::of_container(self.container).unwrap_or_else(|| RestartPolicy::of(pod))
     }
 
     pub fn image(&self) -> &str {

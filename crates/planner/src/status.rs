@@ -104,7 +104,7 @@ pub fn container_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStatus
     // anything of a pod that is stopping (a sidecar after its app containers have finished).
     let restarting = c.state != RunState::Running
         && !(sc.kind == ContainerKind::Init && c.succeeded())
-        && decide::should_restart(ctx.pod, sc.kind, Some(c))
+        && decide::should_restart(ctx.pod, sc, Some(c))
         && !pod_stopping(ctx);
     if let Some(w) = held_back(ctx, sc).filter(|_| restarting) {
         if c.state == RunState::Exited {
@@ -201,15 +201,18 @@ fn phase_of(
             }
             continue;
         }
+        // A failure counts when nothing will run the container again: its own policy, or the
+        // pod's, is `Never` and no rule restarts it.
+        let failed = |t: &ContainerStateTerminated| t.exit_code != 0 && !restarts(ctx, sc);
         if is_running(s) {
             pending_init += 1;
         } else if let Some(t) = term(s) {
-            if t.exit_code != 0 {
+            if failed(t) {
                 failed_init += 1;
             }
         } else if is_waiting(s) {
             match last_term(s) {
-                Some(t) if t.exit_code != 0 => failed_init += 1,
+                Some(t) if failed(t) => failed_init += 1,
                 Some(_) => {}
                 None => pending_init += 1,
             }
@@ -238,8 +241,7 @@ fn phase_of(
             unknown += 1;
         }
     }
-    let policy = RestartPolicy::of(ctx.pod);
-    if failed_init > 0 && policy == RestartPolicy::Never {
+    if failed_init > 0 {
         return Phase::Failed;
     }
     if pending_init > 0 && !app_started {
@@ -256,7 +258,12 @@ fn phase_of(
         if pod_is_terminal {
             return if stopped == succeeded { Phase::Succeeded } else { Phase::Failed };
         }
-        return match policy {
+        // A container whose own policy or rule restarts it keeps the pod running, whatever
+        // the pod's policy.
+        if apps.iter().any(|(sc, _)| restarts(ctx, sc)) {
+            return Phase::Running;
+        }
+        return match RestartPolicy::of(ctx.pod) {
             RestartPolicy::Always => Phase::Running,
             _ if stopped == succeeded => Phase::Succeeded,
             RestartPolicy::Never => Phase::Failed,
@@ -264,6 +271,12 @@ fn phase_of(
         };
     }
     Phase::Pending
+}
+
+/// Whether the container's newest instance, exited, will be followed by another.
+fn restarts(ctx: &PodContext, sc: &SpecContainer) -> bool {
+    let newest = ctx.observed.newest(sc.name());
+    newest.is_some_and(|c| c.state == RunState::Exited) && decide::should_restart(ctx.pod, sc, newest)
 }
 
 /// The kubelet's `TerminatePod`, for a pod that has ended and of which nothing runs any more:
@@ -342,6 +355,7 @@ fn conditions(
     phase: Phase,
     inits: &[(SpecContainer, ContainerStatus)],
     apps: &[(SpecContainer, ContainerStatus)],
+    previous: Option<&PodStatus>,
 ) -> Vec<PodCondition> {
     let sandbox_ready = decide::sandbox_ready(ctx);
     let mut out = vec![condition("PodReadyToStartContainers", sandbox_ready, None, None)];
@@ -354,7 +368,11 @@ fn conditions(
         .collect();
     out.push(if phase == Phase::Succeeded {
         condition("Initialized", true, Some("PodCompleted"), None)
-    } else if app_started || incomplete.is_empty() || decide::initialized_before(ctx) {
+    } else if app_started
+        || incomplete.is_empty()
+        || decide::initialized_before(ctx)
+        || stays_initialized(ctx, previous)
+    {
         condition("Initialized", true, None, None)
     } else {
         condition(
@@ -391,8 +409,36 @@ fn conditions(
     };
     out.push(ready);
     out.push(containers_ready);
+    if decide::could_restart_all(ctx.pod) {
+        out.push(all_containers_restarting(ctx, phase));
+    }
     out.push(condition("PodScheduled", true, None, None));
     out
+}
+
+/// A pod that restarts all its containers in place stays initialized while its init containers
+/// run again: once initialized, a pod is never uninitialized (the kubelet keeps a true
+/// `Initialized` condition of such a pod).
+fn stays_initialized(ctx: &PodContext, previous: Option<&PodStatus>) -> bool {
+    let conditions = previous.and_then(|p| p.conditions.as_deref()).unwrap_or_default();
+    decide::could_restart_all(ctx.pod) && conditions.iter().any(|c| c.type_ == "Initialized" && c.status == "True")
+}
+
+/// The kubelet's `AllContainersRestarting` condition: true while a container's exit is
+/// restarting every container of the pod.
+fn all_containers_restarting(ctx: &PodContext, phase: Phase) -> PodCondition {
+    const KIND: &str = "AllContainersRestarting";
+    match phase {
+        Phase::Succeeded => condition(KIND, false, Some("PodCompleted"), None),
+        Phase::Failed => condition(KIND, false, Some("PodFailed"), None),
+        _ if decide::restart_all_source(ctx).is_some() => condition(
+            KIND,
+            true,
+            Some("RestartAllContainersStarted"),
+            Some("container exited with restart policy rule".to_string()),
+        ),
+        _ => condition(KIND, false, None, None),
+    }
 }
 
 fn readiness_gates(ctx: &PodContext) -> PodCondition {
@@ -437,7 +483,7 @@ pub fn pod_status_and_phase(ctx: &PodContext, previous: Option<&PodStatus>) -> (
     if phase.is_terminal() && !ctx.observed.any_running() {
         terminate_pod(&mut inits, &mut apps);
     }
-    let mut conds = conditions(ctx, phase, &inits, &apps);
+    let mut conds = conditions(ctx, phase, &inits, &apps, previous);
     let prev_conds = previous.and_then(|p| p.conditions.as_ref());
     for c in &mut conds {
         let prev = prev_conds.and_then(|pc| pc.iter().find(|p| p.type_ == c.type_));

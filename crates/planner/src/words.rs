@@ -15,10 +15,30 @@ pub enum RestartPolicy {
 impl RestartPolicy {
     /// The pod's policy; validation admits only the three values, and unset means `Always`.
     pub fn of(pod: &Pod) -> Self {
-        match pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) {
-            Some("Never") => RestartPolicy::Never,
-            Some("OnFailure") => RestartPolicy::OnFailure,
-            _ => RestartPolicy::Always,
+        Self::parse(pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref())).unwrap_or(RestartPolicy::Always)
+    }
+
+    /// A container's own policy, when it sets one (app and regular init containers may since
+    /// 1.34, overriding the pod's; a sidecar's is `Always`).
+    pub fn of_container(c: &Container) -> Option<Self> {
+        Self::parse(c.restart_policy.as_deref())
+    }
+
+    fn parse(s: Option<&str>) -> Option<Self> {
+        match s? {
+            "Never" => Some(RestartPolicy::Never),
+            "OnFailure" => Some(RestartPolicy::OnFailure),
+            "Always" => Some(RestartPolicy::Always),
+            _ => None,
+        }
+    }
+
+    /// Whether an instance that exited with `exit_code` is replaced under this policy.
+    pub fn restarts(self, exit_code: i32) -> bool {
+        match self {
+            RestartPolicy::Always => true,
+            RestartPolicy::OnFailure => exit_code != 0,
+            RestartPolicy::Never => false,
         }
     }
 
@@ -27,6 +47,37 @@ impl RestartPolicy {
             RestartPolicy::Always => "Always",
             RestartPolicy::OnFailure => "OnFailure",
             RestartPolicy::Never => "Never",
+        }
+    }
+}
+
+/// The action of a container's `restartPolicyRules` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleAction {
+    /// `Restart`: the container is restarted, whatever its restart policy says.
+    Restart,
+    /// `RestartAllContainers`: every container of the pod is stopped and removed, and the pod
+    /// runs again from its first init container in the same sandbox.
+    RestartAllContainers,
+}
+
+impl RuleAction {
+    /// The first of the container's rules whose exit codes match `exit_code` (the rules are
+    /// evaluated in order), if one does.
+    pub fn matching(c: &Container, exit_code: i32) -> Option<Self> {
+        let rule = c.restart_policy_rules.iter().flatten().find(|r| {
+            let Some(codes) = &r.exit_codes else { return false };
+            let listed = codes.values.iter().flatten().any(|v| *v == exit_code);
+            match codes.operator.as_str() {
+                "In" => listed,
+                "NotIn" => !listed,
+                _ => false,
+            }
+        })?;
+        match rule.action.as_str() {
+            "Restart" => Some(RuleAction::Restart),
+            "RestartAllContainers" => Some(RuleAction::RestartAllContainers),
+            _ => None,
         }
     }
 }

@@ -73,6 +73,8 @@ fn k8s_types() -> Vec<(&'static str, &'static [&'static str])> {
         fields::<core::SecretEnvSource>(),
         fields::<core::HostPathVolumeSource>(),
         fields::<core::Container>(),
+        fields::<core::ContainerRestartRule>(),
+        fields::<core::ContainerRestartRuleOnExitCodes>(),
         fields::<core::EnvVar>(),
         fields::<core::EnvVarSource>(),
         fields::<core::ObjectFieldSelector>(),

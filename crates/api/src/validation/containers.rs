@@ -2,13 +2,13 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use k8s_openapi::api::core::v1::{Container, ContainerPort, Volume};
+use k8s_openapi::api::core::v1::{Container, ContainerPort, ContainerRestartRule, Volume};
 
 use super::env::{validate_env, validate_env_from};
 use super::probes_and_hooks::{ProbeKind, validate_lifecycle, validate_probe_of};
 use super::volume_mounts::{validate_volume_devices, validate_volume_mounts};
 use super::{Errors, INIT_FORBIDDEN, str_or_empty};
-use crate::field_error::{FieldError, FieldPath};
+use crate::field_error::{ErrorKind, FieldError, FieldPath};
 use crate::formats::{is_dns1123_label, is_valid_port_name, is_valid_port_num};
 
 pub(super) type VolumeMap<'a> = BTreeMap<&'a str, &'a Volume>;
@@ -33,9 +33,7 @@ pub(super) fn validate_containers(
             errs.push(FieldError::duplicate(p.child("name"), &c.name));
         }
         validate_lifecycle_and_probes(c, grace, &p, errs);
-        if c.restart_policy.is_some() {
-            errs.push(FieldError::forbidden(p.child("restartPolicy"), "may not be set for non-init containers"));
-        }
+        validate_restart_policy(c, false, &p, errs);
     }
     check_host_port_conflicts(containers, path, errs);
 }
@@ -64,13 +62,8 @@ pub(super) fn validate_init_containers(
         let p = path.index(i);
         validate_container_common(c, volumes, host_users, &p, errs);
 
-        let mut restart_always = false;
-        if let Some(policy) = &c.restart_policy {
-            if policy != "Always" {
-                errs.push(FieldError::not_supported(p.child("restartPolicy"), policy, &["Always"]));
-            }
-            restart_always = policy == "Always";
-        }
+        let restart_always = c.restart_policy.as_deref() == Some("Always");
+        validate_restart_policy(c, restart_always, &p, errs);
 
         if names.contains(c.name.as_str()) {
             errs.push(FieldError::duplicate(p.child("name"), &c.name));
@@ -95,6 +88,61 @@ pub(super) fn validate_init_containers(
                     errs.push(FieldError::forbidden(p.child(field), INIT_FORBIDDEN));
                 }
             }
+        }
+    }
+}
+
+/// The container-level `restartPolicy` and `restartPolicyRules` of 1.37 (ContainerRestartRules
+/// and RestartAllContainersOnContainerExits, both beta and on): an app container or a regular
+/// init container may override the pod's policy and add rules, evaluated on exit; a sidecar's
+/// rules may only restart every container of the pod.
+fn validate_restart_policy(c: &Container, sidecar: bool, p: &FieldPath, errs: &mut Errors) {
+    let rules = c.restart_policy_rules.as_deref().unwrap_or_default();
+    let Some(policy) = &c.restart_policy else {
+        if !rules.is_empty() {
+            errs.push(FieldError::required(
+                p.child("restartPolicy"),
+                "must specify restartPolicy when restart rules are used",
+            ));
+        }
+        return;
+    };
+    if !["Always", "OnFailure", "Never"].contains(&policy.as_str()) {
+        errs.push(FieldError::not_supported(p.child("restartPolicy"), policy, &["Always", "OnFailure", "Never"]));
+    }
+    validate_restart_rules(rules, sidecar, &p.child("restartPolicyRules"), errs);
+}
+
+/// The most rules a container may have, and exit codes a rule may list.
+const MAX_RESTART_RULES: usize = 20;
+const MAX_EXIT_CODES: usize = 255;
+
+/// `field.TooMany(path, actual, max)`.
+fn too_many(path: FieldPath, actual: usize, max: usize) -> FieldError {
+    FieldError::new(path, ErrorKind::TooMany, Some(actual.to_string()), format!("must have at most {max} items"))
+}
+
+fn validate_restart_rules(rules: &[ContainerRestartRule], sidecar: bool, path: &FieldPath, errs: &mut Errors) {
+    if rules.len() > MAX_RESTART_RULES {
+        errs.push(too_many(path.clone(), rules.len(), MAX_RESTART_RULES));
+    }
+    let actions: &[&str] = if sidecar { &["RestartAllContainers"] } else { &["Restart", "RestartAllContainers"] };
+    for (i, rule) in rules.iter().enumerate() {
+        let p = path.index(i);
+        if !actions.contains(&rule.action.as_str()) {
+            errs.push(FieldError::not_supported(p.child("action"), &rule.action, actions));
+        }
+        let Some(codes) = &rule.exit_codes else {
+            errs.push(FieldError::required(p.child("exitCodes"), "must be specified"));
+            continue;
+        };
+        let cp = p.child("exitCodes");
+        if !["In", "NotIn"].contains(&codes.operator.as_str()) {
+            errs.push(FieldError::not_supported(cp.child("operator"), &codes.operator, &["In", "NotIn"]));
+        }
+        let values = codes.values.as_deref().unwrap_or_default();
+        if values.len() > MAX_EXIT_CODES {
+            errs.push(too_many(cp.child("values"), values.len(), MAX_EXIT_CODES));
         }
     }
 }

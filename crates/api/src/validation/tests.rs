@@ -283,20 +283,78 @@ fn init_container_rules() {
             vec![format!("spec.initContainers[0].readinessProbe: {F}")],
         ),
         (
-            "init restartPolicy other than Always",
+            // 1.37: an init container with restartPolicy Never is a regular one that overrides
+            // the pod's policy, so its probes are refused as for any regular init container.
+            "init restartPolicy Never is a regular init container",
             spec_pod(
                 "  initContainers: [{name: i, image: b, restartPolicy: Never, startupProbe: {exec: {command: [x]}}}]\n  containers: [{name: a, image: b}]\n",
             ),
-            vec![
-                "spec.initContainers[0].restartPolicy: Unsupported value: \"Never\": supported values: \"Always\""
-                    .to_string(),
-                format!("spec.initContainers[0].startupProbe: {F}"),
-            ],
+            vec![format!("spec.initContainers[0].startupProbe: {F}")],
         ),
         (
-            "restartPolicy on an app container",
-            spec_pod("  containers: [{name: a, image: b, restartPolicy: Always}]\n"),
-            s(&["spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers"]),
+            "init restartPolicy of no known value",
+            spec_pod("  initContainers: [{name: i, image: b, restartPolicy: Sometimes}]\n  containers: [{name: a, image: b}]\n"),
+            s(&[
+                "spec.initContainers[0].restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\"",
+            ]),
+        ),
+        (
+            "restartPolicy on an app container overrides the pod's",
+            spec_pod("  containers: [{name: a, image: b, restartPolicy: Always}, {name: c, image: b, restartPolicy: Never}]\n"),
+            vec![],
+        ),
+        (
+            "restart rules on app and init containers",
+            spec_pod(
+                "  initContainers:
+  - {name: i, image: b, restartPolicy: OnFailure, restartPolicyRules: [{action: Restart, exitCodes: {operator: NotIn, values: [1]}}]}
+  containers:
+  - {name: a, image: b, restartPolicy: Never, restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}, {action: RestartAllContainers, exitCodes: {operator: In, values: [88]}}]}
+",
+            ),
+            vec![],
+        ),
+        (
+            "restart rules without a container restartPolicy",
+            spec_pod(
+                "  containers: [{name: a, image: b, restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]}]\n",
+            ),
+            s(&["spec.containers[0].restartPolicy: Required value: must specify restartPolicy when restart rules are used"]),
+        ),
+        (
+            "restart rules with unknown words or no exit codes",
+            spec_pod(
+                "  containers:
+  - name: a
+    image: b
+    restartPolicy: Never
+    restartPolicyRules:
+    - {action: Stop, exitCodes: {operator: Above, values: [1]}}
+    - {action: Restart}
+",
+            ),
+            s(&[
+                "spec.containers[0].restartPolicyRules[0].action: Unsupported value: \"Stop\": supported values: \"Restart\", \"RestartAllContainers\"",
+                "spec.containers[0].restartPolicyRules[0].exitCodes.operator: Unsupported value: \"Above\": supported values: \"In\", \"NotIn\"",
+                "spec.containers[0].restartPolicyRules[1].exitCodes: Required value: must be specified",
+            ]),
+        ),
+        (
+            "a sidecar's rules may only restart every container",
+            spec_pod(
+                "  initContainers:
+  - name: side
+    image: b
+    restartPolicy: Always
+    restartPolicyRules:
+    - {action: RestartAllContainers, exitCodes: {operator: In, values: [88]}}
+    - {action: Restart, exitCodes: {operator: In, values: [1]}}
+  containers: [{name: a, image: b}]
+",
+            ),
+            s(&[
+                "spec.initContainers[0].restartPolicyRules[1].action: Unsupported value: \"Restart\": supported values: \"RestartAllContainers\"",
+            ]),
         ),
         (
             "sidecar probes are validated like app probes",
@@ -322,14 +380,14 @@ fn init_container_rules() {
             spec_pod(
                 "  initContainers:
   - name: a
-    restartPolicy: OnFailure
+    restartPolicy: Sometimes
     readinessProbe: {exec: {command: [x]}}
   containers: [{name: a, image: b}]
 ",
             ),
             vec![
                 "spec.initContainers[0].image: Required value".to_string(),
-                "spec.initContainers[0].restartPolicy: Unsupported value: \"OnFailure\": supported values: \"Always\""
+                "spec.initContainers[0].restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\""
                     .to_string(),
                 "spec.initContainers[0].name: Duplicate value: \"a\"".to_string(),
                 format!("spec.initContainers[0].readinessProbe: {F}"),

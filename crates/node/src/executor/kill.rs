@@ -39,6 +39,25 @@ impl Executor {
         Box::pin(self.kill_container(sync.pod, &victim, message, grace, sync.pod_ip(), vec![])).await
     }
 
+    /// Resets an instance for `RestartAllContainers`: stopped at once if `live` (no `preStop`
+    /// hook, no grace), then removed. Returns whether it is gone.
+    pub(super) async fn reset_container(&self, sync: &PodSync<'_>, id: &str, name: &str, live: bool) -> bool {
+        let message = format!("Container {name} will be restarted with every container of the pod");
+        if live && !self.kill_observed(sync, id, message, Duration::ZERO).await {
+            return false;
+        }
+        match self.ctx.runtime.remove_container(id).await {
+            Ok(()) | Err(podwright_runtime::RuntimeError::NotFound(_)) => {
+                self.dispatcher.unregister(id);
+                true
+            }
+            Err(e) => {
+                tracing::warn!(%e, container = %name, "could not remove the container to restart every container");
+                false
+            }
+        }
+    }
+
     /// The kubelet's `killContainer`: the `Killing` event, the `preStop` hook bounded by the
     /// grace period, then (for a sidecar) its turn, bounded by what is left of it, then
     /// StopContainer with the rest, never less than 2 s unless the stop is to be immediate.

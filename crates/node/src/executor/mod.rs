@@ -39,9 +39,9 @@ pub struct SyncResult {
     /// When the first container this pass started had started (its start, `postStart` hook
     /// included, returned).
     pub first_start: Option<Timestamp>,
-    /// A kill failed, so the rest of the pass was not done, as the kubelet's sync ends there:
-    /// nothing is started beside an instance that may still run, and no new sandbox beside an
-    /// old one.
+    /// A kill (or a reset) failed, so the rest of the pass was not done, as the kubelet's sync
+    /// ends there: nothing is started beside an instance that may still run, no new sandbox
+    /// beside an old one, and a reset's source is not removed before the rest.
     pub kill_failed: bool,
 }
 
@@ -96,6 +96,12 @@ impl Executor {
                 Action::CreateSandbox { attempt } => self.create_sandbox(&sync, attempt, &mut result).await,
                 Action::KillContainer { id, message, grace, .. } => {
                     if !self.kill_observed(&sync, &id, message, grace).await {
+                        result.kill_failed = true;
+                        break;
+                    }
+                }
+                Action::ResetContainer { id, name, live } => {
+                    if !self.reset_container(&sync, &id, &name, live).await {
                         result.kill_failed = true;
                         break;
                     }
