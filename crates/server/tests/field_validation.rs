@@ -65,11 +65,13 @@ async fn a_1_37_field_podwright_does_not_honour_is_refused_whatever_the_field_va
 async fn a_1_37_field_podwright_honours_or_finds_inert_is_kept() {
     let api = api();
     for (i, validation) in VALIDATIONS.into_iter().enumerate() {
-        let group = json!({"schedulingGroup": {"podGroupName": "g"}});
-        let container = json!({"name": "c", "image": "busybox"});
+        let group = json!({"schedulingGroup": {"podGroupName": "g"}, "restartPolicy": "Never"});
+        let rules = json!([{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]);
+        let container = json!({"name": "c", "image": "busybox", "restartPolicy": "Never", "restartPolicyRules": rules});
         let (status, warnings, body) = create(&api, validation, &pod(&format!("k{i}"), container, group)).await;
         assert_eq!(status, StatusCode::CREATED, "{validation:?}: {body}");
         assert_eq!(body["spec"]["schedulingGroup"], json!({"podGroupName": "g"}), "{validation:?}");
+        assert_eq!(body["spec"]["containers"][0]["restartPolicyRules"], rules, "{validation:?}");
         assert!(warnings.is_empty(), "{validation:?}: {warnings:?}");
     }
 }

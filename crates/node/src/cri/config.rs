@@ -218,7 +218,7 @@ mod tests {
         let flags: Vec<_> = podwright_planner::pod::all_containers(&pod)
             .map(|sc| {
                 let (config, _) =
-                    container_config(&EnvSources::bare(&pod), &sc, &ImageUser::Uid(0), 0, "sb", Path::new("/r"))
+                    container_config(&EnvSources::bare(&pod), &sc, &ImageUser::Uid(0), 0, "sb", Path::new("/r"), false)
                         .unwrap();
                 (config.stdin, config.stdin_once, config.tty)
             })
