@@ -95,7 +95,7 @@ spec:
         "{app}"
     );
     assert_eq!(state["message"], "The container could not be located when the pod was terminated");
-    let last = last_termination(app);
+    let last = &app["lastState"]["terminated"];
     assert_eq!((last["reason"].as_str(), last["exitCode"].as_i64()), (Some("Error"), Some(3)), "{app}");
     assert_eq!(app["restartCount"], 2, "{app}");
     assert_nothing_left(&p);
@@ -134,7 +134,7 @@ spec:
     let error = failed
         .iter()
         .filter_map(|e| e["message"].as_str()?.strip_prefix(&format!("Failed to pull image \"{image}\": ")))
-        .last()
+        .next_back()
         .unwrap_or_else(|| panic!("no pull failure\n{}", o.context()));
     assert_eq!(message, format!("Back-off pulling image \"{image}\": ErrImagePull: {error}"), "{}", o.context());
 }
