@@ -439,7 +439,7 @@ impl StatusManager {
             && let Some(status) = self.status_of(t)
         {
             let theirs = t.api.as_ref().and_then(|p| p.status.as_ref());
-            if theirs.is_none_or(|theirs| summary(theirs) != summary(&status)) {
+            if theirs.is_none_or(|theirs| differs(theirs, &status)) {
                 let patch = status_patch(uid, &status, theirs);
                 match api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(patch)).await {
                     Ok(pod) => self.pods.entry(uid.to_string()).or_default().api = Some(pod),
@@ -501,6 +501,14 @@ impl StatusManager {
 /// name (its UID differs: 409 on a delete's precondition, 422 on a patch's immutable UID).
 fn gone_error(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 404 || s.code == 409 || s.code == 422)
+}
+
+/// Whether the API server's status is not the node's. `observedGeneration` counts only where
+/// the API server keeps it (1.33 and later; an older one drops the field, and the node would
+/// write it for ever).
+fn differs(theirs: &PodStatus, ours: &PodStatus) -> bool {
+    let generation_kept = theirs.observed_generation.is_some();
+    summary(theirs) != summary(ours) || generation_kept && theirs.observed_generation != ours.observed_generation
 }
 
 /// What decides whether the API server's status is the node's: phase, reason, the conditions'

@@ -405,3 +405,68 @@ async fn restart_all_containers_runs_the_init_containers_again_in_the_same_sandb
         .collect();
     assert_eq!(counts, [("init", 1), ("side", 1), ("main", 1), ("worker", 1)].map(|(n, c)| (n.to_string(), c)));
 }
+
+/// The active deadline passes while the app waits out its crash back-off: the pod fails with
+/// `DeadlineExceeded`, and the container ends lost (`ContainerStatusUnknown`, 137) with its last
+/// exit as its last state, as the kubelet's `TerminatePod` leaves it.
+#[tokio::test(start_paused = true)]
+async fn the_deadline_during_a_crash_loop_reports_the_waiting_container_lost() {
+    let sim = Sim::new();
+    sim.fake.script("app", vec![Behaviour::Exit { code: 1, after: Duration::ZERO }]);
+    let p = pod_with(serde_json::json!({
+        "restartPolicy": "Always",
+        "activeDeadlineSeconds": 25,
+        "containers": [{"name": "app"}],
+    }));
+    let history = sim.run_timed(p, Duration::from_secs(120)).await;
+    // Started at +0, +0 and +10; at +25 it waits for +30.
+    assert_eq!(sim.starts().len(), 3, "{:?}", sim.starts());
+    let (at, last) = history.last().unwrap();
+    assert!(*at < 26.0, "finished at +{at}");
+    let status = last.status.as_ref().unwrap();
+    assert_eq!((status.phase.as_deref(), status.reason.as_deref()), (Some("Failed"), Some("DeadlineExceeded")));
+    let app = app(last);
+    let state = app.state.as_ref().and_then(|s| s.terminated.as_ref()).expect("terminated");
+    assert_eq!((state.reason.as_deref(), state.exit_code), (Some("ContainerStatusUnknown"), 137));
+    let previous = app.last_state.as_ref().and_then(|s| s.terminated.as_ref()).expect("last state");
+    assert_eq!((previous.reason.as_deref(), previous.exit_code), (Some("Error"), 1));
+    assert_eq!(app.restart_count, 2);
+}
+
+/// After a failed pull the worker looks again 10 s later: within the second, 20 s back-off the
+/// reason is `ImagePullBackOff`, with the last pull's error in its message.
+#[tokio::test(start_paused = true)]
+async fn a_failed_pull_shows_the_back_off_at_the_next_sync_with_its_error() {
+    let sim = Sim::new();
+    let mut p = pod(&[], &["app"], "Always");
+    p.spec.as_mut().unwrap().containers[0].image = Some("localhost/missing:1".into());
+    let history = sim.run_timed(p, Duration::from_secs(35)).await;
+    let shown: Vec<(i64, &str, &str)> = history
+        .iter()
+        .filter_map(|(at, p)| {
+            let w = app(p).state.as_ref()?.waiting.as_ref()?;
+            Some((at.round() as i64, w.reason.as_deref()?, w.message.as_deref().unwrap_or_default()))
+        })
+        .collect();
+    // Pulls at +0 and +10 fail; the sync at +20 is inside the back-off that ends at +30.
+    let failed = shown.iter().find(|(at, _, _)| *at == 10).expect("a status at +10");
+    assert_eq!(failed.1, "ErrImagePull", "{shown:?}");
+    let backoff = shown.iter().find(|(at, _, _)| *at == 20).expect("a status at +20");
+    let want = format!("Back-off pulling image \"localhost/missing:1\": ErrImagePull: {}", failed.2);
+    assert_eq!((backoff.1, backoff.2), ("ImagePullBackOff", want.as_str()), "{shown:?}");
+}
+
+/// A finished pod keeps its IP in its status once its sandbox is stopped and the runtime
+/// reports none.
+#[tokio::test(start_paused = true)]
+async fn a_finished_pod_keeps_its_ip() {
+    let sim = Sim::new();
+    sim.fake.script("app", vec![Behaviour::Exit { code: 0, after: SECOND }]);
+    let history = sim.run(pod(&[], &["app"], "Never"), Duration::from_secs(30)).await;
+    let ip = |p: &Pod| p.status.as_ref().and_then(|s| s.pod_ip.clone());
+    let first = history.iter().find_map(ip).expect("an IP while running");
+    let last = history.last().unwrap();
+    assert_eq!(phase(last), "Succeeded");
+    assert_eq!(ip(last), Some(first));
+    assert!(sim.fake.calls().iter().any(|(_, c)| matches!(c, Call::StopPodSandbox { .. })));
+}

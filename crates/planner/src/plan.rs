@@ -253,6 +253,9 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
         }
         Decision::Wait { until, reason, .. } => {
             p.wake(until);
+            if let Some(again) = pull_resync(ctx, sc, reason) {
+                p.wake(again);
+            }
             match reason {
                 WaitingReason::CrashLoopBackOff => p.events.push(PlanEvent {
                     warning: true,
@@ -284,6 +287,17 @@ fn apply(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
             }
         }
     }
+}
+
+/// When the pod worker syncs again after a failed pull: the kubelet's pod worker re-queues a
+/// pod whose sync failed after 10 s (`backOffPeriod`), so within a longer image back-off the
+/// container's reason turns from `ErrImagePull` to `ImagePullBackOff`.
+fn pull_resync(ctx: &PodContext, sc: &SpecContainer, reason: WaitingReason) -> Option<Timestamp> {
+    if reason != WaitingReason::ImagePullBackOff {
+        return None;
+    }
+    let again = ctx.observed.failure_before_running(sc.name())?.at + decide::START_RETRY;
+    (again > ctx.now).then_some(again)
 }
 
 /// The newest instance of `sc`, if it is one podwright created in the current sandbox from the

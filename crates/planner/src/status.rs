@@ -102,10 +102,13 @@ pub fn container_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStatus
     // A container that will be restarted but is held back shows why it waits, with the
     // instance that ended as its last state. Completed init containers never wait, nor does
     // anything of a pod that is stopping (a sidecar after its app containers have finished).
+    // A pod the node ends (deadline, eviction) is no exception: the kubelet's reason cache
+    // still applies to it (`ShouldContainerBeRestarted` looks at a deletion only), so a
+    // container caught in its back-off keeps waiting, and `terminate_pod` then reports it lost.
     let restarting = c.state != RunState::Running
         && !(sc.kind == ContainerKind::Init && c.succeeded())
         && decide::should_restart(ctx.pod, sc, Some(c))
-        && !pod_stopping(ctx);
+        && (!pod_stopping(ctx) || decide::ended_by_node(ctx) && !ctx.deleting);
     if let Some(w) = held_back(ctx, sc).filter(|_| restarting) {
         if c.state == RunState::Exited {
             st.last_state = Some(ContainerState { terminated: Some(terminated(c)), ..Default::default() });
@@ -139,6 +142,9 @@ fn held_back(ctx: &PodContext, sc: &SpecContainer) -> Option<ContainerState> {
             if ctx.now < f.at + SignedDuration::from_secs(1) {
                 Some(waiting(f.reason.as_str(), Some(f.message.clone())))
             } else {
+                // Since 1.32 the message keeps the last pull's error (the image manager's
+                // `prevPullErrMsg`), so that the status does not lose why it backs off.
+                let message = format!("{message}: {}: {}", f.reason.as_str(), f.message);
                 Some(waiting(WaitingReason::ImagePullBackOff.as_str(), Some(message)))
             }
         }
@@ -483,15 +489,18 @@ pub fn pod_status_and_phase(ctx: &PodContext, previous: Option<&PodStatus>) -> (
     if phase.is_terminal() && !ctx.observed.any_running() {
         terminate_pod(&mut inits, &mut apps);
     }
+    let generation = observed_generation(ctx);
     let mut conds = conditions(ctx, phase, &inits, &apps, previous);
     let prev_conds = previous.and_then(|p| p.conditions.as_ref());
     for c in &mut conds {
+        c.observed_generation = generation;
         let prev = prev_conds.and_then(|pc| pc.iter().find(|p| p.type_ == c.type_));
         c.last_transition_time = Some(match prev {
             Some(p) if p.status == c.status => p.last_transition_time.clone().unwrap_or(time(ctx.now)),
             _ => time(ctx.now),
         });
     }
+    let pod_ips = pod_ips(ctx, previous);
     // The eviction is the earlier of the two: once evicted, the pod is not measured against its
     // deadline.
     let (reason, message) = if let Some(e) = &ctx.observed.eviction {
@@ -503,14 +512,14 @@ pub fn pod_status_and_phase(ctx: &PodContext, previous: Option<&PodStatus>) -> (
     } else {
         (None, None)
     };
-    let ip = ctx.observed.sandbox.as_ref().and_then(|s| s.ip.clone());
     let status = PodStatus {
+        observed_generation: generation,
         phase: Some(phase.as_str().to_string()),
         reason,
         message,
         conditions: Some(conds),
-        pod_ip: ip.clone(),
-        pod_ips: ip.map(|ip| vec![PodIP { ip }]),
+        pod_ip: pod_ips.as_ref().and_then(|ips| ips.first()).map(|ip| ip.ip.clone()),
+        pod_ips,
         start_time: ctx.start_time.map(time),
         qos_class: Some(crate::qos::qos_class(ctx.pod).to_string()),
         init_container_statuses: (!inits.is_empty()).then(|| inits.into_iter().map(|(_, s)| s).collect()),
@@ -518,4 +527,26 @@ pub fn pod_status_and_phase(ctx: &PodContext, previous: Option<&PodStatus>) -> (
         ..Default::default()
     };
     (status, phase)
+}
+
+/// The generation of the spec this status was made from (`metadata.generation`, which the API
+/// server sets): the kubelet writes it as `status.observedGeneration` and on each condition it
+/// owns (`CalculatePodStatusObservedGeneration`; KEP-5067, GA in 1.35). A pod without one (a
+/// manifest, a static pod) reports none.
+fn observed_generation(ctx: &PodContext) -> Option<i64> {
+    ctx.pod.metadata.generation.filter(|g| *g != 0)
+}
+
+/// The pod's IPs: the newest sandbox's, or, once no sandbox is ready (a finished pod, its
+/// network torn down), the last ones reported, as the kubelet's PLEG keeps a dead pod's IPs
+/// (`getPodIPs`): a finished pod keeps its IP.
+fn pod_ips(ctx: &PodContext, previous: Option<&PodStatus>) -> Option<Vec<PodIP>> {
+    let sandbox = ctx.observed.sandbox.as_ref();
+    if let Some(ip) = sandbox.and_then(|s| s.ip.clone()) {
+        return Some(vec![PodIP { ip }]);
+    }
+    if sandbox.is_some_and(|s| s.ready) {
+        return None;
+    }
+    previous.and_then(|p| p.pod_ips.clone()).filter(|ips| !ips.is_empty())
 }

@@ -11,6 +11,7 @@ use crate::server::ApiServer;
 use crate::store::meta_str;
 use axum::http::HeaderMap;
 use jiff::SignedDuration;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -126,6 +127,11 @@ pub fn delete(s: &ApiServer, ns: &str, name: &str, options: &DeleteOptions, dry_
             json!(old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1) + 1);
         Ok(Some(new))
     })?;
+    // The node stops the pod as marked, its generation bumped, as the kubelet takes a graceful
+    // deletion as an update of the pod: the statuses it writes while stopping observe it.
+    if let Ok(pod) = serde_json::from_value::<Pod>(marked.clone()) {
+        s.link().upsert(pod);
+    }
     if s.link().delete(&uid, grace) {
         // Finished in the meantime: nothing to wait for.
         return s.store().delete(Resource::Pods, ns, name);

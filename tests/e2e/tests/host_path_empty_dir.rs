@@ -260,6 +260,10 @@ spec:
     assert_eq!(phase(&pod), "Failed", "{}", o.context());
     assert_eq!(pod["status"]["reason"], "Evicted");
     assert_eq!(pod["status"]["message"], message);
+    // No DisruptionTarget condition: the kubelet's emptyDir eviction gives `evictPod` none
+    // (only node-pressure evictions, preemption and node shutdown do).
+    let conditions = pod["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    assert!(conditions.iter().all(|c| c["type"] != "DisruptionTarget"), "{conditions:?}");
     let evicted = warnings(&o, "Evicted");
     assert_eq!(evicted.len(), 1, "{}", o.context());
     assert_eq!((evicted[0]["type"].as_str(), evicted[0]["message"].as_str()), (Some("Warning"), Some(message)));

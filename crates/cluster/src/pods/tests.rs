@@ -58,6 +58,23 @@ fn fields_an_older_api_server_drops_are_no_difference() {
 }
 
 #[test]
+fn observed_generation_counts_only_where_the_api_server_keeps_it() {
+    let ours = status(json!({"phase": "Running", "observedGeneration": 2,
+        "conditions": [{"type": "Ready", "status": "True", "observedGeneration": 2}]}));
+    // A 1.20 API server drops the field: no difference, or the node would write for ever.
+    let dropped = status(json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}));
+    assert!(!differs(&dropped, &ours));
+    // A newer one keeps it: a spec update the node has acted on is written.
+    let older = status(json!({"phase": "Running", "observedGeneration": 1,
+        "conditions": [{"type": "Ready", "status": "True", "observedGeneration": 1}]}));
+    assert!(differs(&older, &ours));
+    assert!(!differs(&ours, &ours));
+    let patch = status_patch("u", &ours, Some(&older));
+    assert_eq!(patch["status"]["observedGeneration"], json!(2));
+    assert_eq!(patch["status"]["conditions"][0]["observedGeneration"], json!(2));
+}
+
+#[test]
 fn only_the_pods_of_this_node_are_asked_for() {
     assert_eq!(node_selector("n1"), "spec.nodeName=n1");
 }

@@ -84,6 +84,10 @@ impl RuntimeService for FakeRuntime {
             && sandbox.status.state == PodSandboxState::SandboxReady as i32
         {
             sandbox.status.state = PodSandboxState::SandboxNotready as i32;
+            // As containerd, which reports no IP once the sandbox's network namespace is closed.
+            if let Some(network) = sandbox.status.network.as_mut() {
+                network.ip.clear();
+            }
             self.record(&mut state, || Change::SandboxNotReady { id: sandbox_id.to_string() });
             self.emit(sandbox_id, RuntimeEventKind::Exited);
         }
