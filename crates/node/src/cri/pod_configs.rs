@@ -73,7 +73,8 @@ impl PodConfigs {
         restart_count: i32,
         sandbox_id: &str,
     ) -> Result<(ContainerConfig, Vec<String>), String> {
-        let src = EnvSources { pod, pod_ips, node: &self.facts, objects: self.objects.as_ref() };
+        let src =
+            EnvSources { pod, pod_ips, node: &self.facts, objects: self.objects.as_ref(), root: Some(&self.root) };
         cri_config::container_config(&src, sc, image_user, restart_count, sandbox_id, &self.root)
     }
 
