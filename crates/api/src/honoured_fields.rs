@@ -125,7 +125,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("hostPID", Honoured),
             ("hostUsers", NeedsRuntime(&[Unset, Bool(true)], "user namespaces")),
             ("hostname", Honoured),
-            ("hostnameOverride", UNSET),
+            ("hostnameOverride", Honoured),
             // Secrets of the pod's namespace, merged with the node's config.json at each pull.
             ("imagePullSecrets", Honoured),
             ("initContainers", Fields("Container")),
@@ -330,12 +330,14 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
         &[
             ("configMapKeyRef", Fields("ConfigMapKeySelector")),
             ("fieldRef", Fields("ObjectFieldSelector")),
-            ("fileKeyRef", UNSET),
+            ("fileKeyRef", Fields("FileKeySelector")),
             ("resourceFieldRef", Fields("ResourceFieldSelector")),
             ("secretKeyRef", Fields("SecretKeySelector")),
         ],
     ),
     ("ConfigMapKeySelector", &[("key", Honoured), ("name", Honoured), ("optional", Honoured)]),
+    // An env file an init container wrote into an emptyDir (cri::env_file in the node).
+    ("FileKeySelector", &[("key", Honoured), ("optional", Honoured), ("path", Honoured), ("volumeName", Honoured)]),
     ("SecretKeySelector", &[("key", Honoured), ("name", Honoured), ("optional", Honoured)]),
     ("ResourceFieldSelector", &[("containerName", Honoured), ("divisor", Honoured), ("resource", Honoured)]),
     (

@@ -67,6 +67,9 @@ pub(crate) async fn join_and_run(args: &ServeArgs, settings: Settings) -> Result
         .image_pulls(settings.config.image_pulls)
         .image_gc(settings.config.image_gc)
         .cluster_dns(cluster_dns(&settings));
+    if let Some(max) = settings.config.max_container_restart_period {
+        node = node.max_container_restart_period(max);
+    }
     if let Some(plugins) = settings.credential_plugins {
         node = node.credential_plugins(plugins);
     }

@@ -55,6 +55,11 @@ pub struct ServeConfig {
     /// What the four above make, validated.
     #[serde(skip)]
     pub(crate) image_gc: ImageGcPolicy,
+    /// The container restart back-off's cap (KEP-5593, beta since 1.35).
+    crash_loop_back_off: Option<CrashLoopBackOff>,
+    /// Its `maxContainerRestartPeriod`, validated.
+    #[serde(skip)]
+    pub(crate) max_container_restart_period: Option<Duration>,
     /// Who may use the kubelet port of a cluster node, and how they prove it.
     authentication: Option<Authentication>,
     /// What the kubelet port lets an authenticated user do.
@@ -69,6 +74,39 @@ pub struct ServeConfig {
     /// The node's client certificate is renewed before it expires (the kubelet's default is
     /// `false`; kubeadm writes `true`).
     rotate_certificates: Option<bool>,
+}
+
+/// `crashLoopBackOff` (`CrashLoopBackOffConfig`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CrashLoopBackOff {
+    /// A Go duration from 1s to 300s.
+    max_container_restart_period: Option<String>,
+}
+
+/// The kubelet's bounds on `maxContainerRestartPeriod`.
+const RESTART_PERIOD_BOUNDS: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(300));
+
+/// `crashLoopBackOff.maxContainerRestartPeriod`, checked as the kubelet's configuration
+/// validation does.
+fn max_container_restart_period(given: Option<&str>) -> Result<Option<Duration>, String> {
+    let Some(given) = given else { return Ok(None) };
+    // Go prints the seconds with `%v`: `0.5`, `301`.
+    let invalid = |secs: f64| {
+        format!(
+            "invalid configuration: CrashLoopBackOff.MaxContainerRestartPeriod (got: {secs} seconds) must be set between 1s and 300s"
+        )
+    };
+    let d = podwright_api::go::parse_duration(given).map_err(|_| {
+        format!(
+            "crashLoopBackOff.maxContainerRestartPeriod: Invalid value: {given:?}: must be a duration such as \"30s\""
+        )
+    })?;
+    let secs = d.as_secs_f64();
+    match Duration::try_from(d) {
+        Ok(d) if (RESTART_PERIOD_BOUNDS.0..=RESTART_PERIOD_BOUNDS.1).contains(&d) => Ok(Some(d)),
+        _ => Err(invalid(secs)),
+    }
 }
 
 /// `authentication` (`KubeletAuthentication`).
@@ -168,6 +206,9 @@ pub(crate) fn read_config(path: &Path) -> Result<ServeConfig, String> {
         c.image_maximum_gc_age.as_deref(),
     )
     .map_err(|e| format!("{}: {e}", path.display()))?;
+    let period = c.crash_loop_back_off.as_ref().and_then(|b| b.max_container_restart_period.as_deref());
+    c.max_container_restart_period =
+        max_container_restart_period(period).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(c)
 }
 
@@ -183,6 +224,7 @@ impl ServeConfig {
             ("clusterDomain", self.cluster_domain.is_some()),
             ("staticPodPath", self.static_pod_path.is_some()),
             ("fileCheckFrequency", self.file_check_frequency.is_some()),
+            ("crashLoopBackOff", self.crash_loop_back_off.is_some()),
         ];
         let mut fields: Vec<&str> = given.into_iter().filter(|(_, set)| *set).map(|(name, _)| name).collect();
         fields.extend(self.cluster_only_fields());
@@ -501,6 +543,41 @@ mod tests {
                 "{}: tlsCertFile, tlsPrivateKeyFile: Forbidden: only `podwright serve` honours them",
                 f.display()
             ))
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_crash_loop_back_off_cap_is_read_between_1s_and_300s() {
+        let dir = std::env::temp_dir().join(format!("podwright-crashloop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("c.yaml");
+        let read = |period: &str| {
+            std::fs::write(&f, format!("crashLoopBackOff:\n  maxContainerRestartPeriod: {period}\n")).unwrap();
+            read_config(&f).map(|c| c.max_container_restart_period)
+        };
+        assert_eq!(read("\"1s\""), Ok(Some(Duration::from_secs(1))));
+        assert_eq!(read("5m"), Ok(Some(Duration::from_secs(300))));
+        let out = |got: &str| {
+            Err(format!(
+                "{}: invalid configuration: CrashLoopBackOff.MaxContainerRestartPeriod (got: {got} seconds) must be set between 1s and 300s",
+                f.display()
+            ))
+        };
+        assert_eq!(read("500ms"), out("0.5"));
+        assert_eq!(read("301s"), out("301"));
+        assert!(
+            read("soon").unwrap_err().contains("crashLoopBackOff.maxContainerRestartPeriod: Invalid value: \"soon\"")
+        );
+        std::fs::write(&f, "crashLoopBackOff: {}\n").unwrap();
+        assert_eq!(read_config(&f).map(|c| c.max_container_restart_period), Ok(None));
+        std::fs::write(&f, "crashLoopBackOff: {maxRestarts: 3}\n").unwrap();
+        assert!(read_config(&f).unwrap_err().contains("unknown field `maxRestarts`"));
+        // `run` takes only the image settings from a config file.
+        std::fs::write(&f, "crashLoopBackOff:\n  maxContainerRestartPeriod: 30s\n").unwrap();
+        assert_eq!(
+            image_settings(Some(&f)),
+            Err(format!("{}: crashLoopBackOff: Forbidden: only `podwright serve` honours it", f.display()))
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

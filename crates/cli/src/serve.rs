@@ -337,6 +337,9 @@ fn start_node(
         .facts(NodeFacts::of_this_machine(identity.node_name.clone(), identity.host_ip.clone()))
         .image_pulls(config.image_pulls)
         .image_gc(config.image_gc);
+    if let Some(max) = config.max_container_restart_period {
+        node = node.max_container_restart_period(max);
+    }
     if let Some(plugins) = credential_plugins {
         node = node.credential_plugins(plugins);
     }

@@ -46,6 +46,9 @@ const SAFE_SYSCTLS: &[(&str, Option<(u32, u32)>)] = &[
     ("net.ipv4.tcp_keepalive_probes", Some((4, 5))),
     ("net.ipv4.tcp_rmem", Some((4, 15))),
     ("net.ipv4.tcp_wmem", Some((4, 15))),
+    // Added to the safe set in 1.37 (kubernetes#138389).
+    ("net.ipv4.tcp_notsent_lowat", Some((4, 6))),
+    ("net.ipv4.tcp_slow_start_after_idle", Some((4, 15))),
 ];
 
 /// `getSafeSysctlAllowlist`: the safe sysctls this kernel (major, minor) isolates; those that
@@ -185,6 +188,17 @@ mod tests {
         assert_eq!(safe_sysctls(Some((4, 15))).len(), SAFE_SYSCTLS.len());
         assert_eq!(safe_sysctls(None), safe_sysctls(Some((3, 0))));
         assert_eq!(safe_sysctls(None).len(), 5);
+    }
+
+    #[test]
+    fn the_sysctls_safe_since_1_37_are_admitted_on_kernels_that_isolate_them() {
+        let pod = pod_with_sysctls("", &["net.ipv4.tcp_notsent_lowat", "net/ipv4/tcp_slow_start_after_idle"]);
+        assert_eq!(check_sysctls(&pod, &safe_sysctls(Some((6, 1)))), Ok(()));
+        let old = safe_sysctls(Some((4, 6)));
+        assert!(old.contains(&"net.ipv4.tcp_notsent_lowat"));
+        assert!(!old.contains(&"net.ipv4.tcp_slow_start_after_idle"));
+        let rejection = check_sysctls(&pod, &old).unwrap_err();
+        assert_eq!(rejection.message, "forbidden sysctl: \"net.ipv4.tcp_slow_start_after_idle\" not allowlisted");
     }
 
     #[test]

@@ -19,10 +19,12 @@ use crate::pod_cgroup::PodCgroups;
 use crate::pod_workers::PodWorkers;
 use crate::sinks::{Discard, StatusSink};
 use crate::worker::WorkerDeps;
+use podwright_planner::Curve;
 use podwright_runtime::{Clock, Runtime};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 
@@ -57,6 +59,7 @@ pub struct Node {
     credential_plugins: Option<PluginConfig>,
     cgroups: Option<PodCgroups>,
     image_gc: Option<ImageGcPolicy>,
+    restart_curve: Curve,
 }
 
 impl Node {
@@ -77,6 +80,7 @@ impl Node {
             credential_plugins: None,
             cgroups: None,
             image_gc: None,
+            restart_curve: Curve::default(),
         }
     }
 
@@ -171,6 +175,14 @@ impl Node {
         self
     }
 
+    /// Caps the container restart back-off at `max` (KubeletConfiguration
+    /// `crashLoopBackOff.maxContainerRestartPeriod`), which is also its first window when below
+    /// 10 s; 10 s doubling to 300 s unless given.
+    pub fn max_container_restart_period(mut self, max: Duration) -> Self {
+        self.restart_curve = Curve::with_max(max);
+        self
+    }
+
     /// The kubelet's clean-up at start: stops and removes every pod in the runtime that a
     /// podwright with this root directory made and `known` does not name (deleted while the node
     /// was down), with its files and cgroup, before any pod starts. Other podwrights' pods on
@@ -224,6 +236,7 @@ impl Node {
             dispatcher,
             object_changes: Arc::new(watch::Sender::new(0)),
             host_ip: facts.host_ip.clone(),
+            restart_curve: self.restart_curve,
         };
         PodWorkers::new(deps, self.status.unwrap_or_else(|| Arc::new(Discard)))
     }

@@ -21,6 +21,7 @@
 //! | `eviction/`                                           | [`eviction`]                            |
 //! | `kuberuntime/kuberuntime_sandbox.go`, `_container.go` | [`cri`] (configs, labels, DNS, hosts)   |
 //! | `kubelet_pods.go` (`makeEnvironmentVariables`)        | [`cri::env`], [`downward`]              |
+//! | `util/env` (env files of `fileKeyRef`)                | [`cri::env_file`]                       |
 //! | `volumemanager/`, `volume/` plugins                   | [`volumes`]                             |
 //! | `cm/` (pod container manager, QoS cgroups)            | [`pod_cgroup`]                          |
 //! | `runtimeclass/`                                       | [`runtime_class`]                       |

@@ -16,6 +16,7 @@ use crate::probes::prober::Prober;
 use crate::sinks::StatusSink;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{HostIP, Pod, PodStatus};
+use podwright_planner::Curve;
 use podwright_planner::decide::pull_key;
 use podwright_planner::pod;
 use podwright_planner::{
@@ -41,6 +42,8 @@ pub(crate) struct WorkerDeps {
     pub object_changes: Arc<watch::Sender<u64>>,
     /// The node's address: every pod's `hostIP`, and a host-network pod's own.
     pub host_ip: Option<String>,
+    /// The container restart back-off (`crashLoopBackOff` of the node's configuration).
+    pub restart_curve: Curve,
 }
 
 /// What the worker remembers between passes that the runtime cannot tell it.
@@ -139,8 +142,9 @@ impl PodWorker {
         });
         let reported_start = pod.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0);
         let saved_start = saved.as_ref().and_then(|c| c.start_time);
-        let (backoff, mut restart_counts, initialized_in, eviction) =
+        let (mut backoff, mut restart_counts, initialized_in, eviction) =
             saved.map(|c| (c.backoff, c.restart_counts, c.initialized_in, c.eviction)).unwrap_or_default();
+        backoff.restart_curve = deps.restart_curve;
         // The last status reported says as much, should the checkpoint be older: a count above
         // 0 is that of an instance the container had (0 may be of one that never ran).
         let reported = pod.status.iter().flat_map(podwright_api::container_statuses);

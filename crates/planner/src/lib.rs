@@ -13,7 +13,7 @@ pub mod status;
 pub mod termination;
 pub mod words;
 
-pub use backoff::Backoff;
+pub use backoff::{Backoff, Curve};
 pub use decide::PodContext;
 pub use observed::{
     ContainerKind, Eviction, Observed, ObservedContainer, ObservedSandbox, ProbeResults, RunState, StartFailure,

@@ -316,7 +316,7 @@ fn never_started<'a>(ctx: &'a PodContext, sc: &SpecContainer) -> Option<&'a Obse
 /// `backOff.Next` in `doBackOff`); a first start, with nothing exited, does not.
 fn record_restart(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
     if let Some(c) = ctx.observed.newest_exited(sc.name()) {
-        p.backoff.next(&sc.backoff_key(), decide::finished_at(c), ctx.now);
+        p.backoff.next_restart(&sc.backoff_key(), decide::finished_at(c), ctx.now);
     }
 }
 

@@ -334,3 +334,61 @@ spec:
     assert_eq!(mounts_under(&pod_dir), Vec::<PathBuf>::new(), "the shared emptyDir is left mounted");
     assert_nothing_left(&pod);
 }
+
+#[test]
+fn a_memory_emptydir_without_a_size_limit_is_as_large_as_the_pods_memory_limit() {
+    let name = pod_name("emptydir-pod-limit");
+    let manifest = format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: mem
+    image: {BUSYBOX}
+    command: [sh, -c, 'df -k /mem | tail -1 | tr -s " " | cut -d" " -f2']
+    resources: {{limits: {{memory: 48Mi}}}}
+    volumeMounts: [{{name: mem, mountPath: /mem}}]
+  - name: other
+    image: {BUSYBOX}
+    command: ['true']
+    resources: {{limits: {{memory: 16Mi}}}}
+  volumes:
+  - {{name: mem, emptyDir: {{medium: Memory}}}}
+"#
+    );
+    let o = run_manifest(&manifest, &[]);
+    o.assert_code(0);
+    // The pod's limit, the sum of its containers': 64 MiB in 1 KiB blocks, where the kernel's
+    // default would be half the node's memory.
+    assert_eq!(o.output_of("mem"), ["65536"], "{}", o.context());
+}
+
+#[test]
+fn a_missing_sub_path_is_made_with_the_volumes_mode() {
+    let name = pod_name("subpath-mode");
+    let manifest = format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: [sh, -c, 'stat -c %a /all/a /all/a/b /sub']
+    volumeMounts:
+    - {{name: scratch, mountPath: /all}}
+    - {{name: scratch, mountPath: /sub, subPath: a/b}}
+  volumes:
+  - {{name: scratch, emptyDir: {{}}}}
+"#
+    );
+    let o = run_manifest(&manifest, &[]);
+    o.assert_code(0);
+    // The emptyDir's own mode, 0777, whatever podwright's umask (SafeMakeDir).
+    assert_eq!(o.output_of("app"), ["777", "777", "777"], "{}", o.context());
+}

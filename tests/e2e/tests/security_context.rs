@@ -267,3 +267,30 @@ spec:
     assert!(o.events_with_reason(&name, "spec.containers{app}", "Created").is_empty(), "{}", o.context());
     assert_nothing_left(&pod);
 }
+
+/// The sysctls 1.37 added to the kubelet's safe set are admitted and set in the pod's network
+/// namespace (this node's kernel isolates both).
+#[test]
+fn the_sysctls_safe_since_1_37_are_set() {
+    let name = pod_name("e2e-sysctl-1-37");
+    let manifest = format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: Never
+  securityContext:
+    sysctls:
+    - {{name: net.ipv4.tcp_notsent_lowat, value: "16384"}}
+    - {{name: net.ipv4.tcp_slow_start_after_idle, value: "0"}}
+  containers:
+  - name: reader
+    image: {BUSYBOX}
+    command: [cat, /proc/sys/net/ipv4/tcp_notsent_lowat, /proc/sys/net/ipv4/tcp_slow_start_after_idle]
+"#
+    );
+    let o = run_manifest(&manifest, &[]);
+    o.assert_code(0);
+    assert_eq!(o.output_of("reader"), ["16384", "0"], "{}", o.context());
+}

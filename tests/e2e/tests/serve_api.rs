@@ -364,3 +364,39 @@ fn container_logs_rotate_by_the_config() {
     let first = d.ok(&["logs", "chatty"]);
     assert!(!first.starts_with("line 1 of"), "the oldest lines were rotated away");
 }
+
+/// `crashLoopBackOff.maxContainerRestartPeriod` (KEP-5593): with a 2 s cap a crashing container
+/// is restarted every 2 s, where the default curve waits 10 s, then 20 s.
+#[test]
+fn the_crash_loop_back_off_is_capped_by_the_config() {
+    let config = Manifest::new(
+        "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\ncrashLoopBackOff:\n  maxContainerRestartPeriod: 2s\n",
+    );
+    let d = Daemon::start_with(&["--config", config.path_str()]);
+    let m = Manifest::new(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: crasher\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: app\n    image: {IMAGE}\n    command: ['false']\n"
+    ));
+    d.ok(&["create", "-f", m.path_str()]);
+    let start = Instant::now();
+    d.wait_for(
+        &["get", "pod", "crasher", "-o", "jsonpath={.status.containerStatuses[0].restartCount}"],
+        Duration::from_secs(20),
+        |o| o.parse::<u32>().is_ok_and(|n| n >= 4),
+    );
+    // Four restarts within 20 s: 0 + 2 + 2 + 2 s of back-off (the default needs 10 + 20 + 40 s).
+    assert!(start.elapsed() < Duration::from_secs(20), "{:?}\n{}", start.elapsed(), d.log());
+    let message =
+        d.ok(&["get", "pod", "crasher", "-o", "jsonpath={.status.containerStatuses[0].state.waiting.message}"]);
+    assert!(message.is_empty() || message.starts_with("back-off 2s restarting failed container=app"), "{message}");
+
+    // Outside 1s..300s the daemon does not start, with the kubelet's words.
+    let bad = Manifest::new("kind: KubeletConfiguration\ncrashLoopBackOff:\n  maxContainerRestartPeriod: 301s\n");
+    let o = podwright(&["serve", "--config", bad.path_str()]);
+    assert_ne!(o.code, 0);
+    assert!(
+        o.stderr
+            .contains("CrashLoopBackOff.MaxContainerRestartPeriod (got: 301 seconds) must be set between 1s and 300s"),
+        "{}",
+        o.stderr
+    );
+}

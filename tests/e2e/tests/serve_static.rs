@@ -155,3 +155,32 @@ fn a_restarted_daemon_adopts_the_static_pods_containers() {
     wait_removed(d, &hash);
     assert!(text(&d.kubectl(None, &["get", "pods", "-o", "name"]).stdout).is_empty());
 }
+
+/// Since 1.37 a static pod may not reference objects of the API: a file naming a Secret gives
+/// no pod, and the daemon's log says why in the kubelet's words, beside a good file that runs.
+#[test]
+fn a_static_pod_that_references_a_secret_is_refused() {
+    let dir = ManifestDir::new("static-refs");
+    let secret = dir.0.join("secret.yaml");
+    std::fs::write(
+        &secret,
+        web("sleep 3600").replace("  containers:", "  imagePullSecrets: [{name: registry-login}]\n  containers:"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.0.join("web.yaml"),
+        web("trap \"exit 0\" TERM; sleep 3600 & wait").replace("name: web", "name: good"),
+    )
+    .unwrap();
+    let s = start(dir);
+    let d = &s.d;
+    wait_running(d, &format!("good-{NODE}"), "");
+    let refused = format!("{}: static pods may not reference secrets", secret.display());
+    let start = Instant::now();
+    while !d.log().contains(&refused) {
+        assert!(start.elapsed() < Duration::from_secs(30), "the log says why ({refused}):\n{}", d.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let pods = d.ok(&["get", "pods", "-o", "name"]);
+    assert_eq!(pods.trim(), format!("pod/good-{NODE}"), "no pod for the refused file");
+}

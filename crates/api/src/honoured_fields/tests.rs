@@ -67,6 +67,7 @@ fn k8s_types() -> Vec<(&'static str, &'static [&'static str])> {
         fields::<core::DownwardAPIProjection>(),
         fields::<core::ConfigMapKeySelector>(),
         fields::<core::SecretKeySelector>(),
+        fields::<core::FileKeySelector>(),
         fields::<core::ResourceFieldSelector>(),
         fields::<core::EnvFromSource>(),
         fields::<core::ConfigMapEnvSource>(),

@@ -1,10 +1,12 @@
 //! Environment variables: names, `valueFrom` sources and `envFrom`.
 
-use k8s_openapi::api::core::v1::{EnvFromSource, EnvVar, EnvVarSource};
+use k8s_openapi::api::core::v1::{EnvFromSource, EnvVar, EnvVarSource, FileKeySelector, PodSpec};
 
+use super::containers::VolumeMap;
+use super::volumes::validate_local_descending_path;
 use super::{Errors, str_or_empty};
 use crate::field_error::{FieldError, FieldPath};
-use crate::formats::{is_config_map_key, is_relaxed_env_var_name, name_is_dns_subdomain};
+use crate::formats::{is_config_map_key, is_dns1123_label, is_relaxed_env_var_name, name_is_dns_subdomain};
 
 const ENV_FIELD_PATHS: [&str; 9] = [
     "metadata.name",
@@ -125,6 +127,10 @@ fn validate_env_var_value_from(ev: &EnvVar, from: &EnvVarSource, path: &FieldPat
         sources += 1;
         validate_key_selector(&s.name, &s.key, &path.child("secretKeyRef"), errs);
     }
+    if let Some(s) = &from.file_key_ref {
+        sources += 1;
+        validate_file_key_selector(s, &path.child("fileKeyRef"), errs);
+    }
 
     if sources == 0 {
         errs.push(FieldError::invalid(
@@ -136,6 +142,69 @@ fn validate_env_var_value_from(ev: &EnvVar, from: &EnvVarSource, path: &FieldPat
         errs.push(FieldError::invalid(path.clone(), "", "may not be specified when `value` is not empty"));
     } else if sources > 1 {
         errs.push(FieldError::invalid(path.clone(), "", "may not have more than one field specified at a time"));
+    }
+}
+
+/// `validateFileKeySelector`: a key as an environment variable's name may be (EnvFiles is beta,
+/// with the relaxed names), a path inside the volume, a volume named as volumes are.
+fn validate_file_key_selector(s: &FileKeySelector, path: &FieldPath, errs: &mut Errors) {
+    if s.key.is_empty() {
+        errs.push(FieldError::required(path.child("key"), ""));
+    } else {
+        for msg in is_relaxed_env_var_name(&s.key) {
+            errs.push(FieldError::invalid(path.child("key"), &s.key, msg));
+        }
+    }
+    if s.path.is_empty() {
+        errs.push(FieldError::required(path.child("path"), ""));
+    } else {
+        validate_local_descending_path(&s.path, &path.child("path"), errs);
+    }
+    if s.volume_name.is_empty() {
+        errs.push(FieldError::required(path.child("volumeName"), ""));
+    } else {
+        for msg in is_dns1123_label(&s.volume_name) {
+            errs.push(FieldError::invalid(path.child("volumeName"), &s.volume_name, msg));
+        }
+    }
+}
+
+/// `validateFileKeyRefVolumes`: the volume a `fileKeyRef` reads must be one of the pod's, and an
+/// emptyDir (what an init container can write the file into).
+pub(super) fn validate_file_key_ref_volumes(
+    spec: &PodSpec,
+    volumes: &VolumeMap<'_>,
+    path: &FieldPath,
+    errs: &mut Errors,
+) {
+    let lists =
+        [("initContainers", spec.init_containers.as_deref().unwrap_or_default()), ("containers", &spec.containers)];
+    for (list, containers) in lists {
+        for (i, c) in containers.iter().enumerate() {
+            for (j, ev) in c.env.iter().flatten().enumerate() {
+                let Some(r) = ev.value_from.as_ref().and_then(|f| f.file_key_ref.as_ref()) else { continue };
+                if r.volume_name.is_empty() {
+                    continue;
+                }
+                let p = path
+                    .child(list)
+                    .index(i)
+                    .child("env")
+                    .index(j)
+                    .child("valueFrom")
+                    .child("fileKeyRef")
+                    .child("volumeName");
+                match volumes.get(r.volume_name.as_str()) {
+                    None => errs.push(FieldError::not_found(p, &r.volume_name)),
+                    Some(v) if v.empty_dir.is_none() => errs.push(FieldError::invalid(
+                        p,
+                        &r.volume_name,
+                        "referenced volume must be an emptyDir volume",
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
     }
 }
 

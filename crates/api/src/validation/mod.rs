@@ -33,8 +33,8 @@ use self::containers::{validate_containers, validate_init_containers};
 use self::volumes::validate_volumes;
 pub use crate::field_error::{ErrorKind, FieldError, FieldPath, InvalidObject};
 use crate::formats::{
-    inclusive_range_error, is_dns1123_label, is_qualified_name, is_valid_label_value, name_is_dns_label,
-    name_is_dns_subdomain,
+    inclusive_range_error, is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
+    name_is_dns_label, name_is_dns_subdomain,
 };
 pub use config_objects::{
     MAX_SECRET_SIZE, validate_config_map, validate_config_map_update, validate_runtime_class, validate_secret,
@@ -43,6 +43,8 @@ pub use config_objects::{
 pub use update::{POD_UPDATE_FORBIDDEN, validate_pod_update};
 
 const INIT_FORBIDDEN: &str = "may not be set for init containers without restartPolicy=Always";
+/// The longest `hostnameOverride`: the kernel's host name field (64 bytes).
+const HOSTNAME_OVERRIDE_MAX_LEN: usize = 64;
 const IS_NEGATIVE: &str = "must be greater than or equal to 0";
 const FILE_MODE_ERROR: &str = "must be a number between 0 and 0777 (octal), both inclusive";
 /// `TotalAnnotationSizeLimitB`: the keys and values of all annotations together (256 KiB).
@@ -173,6 +175,7 @@ fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
         &path.child("initContainers"),
         errs,
     );
+    env::validate_file_key_ref_volumes(spec, &volumes, path, errs);
 
     // restartPolicy
     let restart = str_or_empty(&spec.restart_policy);
@@ -219,6 +222,25 @@ fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
     }
 
     dns::validate_host_aliases(spec.host_aliases.as_deref().unwrap_or_default(), &path.child("hostAliases"), errs);
+    validate_hostname_override(spec, &path.child("hostnameOverride"), errs);
+}
+
+/// `spec.hostnameOverride` (KEP-4762, GA in 1.37): a DNS subdomain of at most 64 characters, the
+/// whole host name, so neither made an FQDN nor taken from the node.
+fn validate_hostname_override(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
+    let Some(h) = spec.hostname_override.as_deref() else { return };
+    if h.len() > HOSTNAME_OVERRIDE_MAX_LEN {
+        errs.push(FieldError::too_long(path.clone(), HOSTNAME_OVERRIDE_MAX_LEN));
+    }
+    for msg in is_dns1123_subdomain(h) {
+        errs.push(FieldError::invalid(path.clone(), h, msg));
+    }
+    if spec.set_hostname_as_fqdn == Some(true) {
+        errs.push(FieldError::invalid(path.clone(), h, "may not be set when setHostnameAsFQDN is true"));
+    }
+    if spec.host_network == Some(true) {
+        errs.push(FieldError::invalid(path.clone(), h, "may not be set when hostNetwork is true"));
+    }
 }
 
 #[cfg(test)]

@@ -1075,3 +1075,84 @@ fn security_contexts() {
         ),
     ]);
 }
+
+#[test]
+fn file_key_refs_name_a_key_a_path_and_an_empty_dir_of_the_pod() {
+    check(&[
+        (
+            "valid",
+            spec_pod(
+                "  volumes: [{name: config, emptyDir: {}}]
+  containers:
+  - name: a
+    image: b
+    env:
+    - {name: A, valueFrom: {fileKeyRef: {volumeName: config, path: sub/app.env, key: DB.host, optional: true}}}
+",
+            ),
+            vec![],
+        ),
+        (
+            "fields and volumes",
+            spec_pod(
+                "  volumes: [{name: host, hostPath: {path: /tmp}}]
+  initContainers:
+  - name: i
+    image: b
+    env:
+    - {name: A, valueFrom: {fileKeyRef: {volumeName: nope, path: app.env, key: K}}}
+  containers:
+  - name: a
+    image: b
+    env:
+    - {name: A, valueFrom: {fileKeyRef: {volumeName: '', path: '', key: ''}}}
+    - {name: B, valueFrom: {fileKeyRef: {volumeName: Bad_Name, path: /abs/../x, key: 'A=B'}}}
+    - {name: C, valueFrom: {fileKeyRef: {volumeName: host, path: app.env, key: K}}}
+    - {name: D, value: x, valueFrom: {fileKeyRef: {volumeName: host, path: app.env, key: K}}}
+",
+            ),
+            s(&[
+                "spec.containers[0].env[0].valueFrom.fileKeyRef.key: Required value",
+                "spec.containers[0].env[0].valueFrom.fileKeyRef.path: Required value",
+                "spec.containers[0].env[0].valueFrom.fileKeyRef.volumeName: Required value",
+                "spec.containers[0].env[1].valueFrom.fileKeyRef.key: Invalid value: \"A=B\": a valid environment variable name must consist only of printable ASCII characters other than '='",
+                "spec.containers[0].env[1].valueFrom.fileKeyRef.path: Invalid value: \"/abs/../x\": must be a relative path",
+                "spec.containers[0].env[1].valueFrom.fileKeyRef.path: Invalid value: \"/abs/../x\": must not contain '..'",
+                "spec.containers[0].env[1].valueFrom.fileKeyRef.volumeName: Invalid value: \"Bad_Name\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+                "spec.containers[0].env[3].valueFrom: Invalid value: \"\": may not be specified when `value` is not empty",
+                "spec.initContainers[0].env[0].valueFrom.fileKeyRef.volumeName: Not found: \"nope\"",
+                "spec.containers[0].env[1].valueFrom.fileKeyRef.volumeName: Not found: \"Bad_Name\"",
+                "spec.containers[0].env[2].valueFrom.fileKeyRef.volumeName: Invalid value: \"host\": referenced volume must be an emptyDir volume",
+                "spec.containers[0].env[3].valueFrom.fileKeyRef.volumeName: Invalid value: \"host\": referenced volume must be an emptyDir volume",
+            ]),
+        ),
+    ]);
+}
+
+#[test]
+fn a_hostname_override_is_a_dns_subdomain_without_fqdn_or_host_network() {
+    let long = format!("{}.com", "a".repeat(61));
+    check(&[
+        ("valid", spec_pod("  hostnameOverride: app.example.com\n  containers: [{name: a, image: b}]\n"), vec![]),
+        (
+            "invalid",
+            spec_pod(&format!(
+                "  hostnameOverride: {long}\n  subdomain: s\n  setHostnameAsFQDN: true\n  containers: [{{name: a, image: b}}]\n"
+            )),
+            vec![
+                "spec.hostnameOverride: Too long: must have at most 64 bytes".to_string(),
+                format!(
+                    "spec.hostnameOverride: Invalid value: \"{long}\": may not be set when setHostnameAsFQDN is true"
+                ),
+            ],
+        ),
+        (
+            "host network",
+            spec_pod("  hostnameOverride: Not_A_Name\n  hostNetwork: true\n  containers: [{name: a, image: b}]\n"),
+            s(&[
+                "spec.hostnameOverride: Invalid value: \"Not_A_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                "spec.hostnameOverride: Invalid value: \"Not_A_Name\": may not be set when hostNetwork is true",
+            ]),
+        ),
+    ]);
+}

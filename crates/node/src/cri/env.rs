@@ -2,13 +2,16 @@
 //! ConfigMaps and Secrets, and `$(VAR)` references expanded, as the kubelet's
 //! `makeEnvironmentVariables` does.
 
+use super::env_file;
 use crate::downward::{NodeFacts, field_value, resource_value};
+use crate::layout;
 use crate::objects::{FixedObjects, Objects};
-use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
+use k8s_openapi::api::core::v1::{Container, EnvVar, FileKeySelector, Pod};
 use podwright_api::expansion::expand;
 use podwright_api::formats::is_env_var_name;
 use podwright_api::go;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// What a container's environment is made from besides its own spec.
 pub struct EnvSources<'a> {
@@ -17,6 +20,9 @@ pub struct EnvSources<'a> {
     pub pod_ips: &'a [String],
     pub node: &'a NodeFacts,
     pub objects: &'a dyn Objects,
+    /// podwright's root directory, where the pod's emptyDirs are (`fileKeyRef`); None: no
+    /// volumes to read.
+    pub root: Option<&'a Path>,
 }
 
 impl<'a> EnvSources<'a> {
@@ -24,7 +30,7 @@ impl<'a> EnvSources<'a> {
     pub fn bare(pod: &'a Pod) -> Self {
         static NONE: FixedObjects = FixedObjects::empty();
         static UNKNOWN: NodeFacts = NodeFacts::UNKNOWN;
-        EnvSources { pod, pod_ips: &[], node: &UNKNOWN, objects: &NONE }
+        EnvSources { pod, pod_ips: &[], node: &UNKNOWN, objects: &NONE, root: None }
     }
 }
 
@@ -179,7 +185,39 @@ fn env_value(
     if let Some(r) = &from.secret_key_ref {
         return lookups.key(Kind::Secret, &r.name, &r.key, r.optional);
     }
+    if let Some(r) = &from.file_key_ref {
+        return file_key_value(src, r);
+    }
     Ok(Some(String::new()))
+}
+
+/// A `fileKeyRef`'s value from the env file in the pod's emptyDir, as the kubelet reads it: a
+/// file that cannot be read or parsed stops the container whether or not the reference is
+/// optional (the reason goes to the log only); a key the file does not assign, or assigns
+/// the empty string, is skipped when optional.
+fn file_key_value(src: &EnvSources, r: &FileKeySelector) -> Result<Option<String>, String> {
+    let volumes = src.pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or_default();
+    let missing = || format!("cannot find the volume {} referenced by FileKeyRef", go::quote(&r.volume_name));
+    let root = src.root.ok_or_else(missing)?;
+    if !volumes.iter().any(|v| v.name == r.volume_name && v.empty_dir.is_some()) {
+        return Err(missing());
+    }
+    let uid = src.pod.metadata.uid.as_deref().unwrap_or_default();
+    let dir = layout::empty_dir(root, uid, &r.volume_name);
+    let unreadable = |e: String| {
+        tracing::error!(uid, volume = %r.volume_name, path = %r.path, error = %e, "Failed to parse env file");
+        "couldn't parse env file".to_string()
+    };
+    let file = env_file::secure_join(&dir, &r.path).map_err(|e| unreadable(e.to_string()))?;
+    match env_file::value_of(&file, &r.key).map_err(unreadable)? {
+        Some(v) if !v.is_empty() => Ok(Some(v)),
+        _ if r.optional == Some(true) => Ok(None),
+        _ => Err(format!(
+            "environment variable key {} not found in file {}",
+            go::quote(&r.key),
+            go::quote(&file.to_string_lossy())
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -208,7 +246,8 @@ mod tests {
     fn env_of(c: serde_json::Value) -> Result<Env, String> {
         let c: Container = serde_json::from_value(c).unwrap();
         let node = NodeFacts { name: "n".into(), ..Default::default() };
-        let src = EnvSources { pod: &pod(), pod_ips: &["10.0.0.1".into()], node: &node, objects: &objects() };
+        let src =
+            EnvSources { pod: &pod(), pod_ips: &["10.0.0.1".into()], node: &node, objects: &objects(), root: None };
         container_env(&src, &c)
     }
 
@@ -287,5 +326,38 @@ mod tests {
         assert_eq!(from(json!({"configMapRef": {"name": "nope"}})).unwrap_err(), "configmap \"nope\" not found");
         assert_eq!(from(json!({"secretRef": {"name": "nope"}})).unwrap_err(), "secret \"nope\" not found");
         assert!(from(json!({"secretRef": {"name": "nope", "optional": true}})).unwrap().vars.is_empty());
+    }
+
+    #[test]
+    fn a_file_key_ref_reads_the_env_file_in_the_pods_empty_dir() {
+        let root = std::env::temp_dir().join(format!("pw-filekeyref-{}", std::process::id()));
+        let dir = layout::empty_dir(&root, "u", "config");
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/app.env"), "DB='db:5432'\nEMPTY=''\n").unwrap();
+        std::fs::write(dir.join("bad.env"), "DB=unquoted\n").unwrap();
+        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+            "spec": {"containers": [], "volumes": [{"name": "config", "emptyDir": {}}, {"name": "h", "hostPath": {"path": "/"}}]}}))
+        .unwrap();
+        let node = NodeFacts::default();
+        let env = |volume: &str, path: &str, key: &str, optional: Option<bool>| {
+            let c: Container = serde_json::from_value(json!({"name": "c", "env": [{"name": "V", "valueFrom":
+                {"fileKeyRef": {"volumeName": volume, "path": path, "key": key, "optional": optional}}}]}))
+            .unwrap();
+            let src = EnvSources { pod: &pod, pod_ips: &[], node: &node, objects: &objects(), root: Some(&root) };
+            container_env(&src, &c).map(|e| e.vars.get("V").cloned())
+        };
+        assert_eq!(env("config", "sub/app.env", "DB", None), Ok(Some("db:5432".into())));
+        let file = dir.join("sub/app.env");
+        let not_found = |key: &str| Err(format!("environment variable key \"{key}\" not found in file {:?}", file));
+        assert_eq!(env("config", "sub/app.env", "NOPE", None), not_found("NOPE"));
+        // An empty value counts as none, as the kubelet reads it.
+        assert_eq!(env("config", "sub/app.env", "EMPTY", Some(false)), not_found("EMPTY"));
+        assert_eq!(env("config", "sub/app.env", "NOPE", Some(true)), Ok(None));
+        // A file that cannot be read or parsed stops the container, optional or not.
+        assert_eq!(env("config", "missing.env", "DB", Some(true)), Err("couldn't parse env file".into()));
+        assert_eq!(env("config", "bad.env", "DB", None), Err("couldn't parse env file".into()));
+        let no_volume = Err("cannot find the volume \"h\" referenced by FileKeyRef".to_string());
+        assert_eq!(env("h", "app.env", "DB", None), no_volume);
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -26,10 +26,13 @@ const FQDN_MAX_LEN: usize = 64;
 const MANAGED_HOSTS_HEADER: &str = "# Kubernetes-managed hosts file.\n";
 const MANAGED_HOSTS_HEADER_WITH_HOST_NETWORK: &str = "# Kubernetes-managed hosts file (host network).\n";
 
-/// `spec.hostname`, else the pod's name, cut to 63 characters without a trailing `-` or `.`
-/// (the kubelet's `truncatePodHostnameIfNeeded`): a longer pod name is valid, and the pod runs.
+/// `spec.hostnameOverride`, else `spec.hostname`, else the pod's name, cut to 63 characters
+/// without a trailing `-` or `.` (the kubelet's `truncatePodHostnameIfNeeded`): a longer pod
+/// name is valid, and the pod runs.
 pub fn hostname(pod: &Pod) -> String {
-    let spec_hostname = pod.spec.as_ref().and_then(|s| s.hostname.as_deref()).filter(|h| !h.is_empty());
+    let spec = pod.spec.as_ref();
+    let spec_hostname =
+        hostname_override(pod).or_else(|| spec.and_then(|s| s.hostname.as_deref()).filter(|h| !h.is_empty()));
     let name = spec_hostname.unwrap_or_else(|| pod.metadata.name.as_deref().unwrap_or_default());
     if name.len() <= HOSTNAME_MAX_LEN {
         return name.to_string();
@@ -38,8 +41,17 @@ pub fn hostname(pod: &Pod) -> String {
     name[..HOSTNAME_MAX_LEN].trim_end_matches(['-', '.']).to_string()
 }
 
-/// The pod's domain when it sets `subdomain`: `<subdomain>.<namespace>.svc.<cluster domain>`.
+/// `spec.hostnameOverride` (KEP-4762): the whole host name, with no domain of the pod's.
+fn hostname_override(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref()?.hostname_override.as_deref()
+}
+
+/// The pod's domain when it sets `subdomain`: `<subdomain>.<namespace>.svc.<cluster domain>`;
+/// none with a `hostnameOverride`, which names the host whole.
 pub fn domain(pod: &Pod, cluster_domain: &str) -> Option<String> {
+    if hostname_override(pod).is_some() {
+        return None;
+    }
     let subdomain = pod.spec.as_ref()?.subdomain.as_deref().filter(|s| !s.is_empty())?;
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
     Some(format!("{subdomain}.{namespace}.svc.{cluster_domain}"))
@@ -181,6 +193,22 @@ mod tests {
         assert_eq!(cut(&format!("{}-.-b", "a".repeat(60))), "a".repeat(60));
         assert_eq!(cut(&format!("{}.b.c", "a".repeat(62))), "a".repeat(62));
         assert_eq!(hostname(&pod(serde_json::json!({"hostname": "short"}))), "short");
+    }
+
+    #[test]
+    fn a_hostname_override_is_the_whole_host_name_without_a_domain() {
+        let p =
+            pod(serde_json::json!({"hostname": "db", "subdomain": "cluster", "hostnameOverride": "app.example.com"}));
+        assert_eq!(hostname(&p), "app.example.com");
+        assert_eq!(domain(&p, "cluster.local"), None);
+        assert_eq!(kernel_hostname(&p, "cluster.local").as_deref(), Ok("app.example.com"));
+        assert_eq!(
+            hosts_file(&["10.0.0.5"], &hostname(&p), domain(&p, "cluster.local").as_deref(), &[]).lines().last(),
+            Some("10.0.0.5\tapp.example.com")
+        );
+        // 64 characters are valid; the kernel takes 63.
+        let long = format!("{}.b", "a".repeat(62));
+        assert_eq!(hostname(&pod(serde_json::json!({"hostnameOverride": long}))), "a".repeat(62));
     }
 
     #[test]

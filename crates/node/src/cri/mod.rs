@@ -5,6 +5,7 @@
 pub mod config;
 pub mod dns;
 pub mod env;
+pub mod env_file;
 pub mod hosts;
 pub mod labels;
 pub(crate) mod observe;

@@ -76,7 +76,8 @@ impl PodConfigs {
         sandbox_id: &str,
         supports_rro: bool,
     ) -> Result<(ContainerConfig, Vec<String>), String> {
-        let src = EnvSources { pod, pod_ips, node: &self.facts, objects: self.objects.as_ref() };
+        let src =
+            EnvSources { pod, pod_ips, node: &self.facts, objects: self.objects.as_ref(), root: Some(&self.root) };
         cri_config::container_config(&src, sc, image_user, restart_count, sandbox_id, &self.root, supports_rro)
     }
 

@@ -64,7 +64,8 @@ impl Executor {
                 )])
             })?;
         }
-        volumes::prepare(root, pod).map_err(|errors| {
+        let allocatable_memory = u64::try_from(self.configs.facts.memory_bytes).unwrap_or(0);
+        volumes::prepare(root, pod, allocatable_memory).map_err(|errors| {
             NotMade::Retry(errors.into_iter().map(|e| ("FailedMount", e.to_string())).collect::<Vec<_>>())
         })?;
         std::fs::create_dir_all(layout::log_directory(root, uid))

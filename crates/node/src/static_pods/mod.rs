@@ -5,7 +5,8 @@
 //! file says otherwise, bound to this node, with a UID derived from the file ([`uid`]) and the
 //! `kubernetes.io/config.*` annotations. The path may also be a single file.
 //!
-//! A file that cannot be read, parsed or admitted gives no pod and a log line naming it (and,
+//! A pod may not reference objects of the API (Secrets, ConfigMaps, service accounts, ...),
+//! as since 1.37 ([`references`]). A file that cannot be read, parsed or admitted gives no pod and a log line naming it (and,
 //! for YAML errors, the line); it does not stop the others. [`StaticPodSource`] reads the path at
 //! start, again whenever it changes ([`DirWatch`]), and every `fileCheckFrequency`, each time
 //! giving the whole set: what to add, change or remove is the caller's diff, as in the kubelet's
@@ -13,6 +14,7 @@
 //! mirror pods ([`mirror`]) on the mode's API.
 
 pub mod mirror;
+mod references;
 mod set;
 pub mod uid;
 mod watch;
@@ -149,6 +151,9 @@ impl ManifestDir {
         self.apply_defaults(&mut pod, &name);
         let warnings =
             podwright_api::admit_pod(&mut pod).map_err(|e| format!("{name}: invalid pod: {}", e.api_message()))?;
+        if let Some(resource) = references::api_object_reference(&pod) {
+            return Err(format!("{name}: static pods may not reference {resource}"));
+        }
         notes.extend(warnings.into_iter().map(|w| format!("{name}: {w}")));
         Ok((pod, notes))
     }

@@ -61,14 +61,15 @@ pub fn project(root: &Path, src: &Sources, now: Timestamp) -> Vec<SetUpError> {
 /// Sets up every volume of the pod that lives on the node (idempotent): the sandbox is not
 /// "ready" for containers until its volumes are. Each volume that could not be set up gives its
 /// error; the others are set up all the same, as the kubelet mounts volumes one by one.
-pub fn prepare(root: &Path, pod: &Pod) -> Result<(), Vec<SetUpError>> {
+pub fn prepare(root: &Path, pod: &Pod, allocatable_memory: u64) -> Result<(), Vec<SetUpError>> {
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
     let fs_group = ownership::fs_group(pod);
     let mut errors = Vec::new();
     for v in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
         let set_up = if let Some(source) = &v.empty_dir {
             let propagates = mounts::propagates(pod, &v.name);
-            empty_dir::set_up(&layout::empty_dir(root, uid, &v.name), source, propagates, fs_group)
+            let dir = layout::empty_dir(root, uid, &v.name);
+            empty_dir::set_up(&dir, source, propagates, fs_group, pod, allocatable_memory)
         } else if let Some(source) = &v.host_path {
             host_path::check(&source.path, source.type_.as_deref().unwrap_or_default())
         } else {
@@ -152,7 +153,7 @@ spec:
         );
         // The other volumes are set up all the same; twice, as a retry does.
         for _ in 0..2 {
-            assert_eq!(prepare(&root, &pod), Err(vec![refused.clone()]));
+            assert_eq!(prepare(&root, &pod, 1 << 30), Err(vec![refused.clone()]));
         }
         let mem = layout::empty_dir(&root, "u1", "mem");
         let lines = mount_lines(&mem);

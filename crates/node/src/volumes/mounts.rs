@@ -30,7 +30,7 @@ pub fn container_mounts(
         let host = match sub_path(m, env)? {
             Some(sub) => {
                 let path = host.join(&sub);
-                if std::fs::symlink_metadata(&path).is_err() && std::fs::create_dir_all(&path).is_err() {
+                if std::fs::symlink_metadata(&path).is_err() && safe_make_dir(&host, &sub).is_err() {
                     return Err(format!(
                         "failed to create subPath directory for volumeMount {:?} of container {:?}",
                         m.name, c.name
@@ -87,6 +87,40 @@ fn on_node(v: &Volume, root: &Path, uid: &str) -> Option<(PathBuf, bool)> {
     } else {
         v.host_path.as_ref().map(|h| (PathBuf::from(&h.path), false))
     }
+}
+
+/// The kubelet's `SafeMakeDir`: makes the missing directories of `sub` under the volume at
+/// `base`, each with the volume root's mode whatever the umask (0777 in an emptyDir, with the
+/// set-group-ID bit under an `fsGroup`), so that the containers' users can write there as in
+/// the volume itself; a symbolic link on the way may not lead out of the volume.
+fn safe_make_dir(base: &Path, sub: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    // A volume path not there yet (a hostPath of no type) is made as the runtime would.
+    std::fs::create_dir_all(base)?;
+    let mode = std::fs::metadata(base)?.permissions().mode() & 0o7777;
+    let real_base = base.canonicalize()?;
+    let mut current = base.to_path_buf();
+    for part in sub.components() {
+        let next = current.join(part);
+        match std::fs::symlink_metadata(&next) {
+            Ok(m) if m.is_dir() => current = next,
+            Ok(m) if m.file_type().is_symlink() => {
+                let resolved = next.canonicalize()?;
+                if !resolved.starts_with(&real_base) || !resolved.is_dir() {
+                    return Err(std::io::Error::other(format!("{} leads out of the volume", next.display())));
+                }
+                current = resolved;
+            }
+            Ok(_) => return Err(std::io::Error::other(format!("{} is not a directory", next.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir(&next)?;
+                std::fs::set_permissions(&next, std::fs::Permissions::from_mode(mode))?;
+                current = next;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// The kubelet's `translateMountPropagation`: unset and `None` are private.
@@ -213,6 +247,27 @@ spec:
         assert_eq!(rro(&cs[2], true), Ok(vec![(true, false)]));
         assert_eq!(cs.iter().map(wants_recursive_read_only).collect::<Vec<_>>(), [true, true, false]);
         let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn a_missing_sub_path_is_made_with_the_volumes_mode_inside_the_volume() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = std::env::temp_dir().join(format!("pw-safemkdir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        for volume_mode in [0o777, 0o2770] {
+            std::fs::set_permissions(&base, std::fs::Permissions::from_mode(volume_mode)).unwrap();
+            safe_make_dir(&base, Path::new("a/b")).unwrap();
+            assert_eq!((mode(&base.join("a")), mode(&base.join("a/b"))), (volume_mode, volume_mode));
+            std::fs::remove_dir_all(base.join("a")).unwrap();
+        }
+        std::os::unix::fs::symlink("/tmp", base.join("out")).unwrap();
+        assert!(safe_make_dir(&base, Path::new("out/x")).is_err());
+        std::os::unix::fs::symlink(".", base.join("here")).unwrap();
+        safe_make_dir(&base, Path::new("here/y")).unwrap();
+        assert!(base.join("y").is_dir());
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     fn pod(yaml: &str) -> Pod {
