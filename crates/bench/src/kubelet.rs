@@ -14,6 +14,7 @@
 // A benchmark measures real time on purpose.
 #![allow(clippy::disallowed_methods)]
 
+use crate::child;
 use crate::http;
 use crate::measure::{self, proc_cpu};
 use crate::pod::IMAGE;
@@ -114,12 +115,7 @@ pub async fn run(args: &KubeletArgs) -> Result<KubeletReport, String> {
             args.kubelet.display()
         )));
     }
-    let podwright = match &args.podwright {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()
-            .map_err(|e| format!("cannot find this benchmark's own path: {e}"))?
-            .with_file_name("podwright"),
-    };
+    let podwright = child::podwright_binary(args.podwright.as_ref())?;
     let embedded = EmbeddedRuntime::new(&args.root_dir);
     embedded.ensure_running().await.map_err(|e| {
         format!(
@@ -193,23 +189,7 @@ impl Running {
     }
 
     fn stop(mut self) -> Result<(), String> {
-        // SAFETY: kill has no memory effects; the pid is our unreaped child.
-        unsafe { libc::kill(self.pid() as i32, libc::SIGTERM) };
-        let t0 = Instant::now();
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(_)) => return Ok(()),
-                Ok(None) if t0.elapsed() < START_LIMIT => std::thread::sleep(Duration::from_millis(50)),
-                _ => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    return Err(format!(
-                        "{} did not stop within {START_LIMIT:?} of SIGTERM; killed",
-                        self.agent.name()
-                    ));
-                }
-            }
-        }
+        child::stop(&mut self.child, self.agent.name(), START_LIMIT)
     }
 }
 

@@ -20,6 +20,7 @@
 //! Prints a table for people, then `name: value` lines for scripts. Asserts nothing.
 
 mod alloc;
+mod child;
 mod counted;
 mod dns;
 mod fake;

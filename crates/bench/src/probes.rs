@@ -6,6 +6,7 @@
 // A benchmark measures real time on purpose.
 #![allow(clippy::disallowed_methods)]
 
+use crate::child;
 use crate::measure::{self, ProcCpu, proc_cpu};
 use crate::real::DEFAULT_ROOT;
 use podwright_containerd::EmbeddedRuntime;
@@ -67,12 +68,7 @@ pub struct ProbesReport {
 }
 
 pub async fn run(args: &ProbesArgs) -> Result<ProbesReport, String> {
-    let podwright = match &args.podwright {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()
-            .map_err(|e| format!("cannot find this benchmark's own path: {e}"))?
-            .with_file_name("podwright"),
-    };
+    let podwright = child::podwright_binary(args.podwright.as_ref())?;
     // Started here rather than by podwright, so that its start is not in podwright's figures.
     let embedded = EmbeddedRuntime::new(&args.root_dir);
     let containerd = embedded.ensure_running().await.map_err(|e| {

@@ -8,6 +8,7 @@
 // A benchmark measures real time on purpose.
 #![allow(clippy::disallowed_methods)]
 
+use crate::child;
 use crate::http::{self, Watch};
 use crate::measure::{self, Summary, proc_cpu};
 use crate::pod;
@@ -143,12 +144,7 @@ struct UsageRound {
 }
 
 pub async fn run(args: &ServeArgs) -> Result<ServeReport, String> {
-    let podwright = match &args.podwright {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()
-            .map_err(|e| format!("cannot find this benchmark's own path: {e}"))?
-            .with_file_name("podwright"),
-    };
+    let podwright = child::podwright_binary(args.podwright.as_ref())?;
     // Started here rather than by podwright, so that its start is not in podwright's figures.
     let (endpoint, containerd_pid) = match &args.runtime_endpoint {
         Some(e) => (e.clone(), None),
@@ -310,20 +306,7 @@ impl Daemon {
 
     /// Asks it to stop (it leaves no pod behind: every pod was deleted) and waits.
     fn stop(mut self) -> Result<(), String> {
-        // SAFETY: kill has no memory effects; the pid is our unreaped child.
-        unsafe { libc::kill(self.pid() as i32, libc::SIGTERM) };
-        let t0 = Instant::now();
-        loop {
-            match self.child.try_wait() {
-                Ok(Some(_)) => return Ok(()),
-                Ok(None) if t0.elapsed() < START_LIMIT => std::thread::sleep(Duration::from_millis(50)),
-                _ => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    return Err(format!("podwright serve did not stop within {START_LIMIT:?} of SIGTERM; killed"));
-                }
-            }
-        }
+        child::stop(&mut self.child, "podwright serve", START_LIMIT)
     }
 }
 
