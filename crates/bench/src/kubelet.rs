@@ -375,37 +375,51 @@ impl Bench {
         Ok(())
     }
 
-    /// The containers of this benchmark's pods: `io.kubernetes.pod.name` → their statuses.
-    fn containers(&self) -> Result<BTreeMap<String, Vec<podwright_runtime::ContainerInfo>>, String> {
+    /// The benchmark's containers named `app` (all of them without `app_only`) as one cheap
+    /// listing shows them: no status call for each.
+    fn listed(&self, app_only: bool) -> Result<Vec<podwright_runtime::Listed>, String> {
+        let labels: BTreeMap<String, String> = if app_only {
+            BTreeMap::from([("io.kubernetes.container.name".to_string(), "app".to_string())])
+        } else {
+            BTreeMap::new()
+        };
         let all = self
             .handle
-            .block_on(self.cri.list_containers(&BTreeMap::new()))
+            .block_on(self.cri.list_container_states(&labels))
             .map_err(|e| format!("listing the runtime's containers: {e}"))?;
-        let mut by_pod: BTreeMap<String, Vec<_>> = BTreeMap::new();
-        for c in all {
-            if let Some(pod) = c.labels.get("io.kubernetes.pod.name").filter(|p| p.ends_with(&format!("-{NODE}"))) {
-                by_pod.entry(pod.clone()).or_default().push(c);
-            }
-        }
-        Ok(by_pod)
+        Ok(all.into_iter().filter(|c| pod_of(c).is_some()).collect())
     }
 
-    /// Waits until `pick` finds a time in each named pod's containers; those times.
+    /// Waits until `pick` finds a time in each named pod's newest `app` container; those times.
+    /// Polled by a cheap listing; a container's status is read only while its pod's time is
+    /// still missing, so the polling loads the runtime little while the agents work.
     fn wait_for(
         &self,
         pods: &[String],
-        pick: impl Fn(&[podwright_runtime::ContainerInfo]) -> Option<i64>,
+        pick: impl Fn(&podwright_runtime::ContainerInfo) -> Option<i64>,
     ) -> Result<Vec<i64>, String> {
         let t0 = Instant::now();
+        let mut found: BTreeMap<&str, i64> = BTreeMap::new();
         loop {
-            let containers = self.containers()?;
-            let found: Vec<Option<i64>> =
-                pods.iter().map(|p| containers.get(&format!("{p}-{NODE}")).and_then(|cs| pick(cs))).collect();
-            if found.iter().all(Option::is_some) {
-                return Ok(found.into_iter().flatten().collect());
+            let mut newest: BTreeMap<&str, podwright_runtime::Listed> = BTreeMap::new();
+            for c in self.listed(true)? {
+                let pod = pod_of(&c).unwrap_or_default().trim_end_matches(&format!("-{NODE}")).to_string();
+                let Some(name) = pods.iter().find(|p| **p == pod).map(String::as_str) else { continue };
+                if !found.contains_key(name) && newest.get(name).is_none_or(|n| n.created_at < c.created_at) {
+                    newest.insert(name, c);
+                }
+            }
+            for (name, c) in newest {
+                let status = self.handle.block_on(self.cri.container_status(&c.id));
+                if let Some(at) = status.ok().as_ref().and_then(&pick) {
+                    found.insert(name, at);
+                }
+            }
+            if found.len() == pods.len() {
+                return Ok(pods.iter().map(|p| found[p.as_str()]).collect());
             }
             if t0.elapsed() > POD_LIMIT {
-                let missing = found.iter().filter(|f| f.is_none()).count();
+                let missing = pods.len() - found.len();
                 return Err(format!("{missing} of {} pods had not got there within {POD_LIMIT:?}", pods.len()));
             }
             std::thread::sleep(POLL);
@@ -415,7 +429,7 @@ impl Bench {
     /// Waits until no container of the benchmark's pods runs.
     fn wait_stopped(&self) -> Result<(), String> {
         let t0 = Instant::now();
-        while self.containers()?.values().flatten().any(|c| c.state == ContainerState::ContainerRunning as i32) {
+        while self.listed(false)?.iter().any(|c| c.state == ContainerState::ContainerRunning as i32) {
             if t0.elapsed() > POD_LIMIT {
                 return Err(format!("the pods' containers still ran {POD_LIMIT:?} after their manifests went"));
             }
@@ -445,7 +459,7 @@ impl Bench {
     fn init_pod(&self, agent: Agent, name: &str) -> Result<Duration, String> {
         let name = format!("{}-{name}", short(agent));
         let t0 = self.drop_manifest(&name, &init_pod(&name))?;
-        let done = self.wait_for(&[name], |cs| app(cs).filter(|c| c.finished_at > 0).map(|c| c.finished_at))?;
+        let done = self.wait_for(&[name], |c| (c.finished_at > 0).then_some(c.finished_at))?;
         self.remove_manifests()?;
         Ok(since(t0, done[0]))
     }
@@ -454,7 +468,7 @@ impl Bench {
     fn density(&self, pods: usize) -> Result<Vec<Duration>, String> {
         let names: Vec<String> = (0..pods).map(|i| format!("dense{i:03}")).collect();
         let dropped = names.iter().map(|n| self.drop_manifest(n, &running_pod(n))).collect::<Result<Vec<_>, _>>()?;
-        let started = self.wait_for(&names, |cs| app(cs).filter(|c| c.started_at > 0).map(|c| c.started_at))?;
+        let started = self.wait_for(&names, |c| (c.started_at > 0).then_some(c.started_at))?;
         Ok(dropped.iter().zip(started).map(|(&t0, at)| since(t0, at)).collect())
     }
 
@@ -467,7 +481,7 @@ impl Bench {
             self.drop_manifest(n, &probed_pod(n))?;
         }
         let running_at = ContainerState::ContainerRunning as i32;
-        self.wait_for(&names, |cs| app(cs).filter(|c| c.state == running_at).map(|c| c.started_at))?;
+        self.wait_for(&names, |c| (c.state == running_at).then_some(c.started_at))?;
         let ramp = t0.elapsed();
         std::thread::sleep(Duration::from_secs(10));
         let pid = running.pid();
@@ -490,9 +504,9 @@ fn short(agent: Agent) -> &'static str {
     }
 }
 
-/// The newest `app` container of a pod.
-fn app(containers: &[podwright_runtime::ContainerInfo]) -> Option<&podwright_runtime::ContainerInfo> {
-    containers.iter().filter(|c| c.metadata.as_ref().is_some_and(|m| m.name == "app")).max_by_key(|c| c.created_at)
+/// The benchmark pod a container belongs to (`<name>-<node>`), if it is one of its.
+fn pod_of(c: &podwright_runtime::Listed) -> Option<&str> {
+    c.labels.get("io.kubernetes.pod.name").map(String::as_str).filter(|p| p.ends_with(&format!("-{NODE}")))
 }
 
 impl KubeletReport {
