@@ -60,6 +60,30 @@ pub fn test_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/var/lib/podwright-test"))
 }
 
+/// Where `scripts/setup` unpacks Debian's containerd 2, for the features containerd 1.6 lacks.
+pub const CONTAINERD_2_BIN: &str = "/opt/containerd-2/usr/bin";
+
+/// The root directory of an embedded containerd 2 (`<test root>-containerd2`), started once per
+/// test process: `podwright run --root-dir` it to run a pod there (podwright reuses a running
+/// embedded containerd whatever its version). `scripts/test` stops it with the others.
+/// Panics when `scripts/setup` has not unpacked containerd 2: a test never skips.
+pub fn containerd_2_root() -> &'static str {
+    static ROOT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let bin = Path::new(CONTAINERD_2_BIN);
+        assert!(bin.join("containerd").is_file(), "{} is missing: run scripts/setup", bin.display());
+        let root = format!("{}-containerd2", test_root().display());
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+        let out = Command::new(binary())
+            .args(["runtime", "start", "--root-dir", &root])
+            .env("PATH", path)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary().display()));
+        assert!(out.status.success(), "podwright runtime start: {}", String::from_utf8_lossy(&out.stderr));
+        root
+    })
+}
+
 /// The repository's top directory.
 pub fn workspace_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -1,8 +1,9 @@
-//! What a pod asks of the container runtime's features, on containerd 1.6 (which reports none in
+//! What a pod asks of the container runtime's features. On containerd 1.6 (which reports none in
 //! its CRI `Status`): a recursive read-only mount `IfPossible` is plainly read-only, as the
 //! kubelet makes it there, and one `Enabled` fails its container with the kubelet's
 //! `CreateContainerConfigError`; features the runtime lacks are refused by name before
-//! anything starts.
+//! anything starts. On containerd 2 (which reports recursive read-only mounts for its runc
+//! handlers), both are read-only all the way down.
 // Tests of the real binary: real timeouts.
 #![allow(clippy::disallowed_methods)]
 
@@ -56,6 +57,42 @@ spec:
     o.assert_code(0);
     // Read-only at the top, and not below: containerd 1.6 makes no recursive read-only mounts.
     assert_eq!(o.output_of("write"), ["top read-only", "sub written"], "{}", o.context());
+}
+
+/// The pod of the two tests above, its mount's `recursiveReadOnly` set to `mode`, run on
+/// containerd 2: what its container could write.
+fn write_on_containerd_2(mode: &str) -> Vec<String> {
+    let dir = NestedMount::new(&format!("rro-2-{}", mode.to_lowercase()));
+    let manifest = format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: Never
+  volumes: [{{name: v, hostPath: {{path: {path}, type: Directory}}}}]
+  containers:
+  - name: write
+    image: {BUSYBOX}
+    command: [sh, -c, 'for f in top sub/inner; do touch /v/$f 2>/dev/null && echo $f written || echo $f read-only; done']
+    volumeMounts: [{{name: v, mountPath: /v, readOnly: true, recursiveReadOnly: {mode}}}]
+"#,
+        name = pod_name(&format!("rro-2-{}", mode.to_lowercase())),
+        path = dir.0.display()
+    );
+    let o = run_manifest(&manifest, &["--root-dir", containerd_2_root()]);
+    o.assert_code(0);
+    o.output_of("write")
+}
+
+#[test]
+fn enabled_is_read_only_all_the_way_down_where_the_runtime_recurses() {
+    assert_eq!(write_on_containerd_2("Enabled"), ["top read-only", "sub/inner read-only"]);
+}
+
+#[test]
+fn if_possible_is_read_only_all_the_way_down_where_the_runtime_recurses() {
+    assert_eq!(write_on_containerd_2("IfPossible"), ["top read-only", "sub/inner read-only"]);
 }
 
 #[test]
