@@ -222,6 +222,12 @@ pub fn default_volume(v: &mut Volume) {
     if let Some(s) = v.config_map.as_mut() {
         s.default_mode.get_or_insert(VOLUME_SOURCE_DEFAULT_MODE);
     }
+    // `SetDefaults_ImageVolumeSource`: as a container's image.
+    if let Some(i) = v.image.as_mut()
+        && i.pull_policy.as_deref().is_none_or(str::is_empty)
+    {
+        i.pull_policy = Some(default_image_pull_policy(i.reference.as_deref().unwrap_or_default()).to_string());
+    }
     if let Some(s) = v.downward_api.as_mut() {
         s.default_mode.get_or_insert(VOLUME_SOURCE_DEFAULT_MODE);
         for item in s.items.iter_mut().flatten() {
@@ -256,6 +262,7 @@ pub fn default_volume(v: &mut Volume) {
 mod tests {
     use super::*;
     use crate::manifest::parse_manifests;
+    use k8s_openapi::api::core::v1::ImageVolumeSource;
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
     fn pod(yaml: &str) -> Pod {
@@ -331,6 +338,21 @@ mod tests {
             Container { image: Some("busybox".into()), image_pull_policy: Some("Never".into()), ..Default::default() };
         default_container(&mut c);
         assert_eq!(c.image_pull_policy.as_deref(), Some("Never"));
+    }
+
+    #[test]
+    fn an_image_volume_pull_policy_by_tag_as_a_container() {
+        for (reference, set, want) in
+            [("tools", None, "Always"), ("tools:1", None, "IfNotPresent"), ("tools", Some("Never"), "Never")]
+        {
+            let mut v = Volume {
+                name: "v".into(),
+                image: Some(ImageVolumeSource { reference: Some(reference.into()), pull_policy: set.map(Into::into) }),
+                ..Default::default()
+            };
+            default_volume(&mut v);
+            assert_eq!(v.image.and_then(|i| i.pull_policy).as_deref(), Some(want), "{reference} {set:?}");
+        }
     }
 
     #[test]

@@ -258,9 +258,16 @@ async fn fake_alone(template: &Pod, pods: usize, root: &Path) -> Result<isize, S
         let sandbox_config = cri_config::sandbox_config(pod, root, 0, hosts::hostname(pod), DnsConfig::default());
         let id = fake.run_pod_sandbox(&sandbox_config, "").await.map_err(|e| format!("fake alone: {e}"))?;
         for sc in all_containers(pod) {
-            let (config, _) =
-                cri_config::container_config(&EnvSources::bare(pod), &sc, &ImageUser::Uid(0), 0, &id, root, false)
-                    .map_err(|e| format!("fake alone: {e}"))?;
+            let (config, _) = cri_config::container_config(
+                &EnvSources::bare(pod),
+                &sc,
+                &ImageUser::Uid(0),
+                0,
+                &id,
+                root,
+                &podwright_node::volumes::FromRuntime::default(),
+            )
+            .map_err(|e| format!("fake alone: {e}"))?;
             let c =
                 fake.create_container(&id, &config, &sandbox_config).await.map_err(|e| format!("fake alone: {e}"))?;
             fake.start_container(&c).await.map_err(|e| format!("fake alone: {e}"))?;

@@ -287,7 +287,7 @@ impl FloorPod {
                 0,
                 &sandbox,
                 &self.root,
-                false,
+                &volumes::FromRuntime::default(),
             )?;
             let wait = wait_last || i + 1 < containers.len();
             let ids = &mut self.ids;

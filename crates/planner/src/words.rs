@@ -94,8 +94,12 @@ impl PullPolicy {
     /// The container's policy, or Kubernetes' default for its image when unset (`Always` for
     /// `:latest` or no tag, else `IfNotPresent`).
     pub fn of(c: &Container) -> Self {
-        let image = c.image.as_deref().unwrap_or_default();
-        let set = c.image_pull_policy.as_deref().filter(|p| !p.is_empty());
+        Self::for_image(c.image.as_deref().unwrap_or_default(), c.image_pull_policy.as_deref())
+    }
+
+    /// The policy `set` for `image` (a container's or an image volume's), or the default.
+    pub fn for_image(image: &str, set: Option<&str>) -> Self {
+        let set = set.filter(|p| !p.is_empty());
         match set.unwrap_or_else(|| podwright_api::defaults::image_pull_policy_for(image)) {
             "Always" => PullPolicy::Always,
             "Never" => PullPolicy::Never,

@@ -144,7 +144,56 @@ spec:
     );
     let o = run_manifest(&manifest, &[]);
     o.assert_code(2);
-    let lacks = |what: &str| format!("needs {what} from the container runtime, which containerd 1.6 lacks");
+    let lacks = |what: &str| format!("needs {what} from the container runtime, which podwright does not ask of it yet");
     assert!(o.stderr.contains(&lacks("stop signals")), "{}", o.context());
     assert!(o.stderr.contains(&lacks("user namespaces")), "{}", o.context());
+}
+
+/// A pod that mounts the busybox image as a volume and looks into it.
+fn image_volume_pod(name: &str) -> String {
+    format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: Never
+  volumes: [{{name: tools, image: {{reference: "{BUSYBOX}"}}}}]
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: [sh, -c, 'ls /tools/bin/busybox; touch /tools/x 2>/dev/null && echo written || echo read-only']
+    volumeMounts: [{{name: tools, mountPath: /tools}}]
+"#
+    )
+}
+
+#[test]
+fn an_image_volume_is_the_image_read_only_where_the_runtime_mounts_images() {
+    let name = pod_name("image-volume-2");
+    let o = run_manifest(&image_volume_pod(&name), &["--root-dir", containerd_2_root()]);
+    o.assert_code(0);
+    assert_eq!(o.output_of("app"), ["/tools/bin/busybox", "read-only"], "{}", o.context());
+    // Its image was made sure of as the container's is, with the container's events (the same
+    // image here: one event, counted twice).
+    let pulled = o.events_with_reason(&name, "spec.containers{app}", "Pulled");
+    let count: i64 = pulled.iter().map(|e| e["count"].as_i64().unwrap_or(1)).sum();
+    assert_eq!(count, 2, "the container's image and the volume's\n{}", o.context());
+}
+
+#[test]
+fn an_image_volume_fails_the_pod_before_it_starts_where_the_runtime_cannot_mount_images() {
+    let name = pod_name("image-volume-1-6");
+    let o = run_manifest(&image_volume_pod(&name), &[]);
+    let pod = o.single_pod();
+    assert_eq!(pod["status"]["phase"], "Failed", "{}", o.context());
+    assert_eq!(pod["status"]["reason"], "FailedCreatePodSandBox", "{}", o.context());
+    let message = pod["status"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("Failed to create pod sandbox: containerd 1.6")
+            && message.ends_with("cannot mount image volumes (containerd 2.1 or later and CRI-O 1.31 or later can)"),
+        "{}",
+        o.context()
+    );
+    assert!(o.output_of("app").is_empty(), "the container never ran\n{}", o.context());
 }

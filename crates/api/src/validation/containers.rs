@@ -186,15 +186,7 @@ fn validate_container_common(
     validate_volume_mounts(mounts, devices, volumes, privileged, &path.child("volumeMounts"), errs);
     validate_volume_devices(devices, mounts, volumes, &path.child("volumeDevices"), errs);
 
-    match str_or_empty(&c.image_pull_policy) {
-        "Always" | "IfNotPresent" | "Never" => {}
-        "" => errs.push(FieldError::required(path.child("imagePullPolicy"), "")),
-        other => errs.push(FieldError::not_supported(
-            path.child("imagePullPolicy"),
-            other,
-            &["Always", "IfNotPresent", "Never"],
-        )),
-    }
+    validate_pull_policy(&c.image_pull_policy, &path.child("imagePullPolicy"), errs);
     super::security_context::validate_security_context(
         c.security_context.as_ref(),
         host_users,
@@ -253,5 +245,14 @@ fn check_host_port_conflicts(containers: &[Container], path: &FieldPath, errs: &
                 seen.insert(key);
             }
         }
+    }
+}
+
+/// `validatePullPolicy`, of a container's image or an image volume's.
+pub(super) fn validate_pull_policy(policy: &Option<String>, path: &FieldPath, errs: &mut Errors) {
+    match str_or_empty(policy) {
+        "Always" | "IfNotPresent" | "Never" => {}
+        "" => errs.push(FieldError::required(path.clone(), "")),
+        other => errs.push(FieldError::not_supported(path.clone(), other, &["Always", "IfNotPresent", "Never"])),
     }
 }

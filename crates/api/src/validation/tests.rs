@@ -1156,3 +1156,32 @@ fn a_hostname_override_is_a_dns_subdomain_without_fqdn_or_host_network() {
         ),
     ]);
 }
+
+#[test]
+fn an_image_volume_needs_a_reference_and_a_known_pull_policy() {
+    let pod = |volume: &str| {
+        spec_pod(&format!(
+            "  volumes: [{volume}]\n  containers: [{{name: a, image: busybox, volumeMounts: [{{name: v, mountPath: /v}}]}}]\n"
+        ))
+    };
+    check(&[
+        ("a tagged reference, its policy defaulted", pod("{name: v, image: {reference: 'tools:1'}}"), vec![]),
+        (
+            "no reference",
+            pod("{name: v, image: {pullPolicy: Never}}"),
+            // As upstream, an invalid volume is not one a mount may name.
+            s(&[
+                "spec.volumes[0].image.reference: Required value",
+                "spec.containers[0].volumeMounts[0].name: Not found: \"v\"",
+            ]),
+        ),
+        (
+            "an unknown policy",
+            pod("{name: v, image: {reference: tools, pullPolicy: Sometimes}}"),
+            s(&[
+                "spec.volumes[0].image.pullPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"IfNotPresent\", \"Never\"",
+                "spec.containers[0].volumeMounts[0].name: Not found: \"v\"",
+            ]),
+        ),
+    ]);
+}

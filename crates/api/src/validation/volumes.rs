@@ -87,6 +87,15 @@ fn validate_volume_source(vol: &Volume, path: &FieldPath, errs: &mut Errors) {
                 }
             }
         }
+        "image" => {
+            if let Some(i) = &vol.image {
+                let p = path.child("image");
+                if str_or_empty(&i.reference).is_empty() {
+                    errs.push(FieldError::required(p.child("reference"), ""));
+                }
+                super::containers::validate_pull_policy(&i.pull_policy, &p.child("pullPolicy"), errs);
+            }
+        }
         "secret" => {
             if let Some(s) = &vol.secret {
                 let p = path.child("secret");

@@ -90,7 +90,7 @@ pub fn container_config(
     restart_count: i32,
     sandbox_id: &str,
     root: &Path,
-    supports_rro: bool,
+    from_runtime: &mounts::FromRuntime,
 ) -> Result<(ContainerConfig, Vec<String>), String> {
     let pod = src.pod;
     let c = sc.container;
@@ -118,7 +118,7 @@ pub fn container_config(
         ),
     ]);
 
-    let mut mounts = mounts::container_mounts(pod, c, root, &env, supports_rro)?;
+    let mut mounts = mounts::container_mounts(pod, c, root, &env, from_runtime)?;
     let pod_ip = src.pod_ips.first().map(String::as_str).unwrap_or_default();
     if hosts::wants_hosts_file(c, pod_ip) {
         mounts.push(hosts::hosts_mount(root, uid));
@@ -164,6 +164,7 @@ pub fn container_config(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::volumes::FromRuntime;
     use serde_json::json;
 
     /// A pod as the API server stores it: parsed and defaulted.
@@ -217,9 +218,16 @@ mod tests {
         );
         let flags: Vec<_> = podwright_planner::pod::all_containers(&pod)
             .map(|sc| {
-                let (config, _) =
-                    container_config(&EnvSources::bare(&pod), &sc, &ImageUser::Uid(0), 0, "sb", Path::new("/r"), false)
-                        .unwrap();
+                let (config, _) = container_config(
+                    &EnvSources::bare(&pod),
+                    &sc,
+                    &ImageUser::Uid(0),
+                    0,
+                    "sb",
+                    Path::new("/r"),
+                    &FromRuntime::default(),
+                )
+                .unwrap();
                 (config.stdin, config.stdin_once, config.tty)
             })
             .collect();

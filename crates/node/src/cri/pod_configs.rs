@@ -63,8 +63,8 @@ impl PodConfigs {
     }
 
     /// The container's config, and the messages of the environment variables left out for
-    /// their names; `supports_rro`: whether the pod's runtime handler makes recursive read-only
-    /// mounts. Err: a source of its environment or mounts is missing or invalid.
+    /// their names; `from_runtime`: what its mounts need from the runtime. Err: a source of its
+    /// environment or mounts is missing or invalid.
     #[allow(clippy::too_many_arguments)]
     pub fn container(
         &self,
@@ -74,11 +74,11 @@ impl PodConfigs {
         image_user: &ImageUser,
         restart_count: i32,
         sandbox_id: &str,
-        supports_rro: bool,
+        from_runtime: &volumes::mounts::FromRuntime,
     ) -> Result<(ContainerConfig, Vec<String>), String> {
         let src =
             EnvSources { pod, pod_ips, node: &self.facts, objects: self.objects.as_ref(), root: Some(&self.root) };
-        cri_config::container_config(&src, sc, image_user, restart_count, sandbox_id, &self.root, supports_rro)
+        cri_config::container_config(&src, sc, image_user, restart_count, sandbox_id, &self.root, from_runtime)
     }
 
     /// Writes the pod's ConfigMap, Secret, downward API and projected volumes as their sources

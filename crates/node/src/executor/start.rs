@@ -75,6 +75,16 @@ impl Executor {
         if !self.project_volumes(pod) {
             return Err(NotMade::Retry(Vec::new()));
         }
+        if pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()).any(|v| v.image.is_some()) {
+            // Asked here, not once, so a runtime's upgrade is seen without a restart.
+            let version = self.ctx.runtime.version().await.map_err(|e| failed(e.to_string()))?;
+            if !volumes::mounts::runtime_mounts_images(&version) {
+                let e = format!(
+                    "{version} cannot mount image volumes (containerd 2.1 or later and CRI-O 1.31 or later can)"
+                );
+                return Err(NotMade::ForGood(sandbox_failure(e)));
+            }
+        }
         // An unknown class, or a handler the runtime lacks, would fail every attempt alike: the
         // pod fails instead of retrying forever.
         let handler =
@@ -121,7 +131,27 @@ impl Executor {
         // Until the container exists and uses the image, the image collector must keep it.
         let supports_rro = volumes::mounts::wants_recursive_read_only(sc.container)
             && self.handler_supports_recursive_read_only(&handler).await;
-        let _hold = self.images.ensure_image(pod, &sc, pull, &sandbox_config, handler, sync.cancel).await?;
+        let _hold =
+            self.images.ensure_image(pod, &sc, sc.image(), pull, &sandbox_config, handler.clone(), sync.cancel).await?;
+        let mut from_runtime = volumes::mounts::FromRuntime { recursive_read_only: supports_rro, ..Default::default() };
+        // The images of its image volumes too, each with its own policy, before the container
+        // is created (the kubelet pulls them for the pod, before any container starts).
+        let mut volume_holds = Vec::new();
+        for (volume, source) in volumes::mounts::image_volumes(pod, sc.container) {
+            let image = source.reference.as_deref().unwrap_or_default();
+            let pull = PullPolicy::for_image(image, source.pull_policy.as_deref());
+            let hold =
+                self.images.ensure_image(pod, &sc, image, pull, &sandbox_config, handler.clone(), sync.cancel).await?;
+            volume_holds.push(hold);
+            let image_ref = match self.ctx.runtime.image_status(image).await {
+                Ok(Some(image_ref)) => image_ref,
+                Ok(None) => {
+                    return Err(self.config_error(pod, &sc, format!("image {image:?} of volume {volume:?} is gone")));
+                }
+                Err(e) => return Err(self.config_error(pod, &sc, e.to_string())),
+            };
+            from_runtime.image_refs.insert(volume.to_string(), image_ref);
+        }
         let ip = sandbox.ip.clone().unwrap_or_default();
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let message_file = layout::termination_message(&self.ctx.root, uid, &name, restart_count);
@@ -135,7 +165,7 @@ impl Executor {
             self.ctx.runtime.image_user(sc.image()).await.map_err(|e| self.config_error(pod, &sc, e.to_string()))?;
         let (config, skipped) = self
             .configs
-            .container(pod, &sc, &pod_ips, &image_user, restart_count, &sandbox.id, supports_rro)
+            .container(pod, &sc, &pod_ips, &image_user, restart_count, &sandbox.id, &from_runtime)
             .map_err(|msg| self.config_error(pod, &sc, msg))?;
         for message in skipped {
             self.ctx.event(pod, None, EventType::Warning, "InvalidEnvironmentVariableNames", message);

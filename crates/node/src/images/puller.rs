@@ -32,19 +32,20 @@ pub(crate) struct ImagePuller {
 }
 
 impl ImagePuller {
-    /// Makes sure the image is there as the planner's pull policy says, and keeps the image
-    /// collector from removing it while the hold returned lives. A successful pull rings the
-    /// collector.
+    /// Makes sure `image` (the container's, or an image volume's it mounts) is there as `pull`
+    /// says, and keeps the image collector from removing it while the hold returned lives. A
+    /// successful pull rings the collector. Events and failures are the container's.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn ensure_image(
         &self,
         pod: &Pod,
         sc: &SpecContainer<'_>,
+        image: &str,
         pull: PullPolicy,
         sandbox_config: &PodSandboxConfig,
         runtime_handler: String,
         cancel: &Cancel,
     ) -> Result<Option<Hold>, StartFailure> {
-        let image = sc.image();
         let mut hold = self.gc.as_ref().map(|gc| gc.hold(image));
         let repository = match podwright_api::image_ref::parse_image_ref(image) {
             Ok(parsed) => {

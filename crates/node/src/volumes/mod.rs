@@ -14,6 +14,8 @@ pub(crate) mod ownership;
 pub(crate) mod projection;
 pub(crate) mod usage;
 
+pub use mounts::FromRuntime;
+
 use crate::layout;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;

@@ -3,29 +3,57 @@
 
 use super::projection;
 use crate::layout;
-use k8s_openapi::api::core::v1::{Container, Pod, Volume, VolumeMount};
+use k8s_openapi::api::core::v1::{Container, ImageVolumeSource, Pod, Volume, VolumeMount};
 use podwright_api::expansion::expand_strict;
 use podwright_api::go;
 use podwright_planner::pod;
-use podwright_runtime::cri_api::{Mount, MountPropagation};
+use podwright_runtime::cri_api::{ImageSpec, Mount, MountPropagation};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-/// The container's volume mounts; `env` is its environment, for `subPathExpr`, and
-/// `supports_rro` whether the pod's runtime handler makes recursive read-only mounts. Err: why
-/// the container cannot be created, in the kubelet's words.
+/// What the runtime said that a container's mounts depend on.
+#[derive(Debug, Default)]
+pub struct FromRuntime {
+    /// Whether the pod's runtime handler makes recursive read-only mounts.
+    pub recursive_read_only: bool,
+    /// The image each image volume the container mounts is, by volume name: the reference the
+    /// runtime resolved it to once it was there.
+    pub image_refs: BTreeMap<String, String>,
+}
+
+/// The container's volume mounts; `env` is its environment, for `subPathExpr`. Err: why the
+/// container cannot be created, in the kubelet's words.
 pub fn container_mounts(
     pod: &Pod,
     c: &Container,
     root: &Path,
     env: &BTreeMap<String, String>,
-    supports_rro: bool,
+    runtime: &FromRuntime,
 ) -> Result<Vec<Mount>, String> {
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
     let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or_default();
     let mut mounts = Vec::new();
     for m in c.volume_mounts.iter().flatten() {
         let Some(v) = volumes.iter().find(|v| v.name == m.name) else { continue };
+        if let Some(image) = &v.image {
+            // The runtime mounts the image itself, always read-only; validation has refused a
+            // subPath of one.
+            let Some(image_ref) = runtime.image_refs.get(&v.name) else {
+                return Err(format!("image volume {} is not pulled", go::quote(&v.name)));
+            };
+            mounts.push(Mount {
+                container_path: m.mount_path.clone(),
+                readonly: true,
+                propagation: propagation(m) as i32,
+                image: Some(ImageSpec {
+                    image: image_ref.clone(),
+                    user_specified_image: image.reference.clone().unwrap_or_default(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            });
+            continue;
+        }
         let Some((host, forced_read_only)) = on_node(v, root, uid) else { continue };
         let host = match sub_path(m, env)? {
             Some(sub) => {
@@ -40,7 +68,7 @@ pub fn container_mounts(
             }
             None => host,
         };
-        let recursive_read_only = recursive_read_only(m, supports_rro)
+        let recursive_read_only = recursive_read_only(m, runtime.recursive_read_only)
             .map_err(|e| format!("failed to resolve recursive read-only mode: {e}"))?;
         mounts.push(Mount {
             container_path: m.mount_path.clone(),
@@ -52,6 +80,35 @@ pub fn container_mounts(
         });
     }
     Ok(mounts)
+}
+
+/// The image volumes the container mounts, each once, by name.
+pub fn image_volumes<'a>(pod: &'a Pod, c: &Container) -> Vec<(&'a str, &'a ImageVolumeSource)> {
+    let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or_default();
+    volumes
+        .iter()
+        .filter(|v| c.volume_mounts.iter().flatten().any(|m| m.name == v.name))
+        .filter_map(|v| Some((v.name.as_str(), v.image.as_ref()?)))
+        .collect()
+}
+
+/// Whether the runtime named by its CRI `Version` (`containerd 2.1.9`, `cri-o 1.31.0`) mounts
+/// image volumes: the CRI says of no feature for them, and a runtime from before them would
+/// drop the mount's image and bind-mount an empty host path, so its release decides.
+pub fn runtime_mounts_images(version: &str) -> bool {
+    let mut words = version.split_whitespace();
+    let (Some(name), Some(release)) = (words.next(), words.next()) else { return false };
+    let mut numbers = release.trim_start_matches('v').split(|c: char| !c.is_ascii_digit());
+    let (Some(Ok(major)), Some(Ok(minor))) =
+        (numbers.next().map(str::parse::<u32>), numbers.next().map(str::parse::<u32>))
+    else {
+        return false;
+    };
+    match name {
+        "containerd" => (major, minor) >= (2, 1),
+        "cri-o" => (major, minor) >= (1, 31),
+        _ => false,
+    }
 }
 
 /// Whether any of the container's mounts asks for a recursive read-only mount, which only the
@@ -171,7 +228,7 @@ mod tests {
         let c: Container = serde_json::from_value(json!({"name": "c", "volumeMounts": mounts})).unwrap();
         let root = std::env::temp_dir().join(format!("podwright-mounts-{}", std::process::id()));
         let env = BTreeMap::from([("POD".to_string(), "p1".to_string()), ("EMPTY".to_string(), String::new())]);
-        let r = container_mounts(&pod, &c, &root, &env, false);
+        let r = container_mounts(&pod, &c, &root, &env, &FromRuntime::default());
         let _ = std::fs::remove_dir_all(&root);
         r
     }
@@ -232,8 +289,14 @@ spec:
         let root = std::env::temp_dir().join(format!("pw-rro-{}", std::process::id()));
         let cs = &p.spec.as_ref().unwrap().containers;
         let rro = |c: &Container, supported| {
-            container_mounts(&p, c, &root, &BTreeMap::new(), supported)
-                .map(|m| m.iter().map(|m| (m.readonly, m.recursive_read_only)).collect::<Vec<_>>())
+            container_mounts(
+                &p,
+                c,
+                &root,
+                &BTreeMap::new(),
+                &FromRuntime { recursive_read_only: supported, ..Default::default() },
+            )
+            .map(|m| m.iter().map(|m| (m.readonly, m.recursive_read_only)).collect::<Vec<_>>())
         };
         assert_eq!(rro(&cs[0], false), Ok(vec![(true, false)]));
         assert_eq!(rro(&cs[0], true), Ok(vec![(true, true)]));
@@ -303,7 +366,7 @@ spec:
         let root = std::env::temp_dir().join(format!("pw-mounts-{}", std::process::id()));
         let app = &p.spec.as_ref().unwrap().containers[0];
         let got: Vec<(String, String, bool, MountPropagation)> =
-            container_mounts(&p, app, &root, &BTreeMap::new(), false)
+            container_mounts(&p, app, &root, &BTreeMap::new(), &FromRuntime::default())
                 .unwrap()
                 .into_iter()
                 .map(|m| (m.container_path.clone(), m.host_path.clone(), m.readonly, m.propagation()))
@@ -327,5 +390,15 @@ spec:
         assert!(propagates(&p, "cache"), "the init container's mount asks");
         assert!(propagates(&p, "logs"));
         assert!(!propagates(&p, "sock"));
+    }
+
+    #[test]
+    fn runtimes_that_mount_images_by_release() {
+        for yes in ["containerd 2.1.9+unknown", "containerd v2.2.0", "cri-o 1.31.0", "containerd 3.0.0"] {
+            assert!(runtime_mounts_images(yes), "{yes}");
+        }
+        for no in ["containerd 1.6.20~ds1", "containerd 2.0.5", "cri-o 1.30.4", "other 9.9", "containerd", ""] {
+            assert!(!runtime_mounts_images(no), "{no}");
+        }
     }
 }
