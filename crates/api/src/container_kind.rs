@@ -3,7 +3,7 @@
 //! (`spec.initContainers{name}` in events, `spec.initContainers[0]` in
 //! validation errors).
 
-use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodStatus};
+use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodSpec, PodStatus};
 
 /// The `restartPolicy` value that makes an init container a sidecar.
 pub const CONTAINER_RESTART_POLICY_ALWAYS: &str = "Always";
@@ -88,7 +88,11 @@ impl PodContainer<'_> {
 /// All init containers (in order) followed by all regular containers.
 /// Ephemeral containers have a different type and are not included.
 pub fn pod_containers(pod: &Pod) -> impl Iterator<Item = PodContainer<'_>> {
-    let spec = pod.spec.as_ref();
+    spec_containers(pod.spec.as_ref())
+}
+
+/// [`pod_containers`] of a pod spec (none without one).
+pub fn spec_containers(spec: Option<&PodSpec>) -> impl Iterator<Item = PodContainer<'_>> {
     let init = spec
         .and_then(|s| s.init_containers.as_deref())
         .unwrap_or_default()
@@ -117,7 +121,6 @@ pub fn container_statuses(status: &PodStatus) -> impl Iterator<Item = &Container
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::PodSpec;
 
     fn container(name: &str, restart: Option<&str>) -> Container {
         Container { name: name.into(), restart_policy: restart.map(str::to_string), ..Default::default() }

@@ -7,8 +7,11 @@ use k8s_openapi::api::core::v1::{
     Container, EnvVar, HTTPGetAction, Lifecycle, LifecycleHandler, ObjectFieldSelector, Pod, PodSecurityContext,
     PodSpec, Probe, ResourceRequirements, Secret, Volume,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
+use std::collections::BTreeMap;
 
 use crate::image_ref::default_image_pull_policy;
+use crate::pod_resources::{self, is_overcommit_allowed, is_supported_pod_level_resource};
 use crate::volume_sources::has_no_source;
 
 /// Default `metadata.namespace`.
@@ -132,6 +135,9 @@ pub fn default_pod_spec(spec: &mut PodSpec) {
         }
         default_container(c);
     }
+    // After the containers' requests, which they are computed from.
+    default_pod_level_requests(spec);
+    default_pod_level_limits(spec);
     for c in spec.ephemeral_containers.iter_mut().flatten() {
         default_container_fields!(c);
     }
@@ -148,6 +154,50 @@ fn default_requests_from_limits(resources: Option<&mut ResourceRequirements>) {
     let requests = r.requests.get_or_insert_with(Default::default);
     for (k, v) in limits {
         requests.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+}
+
+/// `defaultPodRequests`: with pod-level limits, each supported resource without a pod-level
+/// request gets the containers' aggregate request (an overcommittable one), else the pod-level
+/// limit.
+fn default_pod_level_requests(spec: &mut PodSpec) {
+    let aggregate = pod_resources::aggregate_container_requests(Some(spec));
+    let Some(r) = spec.resources.as_mut() else { return };
+    let Some(limits) = r.limits.as_ref().filter(|l| !l.is_empty()) else { return };
+    let mut requests = r.requests.clone().unwrap_or_default();
+    for (name, amount) in aggregate {
+        if is_supported_pod_level_resource(&name) && is_overcommit_allowed(&name) {
+            requests.entry(name).or_insert_with(|| ApiQuantity(amount.to_string()));
+        }
+    }
+    for (name, limit) in limits {
+        if is_supported_pod_level_resource(name) {
+            requests.entry(name.clone()).or_insert_with(|| limit.clone());
+        }
+    }
+    if !requests.is_empty() {
+        r.requests = Some(requests);
+    }
+}
+
+/// `defaultPodLimits`: with pod-level requests and no pod-level limits, each overcommittable
+/// supported resource that every container limits gets the containers' aggregate limit.
+fn default_pod_level_limits(spec: &mut PodSpec) {
+    let pod = Some(&*spec);
+    if pod_resources::is_pod_level_limits_set(pod) || !pod_resources::is_pod_level_requests_set(pod) {
+        return;
+    }
+    let limits: BTreeMap<String, ApiQuantity> = pod_resources::aggregate_container_limits(pod)
+        .into_iter()
+        .filter(|(name, _)| {
+            is_supported_pod_level_resource(name)
+                && is_overcommit_allowed(name)
+                && pod_resources::all_containers_limit(spec, name)
+        })
+        .map(|(name, amount)| (name, ApiQuantity(amount.to_string())))
+        .collect();
+    if let Some(r) = spec.resources.as_mut().filter(|_| !limits.is_empty()) {
+        r.limits.get_or_insert_default().extend(limits);
     }
 }
 
@@ -471,5 +521,49 @@ spec:
             Some(3600)
         );
         assert_eq!(v[5].host_path.as_ref().and_then(|h| h.type_.as_deref()), Some(""));
+    }
+
+    /// `defaultPodRequests` and `defaultPodLimits`: what the API server fills in of
+    /// `spec.resources` from the pod-level limits and the containers.
+    #[test]
+    fn pod_level_resources_defaults() {
+        let of = |spec: &str| {
+            let mut p = pod(&format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n{spec}"));
+            apply_defaults(&mut p);
+            let r = p.spec.unwrap().resources;
+            let show = |m: Option<BTreeMap<String, Quantity>>| {
+                m.map(|m| m.iter().map(|(k, v)| format!("{k}={}", v.0)).collect::<Vec<_>>().join(","))
+            };
+            r.map(|r| (show(r.requests), show(r.limits)))
+        };
+        let some = |requests: Option<&str>, limits: Option<&str>| {
+            Some((requests.map(str::to_string), limits.map(str::to_string)))
+        };
+        let cases = [
+            ("no pod-level resources", "  containers: [{name: a, image: b}]\n", None),
+            (
+                "requests from the containers' aggregate, else from the limits",
+                "  resources: {limits: {cpu: \"1\", memory: 1Gi}}\n  containers:\n  - {name: a, image: b, resources: {requests: {cpu: 100m}}}\n  - {name: c, image: b, resources: {limits: {cpu: \"0.1\"}}}\n",
+                some(Some("cpu=200m,memory=1Gi"), Some("cpu=1,memory=1Gi")),
+            ),
+            (
+                "limits from the containers' when every container has one",
+                "  resources: {requests: {cpu: 500m}}\n  initContainers: [{name: i, image: b, resources: {limits: {memory: 128Mi}}}]\n  containers: [{name: a, image: b, resources: {limits: {memory: 64Mi}}}]\n",
+                some(Some("cpu=500m"), Some("memory=128Mi")),
+            ),
+            (
+                "no limit when a container has none",
+                "  resources: {requests: {cpu: 500m}}\n  containers:\n  - {name: a, image: b, resources: {limits: {memory: 64Mi}}}\n  - {name: c, image: b}\n",
+                some(Some("cpu=500m"), None),
+            ),
+            (
+                "pod-level limits are left as given",
+                "  resources: {requests: {cpu: 500m}, limits: {cpu: \"1\"}}\n  containers: [{name: a, image: b, resources: {limits: {memory: 64Mi}}}]\n",
+                some(Some("cpu=500m,memory=64Mi"), Some("cpu=1")),
+            ),
+        ];
+        for (case, spec, want) in cases {
+            assert_eq!(of(spec), want, "{case}");
+        }
     }
 }

@@ -141,7 +141,9 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("priorityClassName", SCHEDULING),
             ("readinessGates", Honoured),
             ("resourceClaims", UNSET),
-            ("resources", UNSET),
+            // Pod-level resources (KEP-2837): the pod cgroup, the QoS class, the effective
+            // requests and limits, and the limits of containers without their own.
+            ("resources", Fields("ResourceRequirements")),
             ("restartPolicy", Honoured),
             ("runtimeClassName", Honoured),
             ("schedulerName", SCHEDULING),

@@ -16,6 +16,8 @@
 //! * [`container_kind`] — init/regular/sidecar classification and container field paths;
 //! * [`image_ref`] — image reference parsing and the default pull policy;
 //! * [`quantity`] — resource quantities, compared and scaled by value;
+//! * [`pod_resources`] — resource lists added and compared by value, the containers' aggregate
+//!   requests and limits, and the pod-level resources (`spec.resources`);
 //! * [`sysctl`] — sysctl names and the kernel namespaces that isolate them;
 //! * [`runtime_class_admission`] — the RuntimeClass admission plugin: unknown classes refused,
 //!   the class's overhead set on the pod;
@@ -38,6 +40,7 @@ pub mod init_container_annotations;
 pub mod kubectl_status;
 pub mod load;
 pub mod manifest;
+pub mod pod_resources;
 pub mod quantity;
 pub mod runtime_class_admission;
 pub mod sysctl;

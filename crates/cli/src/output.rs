@@ -2,7 +2,9 @@
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Pod};
+use podwright_api::pod_resources;
 use podwright_node::{PodUpdate, StatusSink};
+use podwright_planner::resources::ResourceList;
 use podwright_planner::{RestartPolicy, pod, qos, resources};
 use podwright_runtime::Clock;
 use std::collections::HashMap;
@@ -91,6 +93,16 @@ pub fn describe_plan(p: &Pod) -> String {
             sc.image(),
             sc.container.image_pull_policy.as_deref().unwrap_or("IfNotPresent")
         ));
+        // Under pod-level resources a container without limits of its own runs with the pod's.
+        if pod_resources::is_pod_level_resources_set(p.spec.as_ref()) {
+            let limits: ResourceList = ["cpu", "memory"]
+                .into_iter()
+                .filter_map(|name| {
+                    Some((name.to_string(), pod_resources::container_limit(p.spec.as_ref(), sc.container, name)?))
+                })
+                .collect();
+            out.push_str(&format!("\n  {:<28} limits given to the runtime: {}", "", resources::describe(&limits)));
+        }
     }
     out.push_str(&format!(
         "\n  effective requests: {}\n  effective limits: {}\n  QoS class: {}",

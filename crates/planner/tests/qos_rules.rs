@@ -59,3 +59,45 @@ fn rule_15_quantities_are_compared_by_value() {
         assert_eq!(s.qos_class.as_deref(), Some(class), "{case}");
     }
 }
+
+/// With `spec.resources` the pod's class is theirs alone (`resourceQOS`), whatever its
+/// containers ask.
+#[test]
+fn pod_level_resources_decide_the_class() {
+    use serde_json::json;
+    let guaranteed_app = json!({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}});
+    // (case, spec.resources, resources of `app`, QoS class)
+    let table = [
+        (
+            "cpu and memory equal",
+            json!({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}),
+            json!({}),
+            "Guaranteed",
+        ),
+        (
+            "by value",
+            json!({"requests": {"cpu": "0.5", "memory": "1Gi"}, "limits": {"cpu": "500m", "memory": "1073741824"}}),
+            json!({}),
+            "Guaranteed",
+        ),
+        (
+            "memory unlimited",
+            json!({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1"}}),
+            guaranteed_app.clone(),
+            "Burstable",
+        ),
+        ("cpu only, equal", json!({"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}), json!({}), "Burstable"),
+        (
+            "a request below its limit",
+            json!({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "1Gi"}}),
+            json!({}),
+            "Burstable",
+        ),
+        ("set but empty: BestEffort over Guaranteed containers", json!({}), guaranteed_app, "BestEffort"),
+    ];
+    for (case, pod_level, app, class) in table {
+        let mut p = with_resources(&pod(&[], &["app"], "Always"), "app", app);
+        p.spec.as_mut().unwrap().resources = Some(serde_json::from_value(pod_level).unwrap());
+        assert_eq!(podwright_planner::qos::qos_class(&p), class, "{case}");
+    }
+}

@@ -118,3 +118,50 @@ fn overhead_adds_to_requests_and_to_limits_that_are_set() {
     assert_eq!(describe(&pod_requests(&p)), "cpu: 350m, memory: 128Mi");
     assert_eq!(describe(&pod_limits(&p)), "memory: 192Mi", "cpu stays unlimited");
 }
+
+/// A pod with pod-level resources (`spec.resources`).
+fn with_pod_level(mut p: Pod, resources: Value) -> Pod {
+    p.spec.as_mut().unwrap().resources = Some(serde_json::from_value(resources).unwrap());
+    p
+}
+
+#[test]
+fn pod_level_resources_replace_the_aggregate_of_what_they_name() {
+    let p = pod(&[("init", limits("2", "1Gi"))], &[requests("100m", "64Mi"), requests("200m", "64Mi")]);
+    // (case, spec.resources, effective requests, effective limits)
+    let table = [
+        ("none: the aggregate", json!(null), "cpu: 300m, memory: 128Mi", "cpu: 2, memory: 1Gi"),
+        (
+            "cpu only: memory stays the aggregate",
+            json!({"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}}),
+            "cpu: 500m, memory: 128Mi",
+            "cpu: 1, memory: 1Gi",
+        ),
+        (
+            "both",
+            json!({"requests": {"cpu": "1", "memory": "256Mi"}, "limits": {"cpu": "2", "memory": "512Mi"}}),
+            "cpu: 1, memory: 256Mi",
+            "cpu: 2, memory: 512Mi",
+        ),
+        (
+            "limits alone leave the requests to the containers",
+            json!({"limits": {"memory": "512Mi"}}),
+            "cpu: 300m, memory: 128Mi",
+            "cpu: 2, memory: 512Mi",
+        ),
+    ];
+    for (case, resources, want_requests, want_limits) in table {
+        let p = if resources.is_null() { p.clone() } else { with_pod_level(p.clone(), resources) };
+        assert_eq!(describe(&pod_requests(&p)), want_requests, "{case}");
+        assert_eq!(describe(&pod_limits(&p)), want_limits, "{case}");
+    }
+}
+
+#[test]
+fn overhead_adds_to_the_pod_level_values() {
+    let mut p =
+        with_pod_level(pod(&[], &[json!({})]), json!({"requests": {"cpu": "500m"}, "limits": {"memory": "128Mi"}}));
+    p.spec.as_mut().unwrap().overhead = Some(serde_json::from_value(json!({"cpu": "250m", "memory": "64Mi"})).unwrap());
+    assert_eq!(describe(&pod_requests(&p)), "cpu: 750m, memory: 64Mi");
+    assert_eq!(describe(&pod_limits(&p)), "memory: 192Mi");
+}

@@ -348,3 +348,22 @@ spec:
         ]
     );
 }
+
+/// Pod-level resources are honoured for cpu and memory; hugepages, which the node does not
+/// offer, are refused by name.
+#[test]
+fn pod_level_resources_are_honoured_for_cpu_and_memory() {
+    let yaml = r#"apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  resources:
+    requests: {cpu: 100m, memory: 64Mi}
+    limits: {cpu: 200m, memory: 64Mi, hugepages-2Mi: 2Mi}
+  containers: [{name: app, image: busybox}]
+"#;
+    assert_eq!(
+        refusals(yaml),
+        ["spec.resources.limits[hugepages-2Mi]: Unsupported value: \"2Mi\": not supported by podwright yet"]
+    );
+}

@@ -7,10 +7,10 @@
 //! version this crate is built against): sidecars allowed, relaxed
 //! environment variable names, zero-second sleep hooks allowed.
 //!
-//! Not covered (accepted without checks): owner references, finalizers, resource
-//! quantities and requests-vs-limits, security contexts (but for ids, seccomp and procMount), affinity,
-//! tolerations, topology spread, most network-storage volume sources,
-//! mount propagation, resize policies, OS-specific rules.
+//! Not covered (accepted without checks): owner references, finalizers, containers' resource
+//! quantities and requests-vs-limits (the pod-level resources' are checked), security contexts
+//! (but for ids, seccomp and procMount), affinity, tolerations, topology spread, most
+//! network-storage volume sources, mount propagation, resize policies, OS-specific rules.
 //!
 //! ConfigMaps, Secrets and RuntimeClasses are validated here too, on create and update
 //! (`config_objects`).
@@ -20,6 +20,7 @@ mod containers;
 mod dns;
 mod env;
 mod go_json;
+mod pod_resources;
 mod probes_and_hooks;
 mod security_context;
 mod update;
@@ -176,6 +177,7 @@ fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
         errs,
     );
     env::validate_file_key_ref_volumes(spec, &volumes, path, errs);
+    pod_resources::validate_pod_resources(spec, &path.child("resources"), errs);
 
     // restartPolicy
     let restart = str_or_empty(&spec.restart_policy);

@@ -7,16 +7,15 @@ use crate::layout;
 use crate::pod_cgroup::{CPU_PERIOD, milli_cpu_to_quota, milli_cpu_to_shares};
 use crate::volumes::mounts;
 use k8s_openapi::api::core::v1::{Container, Pod};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 use podwright_api::expansion::expand;
-use podwright_api::quantity::Quantity;
+use podwright_api::pod_resources;
 use podwright_planner::pod::SpecContainer;
 use podwright_runtime::ImageUser;
 use podwright_runtime::cri_api::{
     ContainerConfig, ContainerMetadata, DnsConfig, ImageSpec, KeyValue, LinuxContainerConfig, LinuxContainerResources,
     LinuxPodSandboxConfig, Mount, PodSandboxConfig, PodSandboxMetadata,
 };
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
 
 fn meta(pod: &Pod) -> (&str, &str, &str) {
@@ -62,20 +61,17 @@ pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32, hostname: String, dn
 
 /// The kubelet's `calculateLinuxResources` (cgroupfs): cpu shares from the CPU request (or
 /// the limit when there is no request), CFS quota from the CPU limit over a 100 ms period, and
-/// the memory limit.
-fn linux_resources(c: &Container) -> LinuxContainerResources {
-    let res = c.resources.as_ref();
-    let get = |m: Option<&BTreeMap<String, ApiQuantity>>, name: &str| {
-        m?.get(name).map(|q| Quantity::parse(&q.0).unwrap_or_default())
-    };
-    let (requests, limits) = (res.and_then(|r| r.requests.as_ref()), res.and_then(|r| r.limits.as_ref()));
-    let cpu_limit = get(limits, "cpu").unwrap_or_default();
-    let cpu_request = get(requests, "cpu").unwrap_or(cpu_limit);
+/// the memory limit. A container without a CPU or memory limit of its own in a pod with
+/// pod-level resources gets the pod's (`getCPULimit`, `getMemoryLimit`).
+fn linux_resources(pod: &Pod, c: &Container) -> LinuxContainerResources {
+    let limit = |name: &str| pod_resources::container_limit(pod.spec.as_ref(), c, name).unwrap_or_default().value;
+    let cpu_limit = limit("cpu");
+    let cpu_request = pod_resources::container_requests(c).get("cpu").map_or(cpu_limit, |q| q.value);
     LinuxContainerResources {
         cpu_shares: milli_cpu_to_shares(cpu_request.milli_value()),
         cpu_period: CPU_PERIOD,
         cpu_quota: milli_cpu_to_quota(cpu_limit.milli_value()),
-        memory_limit_in_bytes: get(limits, "memory").map_or(0, |m| i64::try_from(m.value()).unwrap_or(i64::MAX)),
+        memory_limit_in_bytes: i64::try_from(limit("memory").value()).unwrap_or(i64::MAX),
         ..Default::default()
     }
 }
@@ -153,7 +149,7 @@ pub fn container_config(
         stdin_once: c.stdin_once.unwrap_or_default(),
         tty: c.tty.unwrap_or_default(),
         linux: Some(LinuxContainerConfig {
-            resources: Some(linux_resources(c)),
+            resources: Some(linux_resources(pod, c)),
             security_context: Some(security_context),
         }),
         ..Default::default()
@@ -273,9 +269,35 @@ mod tests {
                 resources: Some(serde_json::from_value(resources).unwrap()),
                 ..Default::default()
             };
-            let r = linux_resources(&c);
+            let r = linux_resources(&Pod::default(), &c);
             assert_eq!((r.cpu_shares, r.cpu_quota, r.memory_limit_in_bytes), (shares, quota, memory), "{case}");
             assert_eq!(r.cpu_period, 100_000, "{case}");
         }
+    }
+    /// Under pod-level limits a container without a limit of its own gets the pod's, as the
+    /// kubelet's `getCPULimit` / `getMemoryLimit` pass it to the runtime; its CPU shares then come
+    /// from that limit when it requests no CPU.
+    #[test]
+    fn a_container_without_a_limit_takes_the_pod_level_limit() {
+        let pod = defaulted(
+            "  resources: {limits: {cpu: 500m, memory: 128Mi}}\n  containers:\n  - {name: bare, image: b}\n  - {name: own, image: b, resources: {requests: {cpu: 100m}, limits: {cpu: 200m, memory: 64Mi}}}\n  - {name: asks, image: b, resources: {requests: {cpu: 250m}}}\n",
+        );
+        let spec = pod.spec.as_ref().unwrap();
+        let got: Vec<_> = spec
+            .containers
+            .iter()
+            .map(|c| {
+                let r = linux_resources(&pod, c);
+                (c.name.as_str(), r.cpu_shares, r.cpu_quota, r.memory_limit_in_bytes)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [("bare", 512, 50_000, 128 << 20), ("own", 102, 20_000, 64 << 20), ("asks", 256, 50_000, 128 << 20)]
+        );
+        // Without pod-level resources nothing is inherited.
+        let alone = defaulted("  containers:\n  - {name: bare, image: b}\n");
+        let r = linux_resources(&alone, &alone.spec.as_ref().unwrap().containers[0]);
+        assert_eq!((r.cpu_shares, r.cpu_quota, r.memory_limit_in_bytes), (2, 0, 0));
     }
 }

@@ -204,3 +204,67 @@ fn v2_the_pod_cgroup_has_weight_max_and_memory_max() {
     assert_eq!(read(dir.join("memory.max")), (200 * MI).to_string());
     assert_eq!(read(mount.0.join("cgroup.subtree_control")), "+cpu +memory +pids");
 }
+
+/// Pod-level resources (`spec.resources`) as `ResourceConfigForPod` reads them: the pod's
+/// requests and limits replace the containers' aggregate, and a pod-level limit is declared
+/// whatever the containers declare. Defaulted as the API server defaults them.
+#[test]
+fn resource_config_from_pod_level_resources() {
+    let defaulted = |spec: Value| {
+        let mut p: Pod =
+            serde_json::from_value(json!({"metadata": {"name": "p", "uid": "1234"}, "spec": spec})).unwrap();
+        podwright_api::apply_defaults(&mut p);
+        p
+    };
+    let bare = json!([{"name": "c", "image": "i"}]);
+    let cases = [
+        (
+            "limits only: requests default to them, Guaranteed",
+            json!({"resources": {"limits": {"cpu": "500m", "memory": "128Mi"}}, "containers": bare}),
+            512,
+            Some((50_000, 100_000)),
+            Some(128 * MI),
+            "Guaranteed",
+        ),
+        (
+            "requests below the limits, containers without limits",
+            json!({
+                "resources": {"requests": {"cpu": "100m", "memory": "100Mi"}, "limits": {"cpu": "200m", "memory": "200Mi"}},
+                "containers": bare,
+            }),
+            102,
+            Some((20_000, 100_000)),
+            Some(200 * MI),
+            "Burstable",
+        ),
+        (
+            "a cpu request only: the memory limit defaults from the containers'",
+            json!({
+                "resources": {"requests": {"cpu": "500m"}},
+                "containers": [container(json!(null), json!({"memory": "64Mi"}))],
+            }),
+            512,
+            None,
+            Some(64 * MI),
+            "Burstable",
+        ),
+        (
+            "overhead added",
+            json!({
+                "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}},
+                "overhead": {"cpu": "250m", "memory": "64Mi"},
+                "containers": bare,
+            }),
+            768,
+            Some((75_000, 100_000)),
+            Some(192 * MI),
+            "Guaranteed",
+        ),
+    ];
+    for (name, spec, shares, quota, memory, class) in cases {
+        let p = defaulted(spec);
+        let want = ResourceConfig { cpu_shares: shares, cpu_quota: quota, memory_limit: memory };
+        assert_eq!(resource_config(&p), want, "{name}");
+        assert_eq!(qos_class(&p), class, "{name}");
+    }
+}
