@@ -195,6 +195,7 @@ fn validate_container_common(
             &["Always", "IfNotPresent", "Never"],
         )),
     }
+    super::resources::validate_resources(c.resources.as_ref(), &path.child("resources"), errs);
     super::security_context::validate_security_context(
         c.security_context.as_ref(),
         host_users,

@@ -8,7 +8,7 @@
 //! environment variable names, zero-second sleep hooks allowed.
 //!
 //! Not covered (accepted without checks): owner references, finalizers, resource
-//! quantities and requests-vs-limits, security contexts (but for ids, seccomp and procMount), affinity,
+//! quantities' syntax, security contexts (but for ids, seccomp and procMount), affinity,
 //! tolerations, topology spread, most network-storage volume sources,
 //! mount propagation, resize policies, OS-specific rules.
 //!
@@ -21,6 +21,7 @@ mod dns;
 mod env;
 mod go_json;
 mod probes_and_hooks;
+mod resources;
 mod security_context;
 mod update;
 mod volume_mounts;
