@@ -250,7 +250,7 @@ impl PodWorker {
         // Updates may change images and the deadline only, which probes do not depend on, nor
         // do volumes.
         let mut prober = Prober::new(&self.deps.ctx, self.pod.clone(), bell.clone(), previous.as_deref());
-        let usage = eviction::Watch::start(&self.deps.ctx.root, &self.pod, self.deps.ctx.clock, bell.clone());
+        let usage = eviction::Watch::start(&self.deps.ctx, &self.pod, bell.clone());
         // The owner may drop its sender without deleting: the worker then goes on alone.
         let mut desired_open = true;
         let cancel = Cancel::new(self.desired.clone());
