@@ -380,11 +380,13 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
         "ResourceRequirements",
         &[
             ("claims", UNSET),
-            // A CPU limit is the CFS quota and a memory limit the cgroup's limit.
-            ("limits", Keys(&["cpu", "memory"])),
+            // A CPU limit is the CFS quota and a memory limit the cgroup's limit; an
+            // ephemeral-storage limit is the eviction manager's, for the container and the pod.
+            ("limits", Keys(&["cpu", "memory", "ephemeral-storage"])),
             // A CPU request is the cgroup's CPU shares; a memory request counts towards the QoS
-            // class and the effective pod requests.
-            ("requests", Keys(&["cpu", "memory"])),
+            // class and the effective pod requests; an ephemeral-storage request is admitted
+            // against the node's allocatable.
+            ("requests", Keys(&["cpu", "memory", "ephemeral-storage"])),
         ],
     ),
     (

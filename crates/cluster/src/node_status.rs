@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use podwright_containerd::EmbeddedRuntime;
-use podwright_node::downward::NodeFacts;
+use podwright_node::downward::{EVICTION_HARD_NODEFS_PERCENT, NodeFacts, NodeStorage};
 use podwright_runtime::{Clock, Runtime};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -30,7 +30,6 @@ pub const MAX_PODS: u32 = 110;
 /// The kubelet's default hard eviction thresholds (`evictionHard`): what allocatable leaves
 /// out, and when the node reports pressure.
 const EVICTION_MEMORY_BYTES: u64 = 100 << 20;
-const EVICTION_NODEFS_PERCENT: u64 = 10;
 
 /// What the node says of itself and does not change while it runs.
 #[derive(Debug, Clone)]
@@ -206,7 +205,7 @@ struct Judged {
 /// The four conditions the kubelet owns, judged from the signals.
 fn judge(s: &Signals) -> [Judged; 4] {
     let memory = s.memory_total > 0 && s.memory_available < EVICTION_MEMORY_BYTES;
-    let disk = s.disk_total > 0 && s.disk_available * 100 < s.disk_total * EVICTION_NODEFS_PERCENT;
+    let disk = s.disk_total > 0 && s.disk_available * 100 < s.disk_total * EVICTION_HARD_NODEFS_PERCENT;
     let ready = match &s.runtime {
         Ok(_) => Judged {
             type_: "Ready",
@@ -292,7 +291,7 @@ pub fn status(identity: &NodeIdentity, machine: &MachineInfo, s: &Signals, condi
     let (os, arch) = os_arch();
     let cpu = s.cpus.to_string();
     let pods = MAX_PODS.to_string();
-    let storage_allocatable = s.disk_total - s.disk_total * EVICTION_NODEFS_PERCENT / 100;
+    let (storage_capacity, storage_allocatable) = NodeStorage::of_capacity(s.disk_total).quantities();
     let mut addresses = Vec::new();
     if let Some(ip) = &identity.ip {
         addresses.push(json!({"type": "InternalIP", "address": ip}));
@@ -302,7 +301,7 @@ pub fn status(identity: &NodeIdentity, machine: &MachineInfo, s: &Signals, condi
         "capacity": {
             "cpu": cpu,
             "memory": ki(s.memory_total),
-            "ephemeral-storage": ki(s.disk_total),
+            "ephemeral-storage": storage_capacity,
             "pods": pods,
             "hugepages-1Gi": "0",
             "hugepages-2Mi": "0",
@@ -310,7 +309,7 @@ pub fn status(identity: &NodeIdentity, machine: &MachineInfo, s: &Signals, condi
         "allocatable": {
             "cpu": cpu,
             "memory": ki(s.memory_total.saturating_sub(EVICTION_MEMORY_BYTES)),
-            "ephemeral-storage": storage_allocatable.to_string(),
+            "ephemeral-storage": storage_allocatable,
             "pods": pods,
             "hugepages-1Gi": "0",
             "hugepages-2Mi": "0",

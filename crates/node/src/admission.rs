@@ -1,8 +1,10 @@
 //! The kubelet's admission of a pod by the node (`pkg/kubelet/lifecycle/predicate.go`,
-//! `pkg/kubelet/sysctl/allowlist.go`), for the checks that apply here: the pod's sysctls and its
-//! OS. A rejected pod never starts; it fails with the rejection's reason and a message of
+//! `pkg/kubelet/sysctl/allowlist.go`), for the checks that apply here: the pod's sysctls, its
+//! OS, and its ephemeral storage against the node's allocatable (`GeneralPredicates`; a
+//! cluster node checks CPU, memory and the rest before, with its Node). A rejected pod never starts; it fails with the rejection's reason and a message of
 //! `Pod was rejected: ` and the rejection's.
 
+use crate::downward::NodeStorage;
 use k8s_openapi::api::core::v1::Pod;
 use podwright_api::sysctl::{self, Namespace};
 use std::borrow::Cow;
@@ -113,6 +115,31 @@ pub fn admit(pod: &Pod) -> Result<(), Rejection> {
     }
 }
 
+/// The resource [`fits_storage`] checks.
+const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+
+/// The pod's `ephemeral-storage` request (`PodRequests`), in bytes.
+pub fn storage_request(pod: &Pod) -> i128 {
+    podwright_planner::resources::pod_requests(pod).get(EPHEMERAL_STORAGE).map_or(0, |a| a.value.value())
+}
+
+/// `noderesources.Fits` for ephemeral storage: the pod's request against the node's allocatable
+/// less what the node's other pods request (`in_use`). A node whose storage is unknown admits.
+pub fn fits_storage(pod: &Pod, storage: Option<NodeStorage>, in_use: i128) -> Result<(), Rejection> {
+    let (want, Some(storage)) = (storage_request(pod), storage) else { return Ok(()) };
+    let capacity = i128::from(storage.allocatable);
+    if want == 0 || want <= capacity - in_use {
+        return Ok(());
+    }
+    Err(Rejection {
+        reason: "OutOfephemeral-storage",
+        message: format!(
+            "Node didn't have enough resource: {EPHEMERAL_STORAGE}, requested: {want}, used: {in_use}, capacity: {capacity}"
+        )
+        .into(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,5 +232,39 @@ mod tests {
     fn a_pod_for_this_os_or_any_is_admitted() {
         assert_eq!(admit(&pod(Some(std::env::consts::OS))), Ok(()));
         assert_eq!(admit(&pod(None)), Ok(()));
+    }
+
+    fn pod_requesting(storage: &str) -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [
+            {"name": "a", "resources": {"requests": {"ephemeral-storage": storage}}},
+            {"name": "b"},
+        ]}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn ephemeral_storage_is_admitted_against_allocatable_less_the_other_pods() {
+        let storage = NodeStorage::of_capacity(1000 << 20);
+        assert_eq!(storage.allocatable, 900 << 20);
+        let node = Some(storage);
+        assert_eq!(storage_request(&pod_requesting("64Mi")), 64 << 20);
+        assert_eq!(fits_storage(&pod_requesting("64Mi"), node, 0), Ok(()));
+        assert_eq!(fits_storage(&pod_requesting("100Mi"), node, 800 << 20), Ok(()));
+        let rejection = fits_storage(&pod_requesting("100Mi"), node, (800 << 20) + 1).unwrap_err();
+        assert_eq!(rejection.reason, "OutOfephemeral-storage");
+        assert_eq!(
+            rejection.status_message(),
+            "Pod was rejected: Node didn't have enough resource: ephemeral-storage, requested: 104857600, used: 838860801, capacity: 943718400"
+        );
+        // Nothing requested, or a node that cannot say: admitted.
+        assert_eq!(fits_storage(&pod(None), node, 1 << 40), Ok(()));
+        assert_eq!(fits_storage(&pod_requesting("1Ei"), None, 0), Ok(()));
+    }
+
+    #[test]
+    fn the_nodes_storage_reads_as_the_kubelet_writes_it() {
+        let s = NodeStorage::of_capacity(4096 * 25_000_001);
+        assert_eq!(s.quantities(), ("100000004Ki".to_string(), "92160003687".to_string()));
+        assert_eq!(NodeStorage::of_capacity(10 << 30).quantities(), ("10Gi".to_string(), "9Gi".to_string()));
     }
 }

@@ -4,7 +4,7 @@
 use crate::context::NodeContext;
 use crate::cri::dns::{ClusterDns, HOST_RESOLV_CONF, ResolvConf};
 use crate::cri::pod_configs::PodConfigs;
-use crate::downward::NodeFacts;
+use crate::downward::{NodeFacts, NodeStorage};
 use crate::events::{EventLog, EventSink};
 use crate::executor::{Executor, remove};
 use crate::images::ImagePuller;
@@ -237,6 +237,7 @@ impl Node {
             object_changes: Arc::new(watch::Sender::new(0)),
             host_ip: facts.host_ip.clone(),
             restart_curve: self.restart_curve,
+            storage: NodeStorage::of(&self.root),
         };
         PodWorkers::new(deps, self.status.unwrap_or_else(|| Arc::new(Discard)))
     }

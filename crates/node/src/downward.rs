@@ -46,6 +46,40 @@ impl NodeFacts {
     }
 }
 
+/// The kubelet's default hard eviction threshold for the node's filesystem,
+/// `nodefs.available<10%`: what allocatable ephemeral storage leaves out of its capacity, and
+/// below which free space the node reports disk pressure.
+pub const EVICTION_HARD_NODEFS_PERCENT: u64 = 10;
+
+/// The node's ephemeral storage: the filesystem of the root directory, as cadvisor reports the
+/// kubelet's root directory's (`ephemeral-storage` in the Node's capacity and allocatable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeStorage {
+    pub capacity: u64,
+    pub allocatable: u64,
+}
+
+impl NodeStorage {
+    /// The filesystem holding `root`; `None` when it cannot be read.
+    pub fn of(root: &std::path::Path) -> Option<NodeStorage> {
+        let (capacity, _) = podwright_runtime::cri::fs_space(root.to_str()?).ok()?;
+        Some(NodeStorage::of_capacity(capacity))
+    }
+
+    pub fn of_capacity(capacity: u64) -> NodeStorage {
+        NodeStorage { capacity, allocatable: capacity - capacity * EVICTION_HARD_NODEFS_PERCENT / 100 }
+    }
+
+    /// Capacity and allocatable as the Node writes them (`Quantity.String()` of binary amounts).
+    pub fn quantities(&self) -> (String, String) {
+        let written = |bytes: u64| {
+            let q = Quantity::parse(&bytes.to_string()).unwrap_or_default();
+            q.written(podwright_api::quantity::Format::BinarySi)
+        };
+        (written(self.capacity), written(self.allocatable))
+    }
+}
+
 /// The machine's host name, lower-cased as a node name is (the kubelet's default node name).
 pub fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -1,5 +1,6 @@
 //! [`PodWorkers`]: one pod worker per pod UID, the only place workers are started.
 
+use crate::admission;
 use crate::metrics::Metrics;
 use crate::pod_update::{Deletion, Desired, PodUpdate};
 use crate::sinks::StatusSink;
@@ -125,7 +126,9 @@ impl PodWorkers {
         let span = tracing::warn_span!("pod", pod = %format_args!("{namespace}/{name}"), uid = %uid);
         let (desired_tx, desired_rx) = watch::channel(Desired { pod: pod.clone(), deletion: None });
         let (published, latest) = watch::channel(PodUpdate::new(pod));
-        let worker = PodWorker::new(self.deps.clone(), self.status.clone(), desired_rx, published);
+        let others = pods.by_uid.values().map(|h| h.latest.borrow().clone()).filter(|u| !u.finished);
+        let storage_in_use = others.map(|u| admission::storage_request(&u.spec)).sum();
+        let worker = PodWorker::new(self.deps.clone(), self.status.clone(), desired_rx, published, storage_in_use);
         self.running.send_modify(|n| *n += 1);
         let running = self.running.clone();
         let task = tokio::spawn(

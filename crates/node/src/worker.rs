@@ -6,6 +6,7 @@ use crate::admission;
 use crate::checkpoint::{self, CheckpointRef};
 use crate::context::NodeContext;
 use crate::cri::observe;
+use crate::downward::NodeStorage;
 use crate::events::EventType;
 use crate::eviction;
 use crate::executor::{Executor, SyncResult};
@@ -44,6 +45,8 @@ pub(crate) struct WorkerDeps {
     pub host_ip: Option<String>,
     /// The container restart back-off (`crashLoopBackOff` of the node's configuration).
     pub restart_curve: Curve,
+    /// The node's ephemeral storage, which pods are admitted against.
+    pub storage: Option<NodeStorage>,
 }
 
 /// What the worker remembers between passes that the runtime cannot tell it.
@@ -123,6 +126,9 @@ pub(crate) struct PodWorker {
     /// The pod's part in the node's gauges; given back when the worker ends.
     gauges: PodGauges,
     transition: Transition,
+    /// The ephemeral storage the node's other pods requested when this one was given: its
+    /// admission's `used`.
+    storage_in_use: i128,
 }
 
 impl PodWorker {
@@ -131,6 +137,7 @@ impl PodWorker {
         status_sink: Arc<dyn StatusSink>,
         desired: watch::Receiver<Desired>,
         published: watch::Sender<PodUpdate>,
+        storage_in_use: i128,
     ) -> Self {
         let pod = desired.borrow().pod.clone();
         // A pod podwright ran before it restarted: its checkpoint and its last status (the
@@ -164,7 +171,17 @@ impl PodWorker {
             eviction,
         };
         let gauges = PodGauges::new(deps.ctx.metrics.clone());
-        PodWorker { deps, status_sink, desired, published, pod, memory, gauges, transition: Transition::default() }
+        PodWorker {
+            deps,
+            status_sink,
+            desired,
+            published,
+            pod,
+            memory,
+            gauges,
+            transition: Transition::default(),
+            storage_in_use,
+        }
     }
 
     fn checkpoint(&mut self) {
@@ -239,6 +256,7 @@ impl PodWorker {
         self.checkpoint();
         if self.memory.eviction.is_none()
             && let Err(r) = admission::admit(&self.pod)
+                .and_then(|()| admission::fits_storage(&self.pod, self.deps.storage, self.storage_in_use))
         {
             let verdict = Eviction { reason: r.reason.to_string(), message: r.status_message() };
             self.end_by_node(verdict, r.message.to_string(), self.deps.ctx.clock.now());
@@ -250,7 +268,7 @@ impl PodWorker {
         // Updates may change images and the deadline only, which probes do not depend on, nor
         // do volumes.
         let mut prober = Prober::new(&self.deps.ctx, self.pod.clone(), bell.clone(), previous.as_deref());
-        let usage = eviction::Watch::start(&self.deps.ctx.root, &self.pod, self.deps.ctx.clock, bell.clone());
+        let usage = eviction::Watch::start(&self.deps.ctx, &self.pod, bell.clone());
         // The owner may drop its sender without deleting: the worker then goes on alone.
         let mut desired_open = true;
         let cancel = Cancel::new(self.desired.clone());

@@ -1,5 +1,6 @@
 //! Volumes on the node in virtual time: a hostPath whose type check fails holds the pod back
-//! and lets it go once the path is right; an emptyDir over its size limit gets the pod evicted.
+//! and lets it go once the path is right; an emptyDir over its size limit, or a container over
+//! its `ephemeral-storage` limit, gets the pod evicted.
 
 mod common;
 use common::*;
@@ -104,4 +105,71 @@ async fn an_emptydir_within_its_limit_is_left_alone() {
     // Deleted at the end of the run, not evicted.
     let status = history.last().unwrap().1.status.clone().unwrap();
     assert_eq!(status.reason, None);
+}
+
+/// `app` limited to 8Mi of ephemeral storage, and beside it, when `roomy`, a container limited
+/// to 64Mi that writes nothing.
+fn storage_limited_pod(roomy: bool) -> k8s_openapi::api::core::v1::Pod {
+    let limited = |name: &str, limit: &str| serde_json::json!({"name": name, "resources": {"limits": {"ephemeral-storage": limit}}});
+    let mut containers = vec![limited("app", "8Mi")];
+    if roomy {
+        containers.push(limited("roomy", "64Mi"));
+    }
+    pod_with(serde_json::json!({"restartPolicy": "Always", "containers": containers}))
+}
+
+/// The pod's status and its stops' times once `app`'s writable layer grows to 16Mi at 13 s.
+async fn fill_app(p: k8s_openapi::api::core::v1::Pod) -> (Sim, k8s_openapi::api::core::v1::PodStatus, Vec<f64>) {
+    let sim = Sim::new();
+    let fake = sim.fake.clone();
+    let fill: Step = Box::new(move |_| fake.set_writable_layer("app", 16 << 20));
+    let history = sim.run_steps(p, Duration::from_secs(60), vec![(13.0, fill)]).await;
+    let status = history.last().unwrap().1.status.clone().unwrap();
+    let stops = sim
+        .fake
+        .calls()
+        .into_iter()
+        .filter_map(|(t, c)| matches!(c, Call::StopContainer { .. }).then(|| sim.at(t)))
+        .collect();
+    (sim, status, stops)
+}
+
+fn assert_evicted(sim: &Sim, status: &k8s_openapi::api::core::v1::PodStatus, message: &str) {
+    assert_eq!(events(sim, "Evicted"), vec![("Warning".to_string(), message.to_string(), 1)]);
+    assert_eq!(
+        (status.phase.as_deref(), status.reason.as_deref(), status.message.as_deref()),
+        (Some("Failed"), Some("Evicted"), Some(message))
+    );
+    // No DisruptionTarget: the local-storage checks give `evictPod` no condition.
+    let conditions = status.conditions.clone().unwrap_or_default();
+    assert!(conditions.iter().all(|c| c.type_ != "DisruptionTarget"), "{conditions:?}");
+}
+
+/// The only container over its limit puts the pod over its containers' limits together, which
+/// the kubelet checks first: the pod's message. Measured every 10 s, the write at 13 s is found
+/// at 20 s; not restarted under Always.
+#[tokio::test(start_paused = true)]
+async fn a_lone_container_over_its_ephemeral_storage_limit_gets_the_pod_evicted() {
+    let (sim, status, stops) = fill_app(storage_limited_pod(false)).await;
+    assert_evicted(&sim, &status, "Pod ephemeral local storage usage exceeds the total limit of containers 8Mi. ");
+    assert_eq!(stops, vec![20.0]);
+    assert_eq!(sim.starts().len(), 1);
+}
+
+/// With room left in the pod's total, the container's own limit evicts, in its words.
+#[tokio::test(start_paused = true)]
+async fn a_container_over_its_own_limit_within_the_pods_gets_the_pod_evicted() {
+    let (sim, status, stops) = fill_app(storage_limited_pod(true)).await;
+    assert_evicted(&sim, &status, "Container app exceeded its local ephemeral storage limit \"8Mi\". ");
+    assert_eq!(stops, vec![20.0, 20.0]);
+}
+
+/// Within its limit (the layer and no logs), the container runs on.
+#[tokio::test(start_paused = true)]
+async fn a_container_within_its_ephemeral_storage_limit_is_left_alone() {
+    let sim = Sim::new();
+    sim.fake.set_writable_layer("app", 4 << 20);
+    let history = sim.run_steps(storage_limited_pod(false), Duration::from_secs(45), vec![]).await;
+    assert_eq!(events(&sim, "Evicted"), vec![]);
+    assert_eq!(history.last().unwrap().1.status.clone().unwrap().reason, None);
 }

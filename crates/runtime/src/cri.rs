@@ -239,7 +239,7 @@ pub fn socket_path(endpoint: &str) -> RuntimeResult<String> {
 
 /// The size and the space available to unprivileged users of the filesystem holding `path`, in
 /// bytes (`statvfs`: blocks and available blocks times the fragment size).
-fn fs_space(path: &str) -> std::io::Result<(u64, u64)> {
+pub fn fs_space(path: &str) -> std::io::Result<(u64, u64)> {
     let c_path = std::ffi::CString::new(path).map_err(std::io::Error::other)?;
     let mut stats = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
     // SAFETY: `c_path` is a valid NUL-terminated string and `stats` points to writable memory

@@ -321,6 +321,8 @@ struct State {
     changes: Option<Vec<(Timestamp, Change)>>,
     /// Container name → what containers of that name use, for `list_container_stats`.
     usage: HashMap<String, FakeUsage>,
+    /// Container name → the bytes its writable layer holds, for `list_container_stats`.
+    writable_layers: HashMap<String, u64>,
 }
 
 /// What the running containers of one name use, as [`FakeRuntime::set_usage`] scripts it.
@@ -426,6 +428,7 @@ impl FakeRuntime {
                 calls: Vec::new(),
                 changes: None,
                 usage: HashMap::new(),
+                writable_layers: HashMap::new(),
             }),
         })
     }
@@ -443,6 +446,12 @@ impl FakeRuntime {
     /// unscripted container uses nothing.
     pub fn set_usage(&self, name: &str, usage: FakeUsage) {
         self.lock().usage.insert(name.to_string(), usage);
+    }
+
+    /// Makes the writable layer of the running containers named `name` (in every pod) hold
+    /// `bytes` from now on; an unscripted container's reports none.
+    pub fn set_writable_layer(&self, name: &str, bytes: u64) {
+        self.lock().writable_layers.insert(name.to_string(), bytes);
     }
 
     /// Scripts the containers named `name` in every pod: entry i applies to the i-th

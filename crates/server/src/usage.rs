@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use jiff::{SignedDuration, Timestamp};
 use podwright_api::go;
 use podwright_api::quantity::{Format, Quantity};
-use podwright_node::downward::NodeFacts;
+use podwright_node::downward::{NodeFacts, NodeStorage};
 use podwright_node::usage::summary::{CpuStats, MemoryStats};
 use podwright_node::usage::{Usage, UsageCollector, host, prometheus};
 use serde_json::{Value, json};
@@ -274,7 +274,8 @@ pub async fn get_node_metrics(State(s): State<ApiServer>, Path(name): Path<Strin
 }
 
 /// This node as a v1 Node: its name, labels, address, capacity and allocatable (the node
-/// layer's), and Ready, for clients that read it (`kubectl top node`).
+/// layer's: CPU, memory, and the root directory's filesystem as ephemeral storage), and Ready,
+/// for clients that read it (`kubectl top node`, `kubectl describe node`).
 pub fn node_object(s: &ApiServer) -> Value {
     let name = s.node_name();
     let facts = NodeFacts::of_this_machine(name.to_string(), s.config().host_ip.clone());
@@ -294,6 +295,13 @@ pub fn node_object(s: &ApiServer) -> Value {
         "aarch64" => "arm64",
         other => other,
     };
+    let mut capacity = json!({"cpu": cpus, "memory": ki(total), "pods": "110"});
+    let mut allocatable = json!({"cpu": cpus, "memory": ki(facts.memory_bytes), "pods": "110"});
+    if let Some(storage) = NodeStorage::of(&s.config().root) {
+        let (total, left) = storage.quantities();
+        capacity["ephemeral-storage"] = json!(total);
+        allocatable["ephemeral-storage"] = json!(left);
+    }
     let ready_since = rfc3339(s.now());
     json!({
         "kind": "Node",
@@ -312,8 +320,8 @@ pub fn node_object(s: &ApiServer) -> Value {
         },
         "spec": {},
         "status": {
-            "capacity": {"cpu": cpus, "memory": ki(total), "pods": "110"},
-            "allocatable": {"cpu": cpus, "memory": ki(facts.memory_bytes), "pods": "110"},
+            "capacity": capacity,
+            "allocatable": allocatable,
             "conditions": [{
                 "type": "Ready",
                 "status": "True",

@@ -161,14 +161,14 @@ spec:
     ports: [{containerPort: 80, hostPort: 8080}]
     resources:
       requests: {cpu: 100m, memory: 64Mi}
-      limits: {cpu: 200m, memory: 64Mi, ephemeral-storage: 1Gi}
+      limits: {cpu: 200m, memory: 64Mi, ephemeral-storage: 1Gi, example.com/gpu: 1}
     securityContext: {capabilities: {add: [NET_ADMIN]}, privileged: true, seLinuxOptions: {level: "s0:c1"}}
     volumeDevices: [{name: blk, devicePath: /dev/xvda}]
 "#;
     assert_eq!(
         refusals(yaml),
         [
-            "spec.containers[0].resources.limits[ephemeral-storage]: Unsupported value: \"1Gi\": not supported by podwright yet",
+            "spec.containers[0].resources.limits[example.com/gpu]: Unsupported value: \"1\": not supported by podwright yet",
             "spec.containers[0].securityContext.seLinuxOptions: Unsupported value: not supported by podwright yet",
             "spec.containers[0].volumeDevices: Unsupported value: not supported by podwright yet",
             "spec.volumes[1].nfs: Unsupported value: not supported by podwright yet",
@@ -366,4 +366,21 @@ spec:
         refusals(yaml),
         ["spec.resources.limits[hugepages-2Mi]: Unsupported value: \"2Mi\": not supported by podwright yet"]
     );
+}
+
+/// Ephemeral storage is honoured: requests are admitted against the node, limits enforced by
+/// the eviction manager.
+#[test]
+fn ephemeral_storage_requests_and_limits_are_honoured() {
+    let yaml = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  initContainers:
+  - {name: i, image: busybox, resources: {limits: {ephemeral-storage: 1Gi}}}
+  containers:
+  - {name: app, image: busybox, resources: {requests: {ephemeral-storage: 64Mi}, limits: {ephemeral-storage: 1Gi}}}
+"#;
+    assert_eq!(refusals(yaml), Vec::<String>::new());
 }

@@ -187,6 +187,7 @@ fn validate_container_common(
     validate_volume_devices(devices, mounts, volumes, &path.child("volumeDevices"), errs);
 
     validate_pull_policy(&c.image_pull_policy, &path.child("imagePullPolicy"), errs);
+    super::resources::validate_resources(c.resources.as_ref(), &path.child("resources"), errs);
     super::security_context::validate_security_context(
         c.security_context.as_ref(),
         host_users,

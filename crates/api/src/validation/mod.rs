@@ -7,10 +7,10 @@
 //! version this crate is built against): sidecars allowed, relaxed
 //! environment variable names, zero-second sleep hooks allowed.
 //!
-//! Not covered (accepted without checks): owner references, finalizers, containers' resource
-//! quantities and requests-vs-limits (the pod-level resources' are checked), security contexts
-//! (but for ids, seccomp and procMount), affinity, tolerations, topology spread, most
-//! network-storage volume sources, mount propagation, resize policies, OS-specific rules.
+//! Not covered (accepted without checks): owner references, finalizers, resource quantities'
+//! syntax, security contexts (but for ids, seccomp and procMount), affinity, tolerations,
+//! topology spread, most network-storage volume sources, mount propagation, resize policies,
+//! OS-specific rules.
 //!
 //! ConfigMaps, Secrets and RuntimeClasses are validated here too, on create and update
 //! (`config_objects`).
@@ -22,6 +22,7 @@ mod env;
 mod go_json;
 mod pod_resources;
 mod probes_and_hooks;
+mod resources;
 mod security_context;
 mod update;
 mod volume_mounts;

@@ -1185,3 +1185,36 @@ fn an_image_volume_needs_a_reference_and_a_known_pull_policy() {
         ),
     ]);
 }
+
+/// A container's amounts as `ValidateContainerResourceRequirements` checks them: none negative,
+/// no request above its limit (ephemeral storage like any other resource).
+#[test]
+fn resource_amounts() {
+    let c = |resources: &str| {
+        spec_pod(&format!("  containers:\n  - name: c\n    image: busybox\n    resources: {resources}\n"))
+    };
+    check(&[
+        (
+            "requests within limits",
+            c("{requests: {ephemeral-storage: 64Mi}, limits: {ephemeral-storage: 1Gi, cpu: 1}}"),
+            vec![],
+        ),
+        (
+            "a request above its limit",
+            c("{requests: {ephemeral-storage: 2Gi, memory: 2048Mi}, limits: {ephemeral-storage: 1Gi, memory: 1Gi}}"),
+            s(&[
+                "spec.containers[0].resources.requests: Invalid value: \"2Gi\": must be less than or equal to ephemeral-storage limit of 1Gi",
+                "spec.containers[0].resources.requests: Invalid value: \"2Gi\": must be less than or equal to memory limit of 1Gi",
+            ]),
+        ),
+        (
+            // Defaulting copies the limit to the request: both are negative.
+            "a negative limit",
+            c("{limits: {ephemeral-storage: -1k}}"),
+            s(&[
+                "spec.containers[0].resources.limits[ephemeral-storage]: Invalid value: \"-1k\": must be greater than or equal to 0",
+                "spec.containers[0].resources.requests[ephemeral-storage]: Invalid value: \"-1k\": must be greater than or equal to 0",
+            ]),
+        ),
+    ]);
+}

@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::cri_api::{
-    AttachRequest, ContainerAttributes, ContainerStats, CpuUsage, ExecRequest, ImageSpec, MemoryUsage, UInt64Value,
+    AttachRequest, ContainerAttributes, ContainerStats, CpuUsage, ExecRequest, FilesystemUsage, ImageSpec, MemoryUsage,
+    UInt64Value,
 };
 
 #[async_trait]
@@ -347,7 +348,12 @@ impl RuntimeService for FakeRuntime {
         let now = nanos(self.clock.now());
         let state = self.lock();
         let running = state.select_containers(labels).filter(|c| c.is_running());
-        Ok(running.map(|c| container_stats(c, state.usage.get(c.name()).copied().unwrap_or_default(), now)).collect())
+        Ok(running
+            .map(|c| {
+                let usage = state.usage.get(c.name()).copied().unwrap_or_default();
+                container_stats(c, usage, state.writable_layers.get(c.name()).copied(), now)
+            })
+            .collect())
     }
 
     async fn exec_sync(&self, container_id: &str, cmd: &[String], timeout: Duration) -> RuntimeResult<ExecResult> {
@@ -602,8 +608,9 @@ fn streaming_url(state: &mut State, kind: &str) -> RuntimeResult<String> {
     Ok(format!("{base}/{kind}/{:08x}", state.seq))
 }
 
-/// A running container's stats at `now` (nanoseconds since the epoch) under `usage`.
-fn container_stats(c: &Container, usage: FakeUsage, now: i64) -> ContainerStats {
+/// A running container's stats at `now` (nanoseconds since the epoch) under `usage`, its
+/// writable layer holding `layer` bytes if scripted.
+fn container_stats(c: &Container, usage: FakeUsage, layer: Option<u64>, now: i64) -> ContainerStats {
     let value = |value| Some(UInt64Value { value });
     let ran = u64::try_from(now.saturating_sub(c.status.started_at)).unwrap_or(0);
     let cpu_nanos = u64::try_from(u128::from(ran) * u128::from(usage.millicores) / 1000).unwrap_or(u64::MAX);
@@ -621,7 +628,11 @@ fn container_stats(c: &Container, usage: FakeUsage, now: i64) -> ContainerStats 
             usage_bytes: value(usage.working_set_bytes),
             ..Default::default()
         }),
-        writable_layer: None,
+        writable_layer: layer.map(|bytes| FilesystemUsage {
+            timestamp: now,
+            used_bytes: value(bytes),
+            ..Default::default()
+        }),
         swap: None,
     }
 }
