@@ -118,6 +118,8 @@ mod tests {
     use super::*;
     use tokio::io::AsyncWriteExt;
 
+    // Tokio's paused clock: the instants are virtual.
+    #[allow(clippy::disallowed_methods)]
     #[tokio::test(start_paused = true)]
     async fn a_write_nobody_reads_fails_after_the_limit() {
         let (near, _far) = tokio::io::duplex(16);

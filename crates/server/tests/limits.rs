@@ -2,6 +2,8 @@
 //! at once than allowed (429 with `Retry-After`), a body over 3 MiB (413), a request that takes
 //! too long (504), and a watch whose client stops reading (dropped, its memory with it). Over
 //! real connections on the loopback, through `transport::serve`.
+// Timeouts of a real server, over real connections, in real time.
+#![allow(clippy::disallowed_methods)]
 
 use podwright_runtime::{Clock, FakeRuntime};
 use podwright_server::limits::Limits;
