@@ -16,10 +16,13 @@
 //!   and each agent's CPU and RSS with many probed pods running.
 //! - `dns`: serve's cluster DNS in a process of its own, asked by many UDP clients at once:
 //!   answered queries per second, and the server's peak RSS.
+//! - `api`: serve's local API in a process of its own, under 1, 10 and 100 clients at once:
+//!   creates and lists per second, and the memory an open watch costs.
 //!
 //! Prints a table for people, then `name: value` lines for scripts. Asserts nothing.
 
 mod alloc;
+mod api;
 mod child;
 mod counted;
 mod dns;
@@ -59,6 +62,11 @@ enum Command {
     Dns(dns::DnsArgs),
     /// The same static pods under `podwright serve` and under the Go kubelet, alternated.
     Kubelet(kubelet::KubeletArgs),
+    /// Serve's local API under many clients at once: creates and lists per second, RSS per watch.
+    Api(api::ApiArgs),
+    /// The server process of `api` (started by it).
+    #[command(hide = true)]
+    ApiServer,
     /// The server process of `dns` (started by it).
     #[command(hide = true)]
     DnsServer(dns::DnsServerArgs),
@@ -92,6 +100,8 @@ fn main() -> ExitCode {
             Command::Dns(args) => dns::run(args).await.map(|r| r.print()),
             Command::Kubelet(args) => kubelet::run(args).await.map(|r| r.print()),
             Command::DnsServer(args) => dns::serve(args).await,
+            Command::Api(args) => api::run(args).await.map(|r| r.print()),
+            Command::ApiServer => api::serve().await,
         }
     });
     match result {

@@ -17,7 +17,9 @@ use podwright_node::{Metrics, Node, PodCgroups, PodWorkers};
 use podwright_runtime::cri::CriRuntime;
 use podwright_runtime::{Clock, InFlight, Runtime};
 use podwright_server::dns::{DnsServer, DnsSockets, upstream::Upstream};
+use podwright_server::limits::{self, Limits};
 use podwright_server::secure::{Security, write_private};
+use podwright_server::transport;
 use podwright_server::{ApiServer, NodeFeed, ServerConfig};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -75,6 +77,26 @@ pub struct ServeArgs {
     /// The node's address in the cluster (its InternalIP); the host's otherwise.
     #[arg(long, requires = "kubeconfig")]
     pub node_ip: Option<IpAddr>,
+    /// The most reading requests (get, list) the local API serves at once; more are answered
+    /// 429 with Retry-After, as the API server does (0: no limit). Watches, logs, exec, attach
+    /// and port-forward are not counted.
+    #[arg(long, value_name = "N", default_value_t = limits::DEFAULT_MAX_REQUESTS_INFLIGHT)]
+    pub max_requests_inflight: usize,
+    /// The most writing requests (create, update, patch, delete) the local API serves at once
+    /// (0: no limit).
+    #[arg(long, value_name = "N", default_value_t = limits::DEFAULT_MAX_MUTATING_REQUESTS_INFLIGHT)]
+    pub max_mutating_requests_inflight: usize,
+    /// How long a request of the local API may take (a request's `timeout` parameter may ask
+    /// for less) before it is answered 504; also how long a write may wait for a client to
+    /// read. Not for watches, logs, exec, attach and port-forward.
+    #[arg(long, value_name = "DURATION", default_value = "1m0s", value_parser = positive_duration)]
+    pub request_timeout: Duration,
+}
+
+/// A Go duration (`1m0s`, `90s`) above zero.
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    let d = podwright_api::go::parse_duration(text)?;
+    Duration::try_from(d).ok().filter(|d| !d.is_zero()).ok_or_else(|| format!("must be greater than 0: {text}"))
 }
 
 /// The cluster DNS pods are told to use: the configured servers, or podwright's own. The
@@ -182,7 +204,13 @@ async fn start_and_serve(args: ServeArgs) -> Result<(), u8> {
         api.node_name(),
         kubeconfig.display()
     );
-    serve_until_signal(listener, security, &api, metrics).await.map_err(|e| fail(exit::FAILED, e))
+    let limits = Limits {
+        max_requests_inflight: args.max_requests_inflight,
+        max_mutating_requests_inflight: args.max_mutating_requests_inflight,
+        request_timeout: args.request_timeout,
+    };
+    serve_until_signal(listener, security, &api, metrics, limits).await;
+    Ok(())
 }
 
 /// Prints a failure as every podwright command does and gives the code it exits with.
@@ -385,16 +413,17 @@ fn feed_node(workers: &Arc<PodWorkers>, api: &ApiServer, feed: NodeFeed) {
     });
 }
 
-/// Serves the API until it fails or SIGINT or SIGTERM comes.
+/// Serves the API, behind the API server's limits, until SIGINT or SIGTERM comes.
 async fn serve_until_signal(
     listener: TcpListener,
     security: Option<Security>,
     api: &ApiServer,
     metrics: Arc<Metrics>,
-) -> Result<(), String> {
+    limits: Limits,
+) {
     let mut stop_signals = StopSignals::listen();
     // The node's metrics beside the API, behind the same token when there is one.
-    let router = api.router().merge(podwright_server::metrics::router(metrics));
+    let router = limits.apply(api.router().merge(podwright_server::metrics::router(metrics)));
     let server = async move {
         match security {
             Some(s) => {
@@ -402,13 +431,13 @@ async fn serve_until_signal(
                 let router = router.layer(axum::middleware::from_fn(move |req, next| {
                     podwright_server::secure::require_token(token.clone(), req, next)
                 }));
-                axum::serve(s.listener(listener), router).await
+                transport::serve(s.listener(listener), router, limits).await
             }
-            None => axum::serve(listener, router).await,
+            None => transport::serve(listener, router, limits).await,
         }
     };
     tokio::select! {
-        r = server => r.map_err(|e| format!("the API stopped: {e}")),
-        _ = stop_signals.received() => Ok(()),
+        () = server => {}
+        _ = stop_signals.received() => {}
     }
 }

@@ -25,7 +25,9 @@ pub(crate) fn apply(original: &Value, body: Value) -> Result<Value, PatchError> 
     let patch: json_patch::Patch =
         serde_json::from_value(Value::Array(operations)).map_err(|e| failed(e.to_string()))?;
     let mut patched = original.clone();
-    json_patch::patch(&mut patched, &patch).map_err(|e| failed(e.to_string()))?;
+    // Without the crate's undo: a failed patch's copy is dropped anyway, and the undo panics
+    // when an operation failed halfway (a `move` whose target path is invalid).
+    json_patch::patch_unsafe(&mut patched, &patch).map_err(|e| failed(e.to_string()))?;
     Ok(patched)
 }
 
@@ -47,6 +49,18 @@ mod tests {
             {"op": "remove", "path": "/metadata/labels/a"},
         ]);
         assert_eq!(apply(&pod, body).unwrap(), json!({"metadata": {"name": "p", "labels": {"b": "2"}}}));
+    }
+
+    #[test]
+    fn a_move_to_an_invalid_path_after_other_operations_is_refused() {
+        let pod = json!({"metadata": {"name": "p", "labels": {}}});
+        // The move takes away what the add put in, then fails: there is nothing left to undo.
+        let body = json!([
+            {"op": "add", "path": "/metadata/labels/x", "value": "1"},
+            {"op": "move", "from": "/metadata/labels/x", "path": "/#etadata/labels/z"},
+        ]);
+        let err = apply(&pod, body).unwrap_err();
+        assert!(matches!(err, PatchError::JsonPatchFailed { .. }), "{err:?}");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use crate::errors::{ApiError, ApiResult};
 use crate::kinds::{Prepared, prepare_create, prepare_update};
-use crate::request::{FieldValidation, Params, content_type, json_body, warning_headers};
+use crate::request::{FieldValidation, Params, RequestBody, content_type, json_body, warning_headers};
 use crate::resources::{NODE_GROUP, Resource};
 use crate::selectors::Filter;
 use crate::server::ApiServer;
@@ -12,7 +12,6 @@ use crate::service_accounts;
 use crate::store::{meta_str, object_rv};
 use crate::table::{self, Include, wants_table};
 use crate::watch;
-use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -150,7 +149,7 @@ pub async fn create(
     Path((ns, plural)): Path<(String, String)>,
     Query(p): Query<Params>,
     headers: HeaderMap,
-    body: Bytes,
+    RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     create_in(&s, resource(&plural)?, &ns, &p, &headers, &body).await
 }
@@ -161,7 +160,7 @@ pub async fn create_cluster(
     Path(plural): Path<String>,
     Query(p): Query<Params>,
     headers: HeaderMap,
-    body: Bytes,
+    RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     let r = resource(&plural)?;
     if r.namespaced() {
@@ -211,7 +210,7 @@ pub async fn replace(
     Path((ns, plural, name)): Path<(String, String, String)>,
     Query(p): Query<Params>,
     headers: HeaderMap,
-    body: Bytes,
+    RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     replace_in(&s, resource(&plural)?, &ns, &name, &p, &headers, &body)
 }
@@ -239,7 +238,7 @@ pub async fn patch(
     Path((ns, plural, name)): Path<(String, String, String)>,
     Query(p): Query<Params>,
     headers: HeaderMap,
-    body: Bytes,
+    RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     patch_in(&s, resource(&plural)?, &ns, &name, &p, &headers, &body)
 }
@@ -264,7 +263,7 @@ pub async fn replace_namespace(
     Path(name): Path<String>,
     Query(p): Query<Params>,
     headers: HeaderMap,
-    body: Bytes,
+    RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     let input = json_body(&headers, &body)?;
     write(&s, Resource::Namespaces, "", &name, &p, false, |_| Ok(input))
@@ -275,7 +274,7 @@ pub async fn patch_namespace(
     Path(name): Path<String>,
     Query(p): Query<Params>,
     headers: HeaderMap,
-    body: Bytes,
+    RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     let ct = content_type(&headers);
     write(&s, Resource::Namespaces, "", &name, &p, true, |old| crate::patching::apply(old, &body, ct))
@@ -287,7 +286,7 @@ pub async fn delete(
     Path((ns, plural, name)): Path<(String, String, String)>,
     Query(p): Query<Params>,
     headers: HeaderMap,
-    body: Bytes,
+    RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     let r = resource(&plural)?;
     let options = crate::pods::DeleteOptions::parse(&headers, &body, &p)?;
@@ -343,7 +342,7 @@ pub async fn node_create(
     Path(plural): Path<String>,
     Query(p): Query<Params>,
     headers: HeaderMap,
-    body: Bytes,
+    RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     create_in(&s, node_resource(&plural)?, "", &p, &headers, &body).await
 }
@@ -366,7 +365,7 @@ pub async fn node_replace(
     Path((plural, name)): Path<(String, String)>,
     Query(p): Query<Params>,
     headers: HeaderMap,
-    body: Bytes,
+    RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     replace_in(&s, node_resource(&plural)?, "", &name, &p, &headers, &body)
 }
@@ -377,7 +376,7 @@ pub async fn node_patch(
     Path((plural, name)): Path<(String, String)>,
     Query(p): Query<Params>,
     headers: HeaderMap,
-    body: Bytes,
+    RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     patch_in(&s, node_resource(&plural)?, "", &name, &p, &headers, &body)
 }
@@ -389,7 +388,7 @@ pub async fn node_delete(
     Path((plural, name)): Path<(String, String)>,
     Query(p): Query<Params>,
     headers: HeaderMap,
-    body: Bytes,
+    RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     let r = node_resource(&plural)?;
     let options = crate::pods::DeleteOptions::parse(&headers, &body, &p)?;
@@ -403,7 +402,7 @@ pub async fn delete_namespace(
     Path(name): Path<String>,
     Query(p): Query<Params>,
     headers: HeaderMap,
-    body: Bytes,
+    RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     let options = crate::pods::DeleteOptions::parse(&headers, &body, &p)?;
     if crate::server::BUILTIN_NAMESPACES.contains(&name.as_str()) {
@@ -497,7 +496,7 @@ pub async fn sub_put(
     State(s): State<ApiServer>,
     Path((ns, plural, name, sub)): Path<(String, String, String, String)>,
     headers: HeaderMap,
-    body: Bytes,
+    RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     pod_path(&plural)?;
     if sub != "status" {
@@ -512,7 +511,7 @@ pub async fn sub_patch(
     State(s): State<ApiServer>,
     Path((ns, plural, name, sub)): Path<(String, String, String, String)>,
     headers: HeaderMap,
-    body: Bytes,
+    RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     pod_path(&plural)?;
     if sub != "status" {

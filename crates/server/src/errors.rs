@@ -8,6 +8,9 @@ use axum::response::{IntoResponse, Response};
 use podwright_api::FieldError;
 use serde_json::{Value, json};
 
+/// How long a client turned away for too many requests is told to wait, in seconds.
+const RETRY_AFTER_SECONDS: u16 = 1;
+
 /// A failed request, answered with a `Status`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
@@ -108,6 +111,27 @@ impl ApiError {
         )
     }
 
+    /// More requests at once than the server takes (apiserver `maxinflight.go`'s words; its
+    /// `Retry-After: 1` goes with it).
+    pub fn too_many_requests() -> Self {
+        Self::new(
+            429,
+            "TooManyRequests",
+            "Too many requests, please try again later.",
+            Some(json!({"retryAfterSeconds": RETRY_AFTER_SECONDS})),
+        )
+    }
+
+    /// A body over the API server's limit (`MaxRequestBodyBytes`).
+    pub fn entity_too_large(limit: usize) -> Self {
+        Self::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {limit}"), None)
+    }
+
+    /// A request that did not complete within its time (apiserver `timeout.go`).
+    pub fn timeout() -> Self {
+        Self::new(504, "Timeout", "Timeout: request did not complete within the allotted timeout", Some(json!({})))
+    }
+
     pub fn unauthorized() -> Self {
         Self::new(401, "Unauthorized", "Unauthorized", None)
     }
@@ -147,7 +171,11 @@ fn details(resource: Resource, name: &str) -> Value {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (code, axum::Json(self.status())).into_response()
+        let mut response = (code, axum::Json(self.status())).into_response();
+        if code == StatusCode::TOO_MANY_REQUESTS {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, RETRY_AFTER_SECONDS.into());
+        }
+        response
     }
 }
 

@@ -11,6 +11,7 @@ mod errors;
 pub mod host;
 mod kinds;
 pub mod kubelet;
+pub mod limits;
 mod logs;
 pub mod metrics;
 mod mirror;
@@ -33,6 +34,7 @@ mod static_pods;
 mod store;
 mod streaming;
 mod table;
+pub mod transport;
 mod usage;
 mod watch;
 

@@ -2,7 +2,10 @@
 //! strict decoding of typed objects (`fieldValidation`).
 
 use crate::errors::{ApiError, ApiResult};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderMap, header};
+use futures_util::StreamExt;
 use podwright_api::manifest::unknown_fields;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -77,13 +80,55 @@ impl FieldValidation {
     }
 }
 
-/// The body as JSON. kubectl 1.20 sends JSON without a Content-Type.
+/// The largest request body the API server reads (its `MaxRequestBodyBytes`, 3 MiB): an
+/// object over a smaller limit of its own (a ConfigMap's 1 MiB) gets its validation error, not
+/// a refused body.
+pub const MAX_REQUEST_BODY_BYTES: usize = podwright_api::manifest::MAX_MANIFEST_BYTES;
+
+/// A request's body, read whole but never past [`MAX_REQUEST_BODY_BYTES`]: a larger one is
+/// refused with the API server's 413 as soon as its `Content-Length` or its bytes say so,
+/// before more of it is held.
+pub struct RequestBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RequestBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _: &S) -> ApiResult<RequestBody> {
+        let too_large = || ApiError::entity_too_large(MAX_REQUEST_BODY_BYTES);
+        let declared = req.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > MAX_REQUEST_BODY_BYTES as u64) {
+            return Err(too_large());
+        }
+        let mut frames = req.into_body().into_data_stream();
+        let mut body = Vec::new();
+        while let Some(chunk) = frames.next().await {
+            let chunk = chunk.map_err(|e| ApiError::internal(format!("reading the request body: {e}")))?;
+            if body.len() + chunk.len() > MAX_REQUEST_BODY_BYTES {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(RequestBody(body.into()))
+    }
+}
+
+/// The body as JSON, or YAML when it says so. kubectl 1.20 sends JSON without a Content-Type.
 pub fn json_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
     let ct = content_type(headers);
     if ct.contains("protobuf") {
         return Err(ApiError::unsupported_media_type(ct));
     }
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding request body: {e}")))
+    let undecodable = |e: &dyn std::fmt::Display| ApiError::bad_request(format!("error decoding request body: {e}"));
+    if media_type(ct) == "application/yaml" {
+        let text = std::str::from_utf8(body).map_err(|e| undecodable(&e))?;
+        return podwright_api::yaml::from_str(text).map_err(|e| undecodable(&e));
+    }
+    serde_json::from_slice(body).map_err(|e| undecodable(&e))
+}
+
+/// A media type without its parameters (`; charset=utf-8`).
+fn media_type(content_type: &str) -> &str {
+    content_type.split(';').next().unwrap_or_default().trim()
 }
 
 /// `input` decoded as a `T` and re-encoded (unknown fields dropped), and the warnings for the

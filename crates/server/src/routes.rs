@@ -65,9 +65,6 @@ impl ApiServer {
             )
             .route("/podwright/v1/namespaces/{ns}/pods/{name}/timeline", get(timeline))
             .fallback(|| async { ApiError::no_such_path() })
-            // The API server's limit, above axum's 2 MB: an object over a limit of its own (a
-            // ConfigMap's 1 MiB) gets its validation error, not a refused body.
-            .layer(axum::extract::DefaultBodyLimit::max(podwright_api::manifest::MAX_MANIFEST_BYTES))
             .with_state(self.clone())
     }
 }

@@ -14,11 +14,25 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use std::time::Duration;
+use tokio::sync::mpsc::error::SendTimeoutError;
 use tokio::sync::{broadcast, mpsc};
 
 /// How often an idle watch that allows bookmarks gets one (the API server sends them about
 /// once a minute).
 const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
+
+/// The events a watch holds that its client has not taken yet.
+const BUFFERED_EVENTS: usize = 64;
+
+/// How long a change waits for room among a watch's [`BUFFERED_EVENTS`] before the watch ends.
+const SLOW_WATCHER_WAIT: Duration = Duration::from_millis(250);
+
+/// An event as one line of the stream.
+fn line(event: &Value) -> Bytes {
+    let mut line = event.to_string();
+    line.push('\n');
+    Bytes::from(line)
+}
 
 struct Watch {
     server: ApiServer,
@@ -52,17 +66,26 @@ impl Watch {
 
     /// Sends one line; false once the client is gone.
     async fn send(&mut self, event: Value) -> bool {
-        let mut line = event.to_string();
-        line.push('\n');
-        self.out.send(Ok(Bytes::from(line))).await.is_ok()
+        self.out.send(Ok(line(&event))).await.is_ok()
     }
 
+    /// Sends a change as it happens; false once the client is gone, or when it has not made
+    /// room for the change within [`SLOW_WATCHER_WAIT`]: the watch then ends, as the API
+    /// server's watch cache ends an unresponsive watcher's, and the client watches again from
+    /// the last resourceVersion it read.
     async fn change(&mut self, c: &Change) -> bool {
         if !self.wanted(c) {
             return true;
         }
         let ev = self.render(c.kind.as_str(), &c.object, c.rv);
-        self.send(ev).await
+        match self.out.send_timeout(Ok(line(&ev)), SLOW_WATCHER_WAIT).await {
+            Ok(()) => true,
+            Err(SendTimeoutError::Timeout(_)) => {
+                tracing::debug!(resource = self.resource.plural(), "ending a watch whose client does not read");
+                false
+            }
+            Err(SendTimeoutError::Closed(_)) => false,
+        }
     }
 
     async fn bookmark(&mut self, rv: u64, initial_end: bool) -> bool {
@@ -92,7 +115,7 @@ pub fn serve(
     let bookmarks = p.bookmarks();
     let initial_end_bookmark = p.initial_events() && bookmarks;
     let timeout = p.timeout_seconds.map(Duration::from_secs);
-    let (out, rx) = mpsc::channel(64);
+    let (out, rx) = mpsc::channel(BUFFERED_EVENTS);
     let mut w = Watch { server: server.clone(), resource, ns, filter, table, sent_columns: false, out };
     // Taken now, so that nothing changed between this request and the stream is missed.
     let started = if initial {

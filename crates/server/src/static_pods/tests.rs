@@ -1,7 +1,7 @@
 use super::*;
 use crate::mirror::node_uid;
 use crate::node_link::NodeFeed;
-use crate::request::Params;
+use crate::request::{Params, RequestBody};
 use crate::server::{ApiServer, ServerConfig};
 use crate::store::meta_str;
 use axum::extract::{Path, Query, State};
@@ -158,7 +158,8 @@ async fn patch(api: &ApiServer, body: Value) -> crate::errors::ApiResult<axum::r
     let mut headers = HeaderMap::new();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/strategic-merge-patch+json"));
     let path = Path(("default".to_string(), "pods".to_string(), "web-n".to_string()));
-    crate::api::patch(State(api.clone()), path, Query(Params::default()), headers, body.to_string().into()).await
+    crate::api::patch(State(api.clone()), path, Query(Params::default()), headers, RequestBody(body.to_string().into()))
+        .await
 }
 
 #[tokio::test]
@@ -192,9 +193,15 @@ async fn a_pod_created_through_the_api_may_not_be_a_mirror_pod() {
     let path = Path(("default".to_string(), "pods".to_string()));
     let mut headers = HeaderMap::new();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    let err = crate::api::create(State(api.clone()), path, Query(Params::default()), headers, input.to_string().into())
-        .await
-        .unwrap_err();
+    let err = crate::api::create(
+        State(api.clone()),
+        path,
+        Query(Params::default()),
+        headers,
+        RequestBody(input.to_string().into()),
+    )
+    .await
+    .unwrap_err();
     assert!(err.message.contains("Forbidden: mirror pods are made by the node"), "{}", err.message);
 }
 
