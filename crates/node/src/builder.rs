@@ -237,6 +237,7 @@ impl Node {
             object_changes: Arc::new(watch::Sender::new(0)),
             host_ip: facts.host_ip.clone(),
             restart_curve: self.restart_curve,
+            allocations: Default::default(),
         };
         PodWorkers::new(deps, self.status.unwrap_or_else(|| Arc::new(Discard)))
     }

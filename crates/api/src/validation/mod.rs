@@ -10,7 +10,7 @@
 //! Not covered (accepted without checks): owner references, finalizers, resource
 //! quantities and requests-vs-limits, security contexts (but for ids, seccomp and procMount), affinity,
 //! tolerations, topology spread, most network-storage volume sources,
-//! mount propagation, resize policies, OS-specific rules.
+//! mount propagation, OS-specific rules.
 //!
 //! ConfigMaps, Secrets and RuntimeClasses are validated here too, on create and update
 //! (`config_objects`).
@@ -21,6 +21,7 @@ mod dns;
 mod env;
 mod go_json;
 mod probes_and_hooks;
+mod resize;
 mod security_context;
 mod update;
 mod volume_mounts;
@@ -40,6 +41,7 @@ pub use config_objects::{
     MAX_SECRET_SIZE, validate_config_map, validate_config_map_update, validate_runtime_class, validate_secret,
     validate_secret_update,
 };
+pub use resize::{resize_update, validate_pod_resize};
 pub use update::{POD_UPDATE_FORBIDDEN, validate_pod_update};
 
 const INIT_FORBIDDEN: &str = "may not be set for init containers without restartPolicy=Always";
@@ -176,6 +178,7 @@ fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
         errs,
     );
     env::validate_file_key_ref_volumes(spec, &volumes, path, errs);
+    resize::validate_resize_policies(spec, path, errs);
 
     // restartPolicy
     let restart = str_or_empty(&spec.restart_policy);

@@ -63,7 +63,7 @@ pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32, hostname: String, dn
 /// The kubelet's `calculateLinuxResources` (cgroupfs): cpu shares from the CPU request (or
 /// the limit when there is no request), CFS quota from the CPU limit over a 100 ms period, and
 /// the memory limit.
-fn linux_resources(c: &Container) -> LinuxContainerResources {
+pub fn linux_resources(c: &Container) -> LinuxContainerResources {
     let res = c.resources.as_ref();
     let get = |m: Option<&BTreeMap<String, ApiQuantity>>, name: &str| {
         m?.get(name).map(|q| Quantity::parse(&q.0).unwrap_or_default())
