@@ -310,7 +310,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("name", Honoured),
             ("ports", Fields("ContainerPort")),
             ("readinessProbe", Fields("Probe")),
-            ("resizePolicy", Inert("it applies to in-place resizes, which podwright has no API for")),
+            ("resizePolicy", Honoured),
             ("resources", Fields("ResourceRequirements")),
             ("restartPolicy", Honoured),
             ("restartPolicyRules", Fields("ContainerRestartRule")),

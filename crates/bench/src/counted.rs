@@ -47,6 +47,7 @@ impl Kind {
             | Op::PortForward
             | Op::PullImage
             | Op::RemoveImage
+            | Op::UpdateContainerResources
             | Op::UpdateRuntimeConfig => Kind::Action,
             Op::Version
             | Op::Status

@@ -238,6 +238,7 @@ impl Node {
             host_ip: facts.host_ip.clone(),
             restart_curve: self.restart_curve,
             storage: NodeStorage::of(&self.root),
+            allocations: Default::default(),
         };
         PodWorkers::new(deps, self.status.unwrap_or_else(|| Arc::new(Discard)))
     }

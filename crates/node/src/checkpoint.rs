@@ -1,9 +1,12 @@
 //! What the runtime cannot tell us about a pod, written down before it is acted on: the pod as
 //! given, when it started, its back-off state, the restart counts of instances about to be
-//! removed, the sandbox in which it completed its initialization, and its eviction.
+//! removed, the sandbox in which it completed its initialization, its eviction, and the
+//! resources allocated to its containers and given to the running ones (the kubelet's
+//! `allocated_pods_state` and `actuated_pods_state`).
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
+use podwright_planner::resize::Allocation;
 use podwright_planner::{Backoff, Eviction};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -25,6 +28,13 @@ pub struct Checkpoint {
     /// The pod was evicted (see `Observed::eviction`).
     #[serde(default)]
     pub eviction: Option<Eviction>,
+    /// What the node admitted of each resizable container's resources; absent from
+    /// checkpoints written before resizes, whose pods run with their spec's.
+    #[serde(default)]
+    pub allocated: Option<Allocation>,
+    /// What each running container was given (see `ResizeState::actuated`).
+    #[serde(default)]
+    pub actuated: Allocation,
 }
 
 /// The same fields, borrowed: a checkpoint is written without copying the pod.
@@ -36,6 +46,8 @@ pub struct CheckpointRef<'a> {
     pub restart_counts: &'a BTreeMap<String, i32>,
     pub initialized_in: Option<&'a str>,
     pub eviction: Option<&'a Eviction>,
+    pub allocated: &'a Allocation,
+    pub actuated: &'a Allocation,
 }
 
 /// Writes atomically (temporary file, then rename) so a crash never leaves half a checkpoint.
@@ -77,6 +89,8 @@ mod tests {
             restart_counts: &restart_counts,
             initialized_in: Some("sb1"),
             eviction: Some(&Eviction { reason: "Evicted".into(), message: "m".into() }),
+            allocated: &podwright_planner::resize::allocation_of(&pod),
+            actuated: &Allocation::new(),
         };
         save(&root, &cp).unwrap();
         let back = load(&root, "u1").unwrap().unwrap();
@@ -85,6 +99,7 @@ mod tests {
         assert_eq!(back.restart_counts, restart_counts);
         assert_eq!(back.initialized_in.as_deref(), Some("sb1"));
         assert_eq!(back.eviction.map(|e| e.message), Some("m".to_string()));
+        assert_eq!(back.allocated, Some(Allocation::new()));
         std::fs::remove_dir_all(root).unwrap();
     }
 }

@@ -24,6 +24,8 @@
 //! | `util/env` (env files of `fileKeyRef`)                | [`cri::env_file`]                       |
 //! | `volumemanager/`, `volume/` plugins                   | [`volumes`]                             |
 //! | `cm/` (pod container manager, QoS cgroups)            | [`pod_cgroup`]                          |
+//! | `allocation/` (allocation manager, resize admission)  | [`worker`], `podwright_planner::resize` |
+//! | `kuberuntime_manager.go` `doPodResizeAction`          | [`executor`]`::resize`                  |
 //! | `runtimeclass/`                                       | [`runtime_class`]                       |
 //! | `config/` (pod sources: file, API)                    | [`sources`], [`static_pods`]            |
 //! | `pod/mirror_client.go`, static pods in `kubelet.go`   | [`static_pods`] (`StaticPods`, `mirror`)|

@@ -225,6 +225,76 @@ impl PodCgroups {
         Ok(self.parent(pod))
     }
 
+    /// Gives the pod's cgroup the settings of `config` that are `step`'s: those that grow, or
+    /// those that shrink (`doPodResizeAction`: a pod's cgroup is grown before its containers
+    /// and shrunk after them, so that theirs always fit in it). An unset limit of `config` is
+    /// left as it is.
+    pub fn resize(&self, pod: &Pod, config: &ResourceConfig, step: Step) -> io::Result<()> {
+        let relative = self.relative(pod);
+        let due = |current: Option<i64>, new: i64| {
+            // No current value is no limit: the kernel's `max`.
+            let current = current.unwrap_or(i64::MAX);
+            match step {
+                Step::Grow => new > current,
+                Step::Shrink => new < current,
+            }
+        };
+        let quota = config.cpu_quota.map(|(quota, _)| quota);
+        match &self.hierarchy {
+            Hierarchy::V1(dirs) => {
+                for dir in dirs.iter().filter(|d| is_controller(d, "cpu")) {
+                    let pod_dir = dir.join(&relative);
+                    if due(read_number(&pod_dir, "cpu.shares"), config.cpu_shares) {
+                        write(&pod_dir, "cpu.shares", config.cpu_shares)?;
+                    }
+                    let current = read_number(&pod_dir, "cpu.cfs_quota_us").filter(|q| *q >= 0);
+                    if let Some((quota, period)) = config.cpu_quota.filter(|_| quota.is_some_and(|q| due(current, q))) {
+                        write(&pod_dir, "cpu.cfs_period_us", period)?;
+                        write(&pod_dir, "cpu.cfs_quota_us", quota)?;
+                    }
+                }
+                for dir in dirs.iter().filter(|d| is_controller(d, "memory")) {
+                    let pod_dir = dir.join(&relative);
+                    if let Some(limit) =
+                        config.memory_limit.filter(|l| due(read_number(&pod_dir, "memory.limit_in_bytes"), *l))
+                    {
+                        write(&pod_dir, "memory.limit_in_bytes", limit)?;
+                    }
+                }
+            }
+            Hierarchy::V2 => {
+                let pod_dir = self.mount.join(&relative);
+                let weight = cpu_weight(config.cpu_shares);
+                if due(read_number(&pod_dir, "cpu.weight"), weight) {
+                    write(&pod_dir, "cpu.weight", weight)?;
+                }
+                let current = std::fs::read_to_string(pod_dir.join("cpu.max"))
+                    .ok()
+                    .and_then(|s| s.split_whitespace().next()?.parse().ok());
+                if let Some((quota, period)) = config.cpu_quota.filter(|_| quota.is_some_and(|q| due(current, q))) {
+                    write(&pod_dir, "cpu.max", format!("{quota} {period}"))?;
+                }
+                if let Some(limit) = config.memory_limit.filter(|l| due(read_number(&pod_dir, "memory.max"), *l)) {
+                    write(&pod_dir, "memory.max", limit)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The memory the pod's processes use, in bytes (`GetPodCgroupMemoryUsage`); `None` when
+    /// it cannot be read.
+    pub fn memory_usage(&self, pod: &Pod) -> Option<i64> {
+        let relative = self.relative(pod);
+        match &self.hierarchy {
+            Hierarchy::V1(dirs) => {
+                let dir = dirs.iter().find(|d| is_controller(d, "memory"))?;
+                read_number(&dir.join(relative), "memory.usage_in_bytes")
+            }
+            Hierarchy::V2 => read_number(&self.mount.join(relative), "memory.current"),
+        }
+    }
+
     /// The hierarchies' roots.
     fn roots(&self) -> Vec<&Path> {
         match &self.hierarchy {
@@ -275,6 +345,18 @@ impl PodCgroups {
             self.remove(uid);
         }
     }
+}
+
+/// Which settings a [`PodCgroups::resize`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Grow,
+    Shrink,
+}
+
+/// A cgroup file's number; `None` for `max`, or a file that cannot be read.
+fn read_number(dir: &Path, file: &str) -> Option<i64> {
+    std::fs::read_to_string(dir.join(file)).ok()?.trim().parse().ok()
 }
 
 /// Whether the v1 hierarchy at `dir` holds `controller` (`cpu` in `cpu` or `cpu,cpuacct`).

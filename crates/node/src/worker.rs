@@ -20,12 +20,13 @@ use k8s_openapi::api::core::v1::{HostIP, Pod, PodStatus};
 use podwright_planner::Curve;
 use podwright_planner::decide::pull_key;
 use podwright_planner::pod;
+use podwright_planner::resize::{self, Allocate, Allocation, NodeRoom, ResizeError, ResizeState};
 use podwright_planner::{
     Action, Backoff, ContainerKind, Eviction, Observed, ObservedContainer, Phase, PodContext, RunState, StartFailure,
     StartFailureReason, plan_in_phase, pod_status_and_phase,
 };
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -47,6 +48,33 @@ pub(crate) struct WorkerDeps {
     pub restart_curve: Curve,
     /// The node's ephemeral storage, which pods are admitted against.
     pub storage: Option<NodeStorage>,
+    /// What every pod of the node has been allocated, for a resize's admission.
+    pub allocations: Arc<NodeAllocations>,
+}
+
+/// The CPU (millicores) and memory (bytes) each active pod of the node requests as allocated:
+/// what the other pods use, when a resize asks for more (`getAllocatedPods`).
+#[derive(Debug, Default)]
+pub(crate) struct NodeAllocations(Mutex<BTreeMap<String, (i128, i128)>>);
+
+impl NodeAllocations {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (i128, i128)>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn set(&self, uid: &str, pod: &Pod) {
+        self.lock().insert(uid.to_string(), resize::requests(pod));
+    }
+
+    fn remove(&self, uid: &str) {
+        self.lock().remove(uid);
+    }
+
+    /// What the pods other than `uid` request.
+    fn others(&self, uid: &str) -> (i128, i128) {
+        let all = self.lock();
+        all.iter().filter(|(u, _)| *u != uid).fold((0, 0), |(c, m), (_, (pc, pm))| (c + pc, m + pm))
+    }
 }
 
 /// What the worker remembers between passes that the runtime cannot tell it.
@@ -65,6 +93,10 @@ struct Memory {
     volumes_due: bool,
     /// The pod's eviction, once decided (checkpointed).
     eviction: Option<Eviction>,
+    /// What the node admitted of the containers' resources (checkpointed before it is acted on).
+    allocated: Allocation,
+    /// The resize's state beside the allocation (its actuated resources checkpointed).
+    resize: ResizeState,
 }
 
 impl Memory {
@@ -122,6 +154,8 @@ pub(crate) struct PodWorker {
     desired: watch::Receiver<Desired>,
     published: watch::Sender<PodUpdate>,
     pod: Arc<Pod>,
+    /// The pod as the node runs it: `pod` with what is allocated to its containers.
+    running: Arc<Pod>,
     memory: Memory,
     /// The pod's part in the node's gauges; given back when the worker ends.
     gauges: PodGauges,
@@ -149,8 +183,15 @@ impl PodWorker {
         });
         let reported_start = pod.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0);
         let saved_start = saved.as_ref().and_then(|c| c.start_time);
-        let (mut backoff, mut restart_counts, initialized_in, eviction) =
-            saved.map(|c| (c.backoff, c.restart_counts, c.initialized_in, c.eviction)).unwrap_or_default();
+        let (mut backoff, mut restart_counts, initialized_in, eviction, allocation) = saved
+            .map(|c| (c.backoff, c.restart_counts, c.initialized_in, c.eviction, c.allocated.map(|a| (a, c.actuated))))
+            .unwrap_or_default();
+        // A pod first seen, or one that ran before resizes were kept: its containers run with
+        // its spec's resources.
+        let (allocated, actuated) = allocation.unwrap_or_else(|| {
+            let spec = resize::allocation_of(&pod);
+            (spec.clone(), spec)
+        });
         backoff.restart_curve = deps.restart_curve;
         // The last status reported says as much, should the checkpoint be older: a count above
         // 0 is that of an instance the container had (0 may be of one that never ran).
@@ -169,14 +210,18 @@ impl PodWorker {
             initialized_in,
             volumes_due: true,
             eviction,
+            allocated,
+            resize: ResizeState { actuated, ..Default::default() },
         };
         let gauges = PodGauges::new(deps.ctx.metrics.clone());
+        let running = pod.clone();
         PodWorker {
             deps,
             status_sink,
             desired,
             published,
             pod,
+            running,
             memory,
             gauges,
             transition: Transition::default(),
@@ -193,6 +238,8 @@ impl PodWorker {
             restart_counts: &m.restart_counts,
             initialized_in: m.initialized_in.as_deref(),
             eviction: m.eviction.as_ref(),
+            allocated: &m.allocated,
+            actuated: &m.resize.actuated,
         };
         match checkpoint::save(&self.deps.ctx.root, &cp) {
             Ok(()) => self.memory.restart_counts_unsaved = false,
@@ -229,8 +276,29 @@ impl PodWorker {
         if let Some(at) = result.sandbox_failed {
             m.sandbox_failure = Some(at);
         }
+        let mut actuated = false;
         for name in result.started {
+            // A new instance starts with what is allocated to it.
+            if let Some(r) = m.allocated.get(&name) {
+                actuated |= m.resize.actuated.insert(name.clone(), r.clone()).as_ref() != Some(r);
+            }
             m.start_failures.remove(&name);
+        }
+        match result.resized {
+            Some(Ok(names)) => {
+                for name in names {
+                    if let Some(r) = m.allocated.get(&name) {
+                        m.resize.actuated.insert(name, r.clone());
+                        actuated = true;
+                    }
+                }
+                m.resize.error = None;
+            }
+            Some(Err(message)) => {
+                tracing::warn!(%message, "the pod's resize failed");
+                m.resize.error = Some(ResizeError { message, at: self.deps.ctx.clock.now() });
+            }
+            None => {}
         }
         let mut backoff_changed = false;
         for (name, f) in result.start_failures {
@@ -242,9 +310,47 @@ impl PodWorker {
             }
             m.start_failures.insert(name, f);
         }
-        if backoff_changed {
+        if backoff_changed || actuated {
             self.checkpoint();
         }
+    }
+
+    /// The node's decision on the newest spec's resources (the allocation manager's), written
+    /// down before anything acts on it, and the pod the node runs: the spec with what is
+    /// allocated.
+    fn allocate(&mut self, uid: &str) {
+        let facts = &self.deps.executor.configs.facts;
+        let (others_cpu_millis, others_memory_bytes) = self.deps.allocations.others(uid);
+        // A node that says nothing of itself sets no bound.
+        let known = |v: i128| if v > 0 { v } else { i128::MAX };
+        let room = NodeRoom {
+            cpu_millis: known(facts.cpu_millis),
+            memory_bytes: known(facts.memory_bytes),
+            others_cpu_millis,
+            others_memory_bytes,
+        };
+        let r = &mut self.memory.resize;
+        self.running = match resize::allocate(&self.pod, &self.memory.allocated, &room) {
+            Allocate::Unchanged => {
+                r.pending = None;
+                self.pod.clone()
+            }
+            Allocate::Pending(p) => {
+                if r.pending.as_ref() != Some(&p) {
+                    tracing::info!(reason = %p.reason, message = %p.message, "the pod's resize waits");
+                }
+                r.pending = Some(p);
+                Arc::new(resize::allocated_pod(&self.pod, &self.memory.allocated))
+            }
+            Allocate::Resize(next) => {
+                tracing::info!("the pod's resize is allocated");
+                (r.pending, r.error) = (None, None);
+                self.memory.allocated = next;
+                self.checkpoint();
+                self.pod.clone()
+            }
+        };
+        self.deps.allocations.set(uid, &self.running);
     }
 
     /// Runs the pod until it has finished (terminal phase, nothing running), publishing every
@@ -276,16 +382,28 @@ impl PodWorker {
         let watches_objects = refers_to_objects(&self.pod);
         // What the next pass is, when not a plain sync (or a kill once deleting).
         let mut pass_kind = Some(PassKind::Create);
+        let mut allocated_once = false;
         loop {
             let pass_start = self.deps.ctx.clock.now();
             let desired = self.desired.borrow_and_update().clone();
-            if !Arc::ptr_eq(&desired.pod, &self.pod) {
+            let changed = !Arc::ptr_eq(&desired.pod, &self.pod);
+            if changed {
                 self.pod = desired.pod;
                 self.memory.volumes_due = true;
                 self.checkpoint();
                 pass_kind.get_or_insert(PassKind::Update);
             }
             let deletion = desired.deletion;
+            // Once more while a resize waits: room may have been made. A pod being deleted
+            // keeps what it has.
+            if changed || self.memory.resize.pending.is_some() || !allocated_once {
+                if deletion.is_none() {
+                    self.allocate(&uid);
+                } else {
+                    self.running = Arc::new(resize::allocated_pod(&self.pod, &self.memory.allocated));
+                }
+                allocated_once = true;
+            }
             let observed =
                 observe::observe(self.deps.ctx.runtime.as_ref(), &uid, &self.deps.ctx.root, &mut messages).await;
             let (sandboxes, containers) = match observed {
@@ -328,6 +446,7 @@ impl PodWorker {
                 restart_counts: self.memory.restart_counts.clone(),
                 initialized_in: self.memory.initialized_in.clone(),
                 eviction: self.memory.eviction.clone(),
+                resize: self.memory.resize.clone(),
             };
             // The kubelet's generateAPIPodStatus and SyncPod: a pod on the host's network has
             // the node's IP for its own, in its status and for its containers, probes and hooks.
@@ -340,13 +459,13 @@ impl PodWorker {
             // Files of a running pod's volumes follow their objects (before the sandbox, the
             // executor writes them when it makes one).
             if sandbox_running && deletion.is_none() && std::mem::take(&mut self.memory.volumes_due) {
-                self.deps.executor.project_volumes(&self.pod);
+                self.deps.executor.project_volumes(&self.running);
             }
             self.gauges.set(sandbox_running, observed.containers.iter().map(|c| c.state));
             self.transition.observe(&observed, now);
             observed.probes = prober.sync(&observed, deletion.is_some());
             let ctx = PodContext {
-                pod: &self.pod,
+                pod: &self.running,
                 observed: &observed,
                 backoff: &self.memory.backoff,
                 now,
@@ -377,6 +496,7 @@ impl PodWorker {
                 previous = Some(status);
             }
             if finished {
+                self.deps.allocations.remove(&uid);
                 // Nothing runs any more: what the pod's volumes hold in memory (secrets) goes now,
                 // as the kubelet tears down a terminated pod's volumes; its logs stay.
                 if let Err(e) = crate::volumes::tear_down(&self.deps.ctx.root, &uid) {
@@ -408,7 +528,7 @@ impl PodWorker {
                 self.checkpoint();
             }
             if !p.actions.is_empty() {
-                let result = self.deps.executor.execute(&self.pod, &observed, p.actions, &cancel).await;
+                let result = self.deps.executor.execute(&self.running, &observed, p.actions, &cancel).await;
                 if let Some(took) = result.first_start.and_then(|at| self.transition.started(at)) {
                     self.deps.ctx.metrics.transition(took);
                 }

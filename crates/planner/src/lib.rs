@@ -8,6 +8,7 @@ pub mod observed;
 pub mod plan;
 pub mod pod;
 pub mod qos;
+pub mod resize;
 pub mod resources;
 pub mod status;
 pub mod termination;
@@ -18,6 +19,6 @@ pub use decide::PodContext;
 pub use observed::{
     ContainerKind, Eviction, Observed, ObservedContainer, ObservedSandbox, ProbeResults, RunState, StartFailure,
 };
-pub use plan::{Action, MINIMUM_GRACE, Plan, PlanEvent, plan, plan_in_phase};
+pub use plan::{Action, MINIMUM_GRACE, Plan, PlanEvent, ResizeTarget, plan, plan_in_phase};
 pub use status::{pod_status, pod_status_and_phase};
 pub use words::{Phase, ProbeKind, PullPolicy, RestartPolicy, StartFailureReason, WaitingReason};

@@ -205,6 +205,8 @@ pub struct Observed {
     pub interrupted: Vec<ObservedContainer>,
     /// The pod was evicted: it fails, whatever its containers say.
     pub eviction: Option<Eviction>,
+    /// Its in-place resize, as the pod worker keeps it.
+    pub resize: crate::resize::ResizeState,
 }
 
 impl Observed {

@@ -5,6 +5,7 @@ use crate::backoff::Backoff;
 use crate::decide::{self, Decision, PodContext};
 use crate::observed::{ContainerKind, ObservedContainer, RunState};
 use crate::pod::{self, SpecContainer};
+use crate::resize;
 use crate::status;
 use crate::words::{Phase, PullPolicy, RestartPolicy, WaitingReason};
 use jiff::{SignedDuration, Timestamp};
@@ -47,6 +48,19 @@ pub enum Action {
         name: String,
         live: bool,
     },
+    /// Give running containers what is now allocated to them, through `UpdateContainerResources`,
+    /// and the pod cgroup its new size: grown before the containers, shrunk after.
+    ResizeContainers {
+        containers: Vec<ResizeTarget>,
+    },
+}
+
+/// A running container to resize in place: its spec container and its instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResizeTarget {
+    pub kind: ContainerKind,
+    pub index: usize,
+    pub id: String,
 }
 
 /// An event the planner's decisions call for (the executor records the ones of its own
@@ -166,7 +180,50 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
             apply(ctx, &sc, &mut p);
         }
     }
+    resize_running(ctx, &mut p);
     p
+}
+
+/// In-place resize (`computePodResizeAction`): each running container whose allocation
+/// changed, and that no other action of the pass touches, is updated, or restarted where a
+/// changed resource's policy says `RestartContainer`. After a failed attempt the next waits
+/// for the pod worker's retry.
+fn resize_running(ctx: &PodContext, p: &mut Plan) {
+    let sandbox = ctx.observed.sandbox.as_ref().map(|s| s.id.as_str());
+    let touched = |id: &str| {
+        p.actions.iter().any(
+            |a| matches!(a, Action::KillContainer { id: k, .. } | Action::RemoveContainer { id: k, .. } if k == id),
+        )
+    };
+    let mut updates = vec![];
+    let mut restarts = vec![];
+    for sc in pod::all_containers(ctx.pod).filter(|sc| resize::resizable(sc.kind)) {
+        let Some(c) = ctx.observed.newest(sc.name()) else { continue };
+        if c.state != RunState::Running || Some(c.sandbox_id.as_str()) != sandbox || touched(&c.id) {
+            continue;
+        }
+        match resize::need(&sc, ctx.observed.resize.actuated.get(sc.name())) {
+            resize::Need::Nothing => {}
+            resize::Need::Update => updates.push(ResizeTarget { kind: sc.kind, index: sc.index, id: c.id.clone() }),
+            resize::Need::Restart => restarts.push((sc, c)),
+        }
+    }
+    for (sc, c) in restarts {
+        p.actions.push(Action::KillContainer {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            message: resize::restart_message(sc.name()),
+            grace: pod_grace(ctx.pod),
+        });
+        p.actions.push(start(&sc, c.restart_count + 1, None));
+    }
+    if updates.is_empty() {
+        return;
+    }
+    match ctx.observed.resize.error.as_ref().map(|e| e.at + decide::START_RETRY).filter(|at| *at > ctx.now) {
+        Some(retry) => p.wake(retry),
+        None => p.actions.push(Action::ResizeContainers { containers: updates }),
+    }
 }
 
 /// The kubelet never gives a container less than this between the stop signal and KILL

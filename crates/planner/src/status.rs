@@ -4,6 +4,7 @@
 use crate::decide::{self, Decision, PodContext};
 use crate::observed::{ContainerKind, ObservedContainer, RunState};
 use crate::pod::{self, SpecContainer};
+use crate::resize;
 use crate::words::{Phase, RestartPolicy, WaitingReason};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{
@@ -68,6 +69,13 @@ fn waiting(reason: &str, message: Option<String>) -> ContainerState {
 
 /// The status of one spec container.
 pub fn container_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStatus {
+    let mut st = container_state_status(ctx, sc);
+    resize::report_resources(ctx, sc, &mut st);
+    st
+}
+
+/// [`container_status`] but for the resources.
+fn container_state_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStatus {
     let instances = ctx.observed.instances(sc.name());
     let newest = instances.first().copied();
     let default_reason = if pod::has_init_containers(ctx.pod) { "PodInitializing" } else { "ContainerCreating" };
@@ -491,6 +499,9 @@ pub fn pod_status_and_phase(ctx: &PodContext, previous: Option<&PodStatus>) -> (
     }
     let generation = observed_generation(ctx);
     let mut conds = conditions(ctx, phase, &inits, &apps, previous);
+    if !phase.is_terminal() {
+        conds.extend(resize::conditions(ctx));
+    }
     let prev_conds = previous.and_then(|p| p.conditions.as_ref());
     for c in &mut conds {
         c.observed_generation = generation;

@@ -541,6 +541,23 @@ impl RuntimeService for CriRuntime {
         Ok(())
     }
 
+    async fn update_container_resources(
+        &self,
+        container_id: &str,
+        resources: &cri_api::LinuxContainerResources,
+    ) -> RuntimeResult<()> {
+        let req = cri_api::UpdateContainerResourcesRequest {
+            container_id: container_id.to_string(),
+            linux: Some(resources.clone()),
+            ..Default::default()
+        };
+        self.rt()
+            .update_container_resources(timed(req, DEFAULT_REQUEST_TIMEOUT))
+            .await
+            .map_err(|s| self.err("UpdateContainerResources", s))?;
+        Ok(())
+    }
+
     async fn update_runtime_config(&self, pod_cidr: &str) -> RuntimeResult<()> {
         let network = cri_api::NetworkConfig { pod_cidr: pod_cidr.to_string() };
         let req = cri_api::UpdateRuntimeConfigRequest {

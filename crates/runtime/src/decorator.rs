@@ -6,7 +6,7 @@
 
 use crate::cri_api::{
     AttachRequest, AuthConfig, ContainerConfig, ContainerStats, ContainerStatus, ExecRequest, ImageSpec,
-    PodSandboxConfig, PodSandboxStatus, RuntimeHandler,
+    LinuxContainerResources, PodSandboxConfig, PodSandboxStatus, RuntimeHandler,
 };
 use crate::{
     ContainerInfo, ExecResult, ImageFs, ImageService, ImageUser, Listed, ListedImage, Runtime, RuntimeEvent,
@@ -45,12 +45,13 @@ pub enum RuntimeOperation {
     Status,
     StopContainer,
     StopPodSandbox,
+    UpdateContainerResources,
     UpdateRuntimeConfig,
     Version,
 }
 
 impl RuntimeOperation {
-    pub const ALL: [RuntimeOperation; 25] = [
+    pub const ALL: [RuntimeOperation; 26] = [
         RuntimeOperation::Attach,
         RuntimeOperation::ContainerStatus,
         RuntimeOperation::CreateContainer,
@@ -74,6 +75,7 @@ impl RuntimeOperation {
         RuntimeOperation::Status,
         RuntimeOperation::StopContainer,
         RuntimeOperation::StopPodSandbox,
+        RuntimeOperation::UpdateContainerResources,
         RuntimeOperation::UpdateRuntimeConfig,
         RuntimeOperation::Version,
     ];
@@ -113,6 +115,7 @@ impl RuntimeOperation {
             RuntimeOperation::Status => ("status", "Status"),
             RuntimeOperation::StopContainer => ("stop_container", "StopContainer"),
             RuntimeOperation::StopPodSandbox => ("stop_podsandbox", "StopPodSandbox"),
+            RuntimeOperation::UpdateContainerResources => ("update_container", "UpdateContainerResources"),
             RuntimeOperation::UpdateRuntimeConfig => ("update_runtime_config", "UpdateRuntimeConfig"),
             RuntimeOperation::Version => ("version", "Version"),
         }
@@ -229,6 +232,15 @@ impl<H: Hook> RuntimeService for Decorated<H> {
 
     async fn reopen_container_log(&self, container_id: &str) -> RuntimeResult<()> {
         self.hook.around(Op::ReopenContainerLog, None, self.inner.reopen_container_log(container_id)).await
+    }
+
+    async fn update_container_resources(
+        &self,
+        container_id: &str,
+        resources: &LinuxContainerResources,
+    ) -> RuntimeResult<()> {
+        let call = self.inner.update_container_resources(container_id, resources);
+        self.hook.around(Op::UpdateContainerResources, None, call).await
     }
 
     async fn update_runtime_config(&self, pod_cidr: &str) -> RuntimeResult<()> {

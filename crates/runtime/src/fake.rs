@@ -118,6 +118,13 @@ pub enum Call {
     RemoveImage {
         image: String,
     },
+    /// An `UpdateContainerResources`: the CFS quota, the CPU shares and the memory limit given.
+    UpdateContainerResources {
+        name: String,
+        cpu_quota: i64,
+        cpu_shares: i64,
+        memory_limit: i64,
+    },
 }
 
 /// A change of the fake's state, as [`FakeRuntime::changes`] records them once

@@ -28,7 +28,7 @@ pub use k8s_cri::v1 as cri_api;
 use async_trait::async_trait;
 use cri_api::{
     AttachRequest, AuthConfig, ContainerConfig, ContainerStats, ContainerStatus, ExecRequest, ImageSpec,
-    PodSandboxConfig, PodSandboxStatus, RuntimeHandler,
+    LinuxContainerResources, PodSandboxConfig, PodSandboxStatus, RuntimeHandler,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -117,6 +117,15 @@ pub trait RuntimeService: Send + Sync {
     /// template then gives its pods addresses from it.
     async fn update_runtime_config(&self, pod_cidr: &str) -> RuntimeResult<()> {
         Err(RuntimeError::Unimplemented(format!("UpdateRuntimeConfig {pod_cidr}")))
+    }
+    /// Gives a running container new CPU and memory settings (CRI `UpdateContainerResources`),
+    /// an in-place resize.
+    async fn update_container_resources(
+        &self,
+        container_id: &str,
+        _resources: &LinuxContainerResources,
+    ) -> RuntimeResult<()> {
+        Err(RuntimeError::Unimplemented(format!("UpdateContainerResources {container_id}")))
     }
     /// Makes the runtime write a running container's output to a new file at its log path,
     /// after the old file was moved away (log rotation).

@@ -3,7 +3,7 @@
 //! [`crate::pods`].
 
 use crate::errors::{ApiError, ApiResult};
-use crate::kinds::{Prepared, prepare_create, prepare_update};
+use crate::kinds::{Prepared, prepare_create, prepare_resize, prepare_update};
 use crate::request::{FieldValidation, Params, RequestBody, content_type, json_body, warning_headers};
 use crate::resources::{NODE_GROUP, Resource};
 use crate::selectors::Filter;
@@ -169,7 +169,16 @@ pub async fn create_cluster(
     create_in(&s, r, "", &p, &headers, &body).await
 }
 
-/// Stores a new version of an object computed from the stored one.
+/// How a write prepares the stored version from the old one and the input: as an update of the
+/// object, or of a pod's `resize` subresource.
+type Prepare = fn(Resource, &Value, Value, FieldValidation, bool) -> ApiResult<Prepared>;
+
+fn resize(_: Resource, old: &Value, input: Value, v: FieldValidation, is_patch: bool) -> ApiResult<Prepared> {
+    prepare_resize(old, input, v, is_patch)
+}
+
+/// Stores a new version of an object computed from the stored one by `change`, then `prepare`.
+#[allow(clippy::too_many_arguments)]
 fn write(
     s: &ApiServer,
     r: Resource,
@@ -177,6 +186,7 @@ fn write(
     name: &str,
     p: &Params,
     is_patch: bool,
+    prepare: Prepare,
     change: impl FnOnce(&Value) -> ApiResult<Value>,
 ) -> ApiResult<Response> {
     let v = FieldValidation::parse(p)?;
@@ -186,7 +196,7 @@ fn write(
     let mut dry = None;
     let stored = s.store().update(r, ns, name, |old| {
         let input = change(old)?;
-        let prepared = prepare_update(r, old, input, v, is_patch)?;
+        let prepared = prepare(r, old, input, v, is_patch)?;
         warnings = prepared.warnings;
         pod = prepared.pod;
         if dry_run {
@@ -229,7 +239,7 @@ fn replace_in(
     if meta_str(&input, "name").is_some_and(|n| n != name) {
         return Err(ApiError::bad_request("the name of the object does not match the name on the URL"));
     }
-    write(s, r, ns, name, p, false, |_| Ok(input))
+    write(s, r, ns, name, p, false, prepare_update, |_| Ok(input))
 }
 
 /// `PATCH .../{name}`: JSON patch, merge patch or strategic merge patch.
@@ -254,7 +264,7 @@ fn patch_in(
     body: &[u8],
 ) -> ApiResult<Response> {
     let ct = content_type(headers);
-    write(s, r, ns, name, p, true, |old| crate::patching::apply(old, body, ct))
+    write(s, r, ns, name, p, true, prepare_update, |old| crate::patching::apply(old, body, ct))
 }
 
 /// `PUT /api/v1/namespaces/{name}` and friends, for the cluster-scoped namespaces.
@@ -266,7 +276,7 @@ pub async fn replace_namespace(
     RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     let input = json_body(&headers, &body)?;
-    write(&s, Resource::Namespaces, "", &name, &p, false, |_| Ok(input))
+    write(&s, Resource::Namespaces, "", &name, &p, false, prepare_update, |_| Ok(input))
 }
 
 pub async fn patch_namespace(
@@ -277,7 +287,7 @@ pub async fn patch_namespace(
     RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     let ct = content_type(&headers);
-    write(&s, Resource::Namespaces, "", &name, &p, true, |old| crate::patching::apply(old, &body, ct))
+    write(&s, Resource::Namespaces, "", &name, &p, true, prepare_update, |old| crate::patching::apply(old, &body, ct))
 }
 
 /// `DELETE .../{name}`: pods stop gracefully first; other objects go at once.
@@ -449,7 +459,7 @@ pub async fn sub_get(
 ) -> ApiResult<Response> {
     pod_path(&plural)?;
     match sub.as_str() {
-        "status" => {
+        "status" | "resize" => {
             let obj = s.store().get(Resource::Pods, &ns, &name)?;
             Ok(one(&s, Resource::Pods, &obj, &headers, &p))
         }
@@ -491,32 +501,37 @@ fn write_status(
     Ok(axum::Json(stored).into_response())
 }
 
-/// `PUT .../pods/{name}/status`.
+/// `PUT .../pods/{name}/{status|resize}`.
 pub async fn sub_put(
     State(s): State<ApiServer>,
     Path((ns, plural, name, sub)): Path<(String, String, String, String)>,
+    Query(p): Query<Params>,
     headers: HeaderMap,
     RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     pod_path(&plural)?;
-    if sub != "status" {
-        return Err(ApiError::method_not_allowed("update", &format!("pods/{sub}")));
-    }
     let input = json_body(&headers, &body)?;
-    write_status(&s, &ns, &name, |_| Ok(input))
+    match sub.as_str() {
+        "status" => write_status(&s, &ns, &name, |_| Ok(input)),
+        "resize" => write(&s, Resource::Pods, &ns, &name, &p, false, resize, |_| Ok(input)),
+        _ => Err(ApiError::method_not_allowed("update", &format!("pods/{sub}"))),
+    }
 }
 
-/// `PATCH .../pods/{name}/status`.
+/// `PATCH .../pods/{name}/{status|resize}`.
 pub async fn sub_patch(
     State(s): State<ApiServer>,
     Path((ns, plural, name, sub)): Path<(String, String, String, String)>,
+    Query(p): Query<Params>,
     headers: HeaderMap,
     RequestBody(body): RequestBody,
 ) -> ApiResult<Response> {
     pod_path(&plural)?;
-    if sub != "status" {
-        return Err(ApiError::method_not_allowed("patch", &format!("pods/{sub}")));
-    }
     let ct = content_type(&headers);
-    write_status(&s, &ns, &name, |old| crate::patching::apply(old, &body, ct))
+    let patched = |old: &Value| crate::patching::apply(old, &body, ct);
+    match sub.as_str() {
+        "status" => write_status(&s, &ns, &name, patched),
+        "resize" => write(&s, Resource::Pods, &ns, &name, &p, true, resize, patched),
+        _ => Err(ApiError::method_not_allowed("patch", &format!("pods/{sub}"))),
+    }
 }

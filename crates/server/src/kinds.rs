@@ -309,6 +309,31 @@ pub fn prepare_update(
     Ok(Prepared { object: obj, warnings, pod })
 }
 
+/// A pod written through its `resize` subresource (`ResizeStrategy`): only its containers'
+/// resources and resize policies are taken from `input`, checked as `ValidatePodResize` does;
+/// the generation moves on when the spec changed.
+pub fn prepare_resize(old: &Value, input: Value, v: FieldValidation, is_patch: bool) -> ApiResult<Prepared> {
+    let name = meta_str(old, "name").unwrap_or_default().to_string();
+    if let Some(rv) = meta_str(&input, "resourceVersion").filter(|rv| !rv.is_empty())
+        && Some(rv) != meta_str(old, "resourceVersion")
+    {
+        return Err(ApiError::conflict(Resource::Pods, &name));
+    }
+    let (obj, warnings) = normalize(Resource::Pods, &input, v, is_patch)?;
+    let asked: Pod = typed(&obj)?;
+    let old_pod: Pod = typed(old)?;
+    let mut new = podwright_api::validation::resize_update(&asked, &old_pod);
+    podwright_api::apply_defaults(&mut new);
+    let errs = podwright_api::validation::validate_pod_resize(&new, &old_pod, podwright_planner::qos::qos_class);
+    if !errs.is_empty() {
+        return Err(ApiError::invalid(Resource::Pods, &name, &errs));
+    }
+    if new.spec != old_pod.spec {
+        new.metadata.generation = Some(old_pod.metadata.generation.unwrap_or(1) + 1);
+    }
+    Ok(Prepared { object: untyped(&new)?, warnings, pod: Some(new) })
+}
+
 fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
     pod.metadata.annotations.as_ref()?.get(key).map(String::as_str)
 }

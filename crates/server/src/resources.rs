@@ -139,6 +139,7 @@ impl Resource {
                 ("exec", "PodExecOptions", &["create", "get"]),
                 ("log", "Pod", &["get"]),
                 ("portforward", "PodPortForwardOptions", &["create", "get"]),
+                ("resize", "Pod", &["get", "patch", "update"]),
                 ("status", "Pod", &["get", "patch", "update"]),
             ],
             _ => &[],

@@ -9,8 +9,7 @@
 //!
 //! Not covered (accepted without checks): owner references, finalizers, resource quantities'
 //! syntax, security contexts (but for ids, seccomp and procMount), affinity, tolerations,
-//! topology spread, most network-storage volume sources, mount propagation, resize policies,
-//! OS-specific rules.
+//! topology spread, most network-storage volume sources, mount propagation, OS-specific rules.
 //!
 //! ConfigMaps, Secrets and RuntimeClasses are validated here too, on create and update
 //! (`config_objects`).
@@ -22,6 +21,7 @@ mod env;
 mod go_json;
 mod pod_resources;
 mod probes_and_hooks;
+mod resize;
 mod resources;
 mod security_context;
 mod update;
@@ -42,6 +42,7 @@ pub use config_objects::{
     MAX_SECRET_SIZE, validate_config_map, validate_config_map_update, validate_runtime_class, validate_secret,
     validate_secret_update,
 };
+pub use resize::{resize_update, validate_pod_resize};
 pub use update::{POD_UPDATE_FORBIDDEN, validate_pod_update};
 
 const INIT_FORBIDDEN: &str = "may not be set for init containers without restartPolicy=Always";
@@ -179,6 +180,7 @@ fn validate_pod_spec(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
     );
     env::validate_file_key_ref_volumes(spec, &volumes, path, errs);
     pod_resources::validate_pod_resources(spec, &path.child("resources"), errs);
+    resize::validate_resize_policies(spec, path, errs);
 
     // restartPolicy
     let restart = str_or_empty(&spec.restart_policy);

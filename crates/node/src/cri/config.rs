@@ -63,7 +63,7 @@ pub fn sandbox_config(pod: &Pod, root: &Path, attempt: u32, hostname: String, dn
 /// the limit when there is no request), CFS quota from the CPU limit over a 100 ms period, and
 /// the memory limit. A container without a CPU or memory limit of its own in a pod with
 /// pod-level resources gets the pod's (`getCPULimit`, `getMemoryLimit`).
-fn linux_resources(pod: &Pod, c: &Container) -> LinuxContainerResources {
+pub fn linux_resources(pod: &Pod, c: &Container) -> LinuxContainerResources {
     let limit = |name: &str| pod_resources::container_limit(pod.spec.as_ref(), c, name).unwrap_or_default().value;
     let cpu_limit = limit("cpu");
     let cpu_request = pod_resources::container_requests(c).get("cpu").map_or(cpu_limit, |q| q.value);

@@ -8,6 +8,7 @@
 
 mod kill;
 pub(crate) mod remove;
+mod resize;
 mod start;
 
 use crate::context::NodeContext;
@@ -43,6 +44,8 @@ pub struct SyncResult {
     /// ends there: nothing is started beside an instance that may still run, no new sandbox
     /// beside an old one, and a reset's source is not removed before the rest.
     pub kill_failed: bool,
+    /// An in-place resize was attempted: the containers (by name) it resized, or why not.
+    pub resized: Option<Result<Vec<String>, String>>,
 }
 
 /// The doing half of the kubelet's `SyncPod`, for every pod of the node; only
@@ -111,6 +114,14 @@ impl Executor {
                         tracing::debug!(%e, "remove failed");
                     }
                     self.dispatcher.unregister(&id);
+                }
+                Action::ResizeContainers { containers } => {
+                    let names = containers
+                        .iter()
+                        .filter_map(|t| pod::find(pod, t.kind, t.index))
+                        .map(|sc| sc.name().to_string());
+                    let names = names.collect();
+                    result.resized = Some(self.resize(&sync, &containers).await.map(|()| names));
                 }
                 Action::StartContainer { kind, index, restart_count, pull, created } => {
                     // The planner starts containers only in a ready sandbox.

@@ -268,3 +268,26 @@ fn resource_config_from_pod_level_resources() {
         assert_eq!(qos_class(&p), class, "{name}");
     }
 }
+
+#[test]
+fn a_resize_grows_the_pod_cgroup_first_and_shrinks_it_last() {
+    let mount = fake_mount("v2-resize", true);
+    let cgroups = PodCgroups::detect(&mount.0, Path::new("/r")).unwrap().unwrap();
+    let before = burstable_pod();
+    let dir = mount.0.join(&cgroups.ensure(&before).unwrap()[1..]);
+    // CPU limit 200m → 400m, memory limit 200Mi → 100Mi.
+    let after = pod(
+        json!([container(json!({"cpu": "100m", "memory": "100Mi"}), json!({"cpu": "400m", "memory": "100Mi"}))]),
+        json!(null),
+        json!(null),
+    );
+    let config = resource_config(&after);
+    cgroups.resize(&after, &config, Step::Grow).unwrap();
+    assert_eq!(read(dir.join("cpu.max")), "40000 100000");
+    assert_eq!(read(dir.join("memory.max")), (200 * MI).to_string(), "not shrunk before the containers");
+    cgroups.resize(&after, &config, Step::Shrink).unwrap();
+    assert_eq!(read(dir.join("memory.max")), (100 * MI).to_string());
+    assert_eq!(read(dir.join("cpu.weight")), "4", "unchanged");
+    std::fs::write(dir.join("memory.current"), (150 * MI).to_string()).unwrap();
+    assert_eq!(cgroups.memory_usage(&after), Some(150 * MI));
+}

@@ -321,6 +321,35 @@ impl RuntimeService for FakeRuntime {
         lost.map_or(Ok(()), Err)
     }
 
+    async fn update_container_resources(
+        &self,
+        container_id: &str,
+        resources: &crate::cri_api::LinuxContainerResources,
+    ) -> RuntimeResult<()> {
+        self.delay().await;
+        let call = |name| Call::UpdateContainerResources {
+            name,
+            cpu_quota: resources.cpu_quota,
+            cpu_shares: resources.cpu_shares,
+            memory_limit: resources.memory_limit_in_bytes,
+        };
+        let lost = self.fault(|s| call(s.container_name(container_id))).await?;
+        let mut state = self.lock();
+        self.container_call(&mut state, container_id, call);
+        let Some(c) = state.containers.get_mut(container_id) else {
+            return Err(container_not_found(container_id));
+        };
+        if c.status.state != ContainerState::ContainerRunning as i32 {
+            return Err(RuntimeError::Failed(format!(
+                "container \"{container_id}\" is in {} state",
+                state_name(c.status.state)
+            )));
+        }
+        c.status.resources =
+            Some(crate::cri_api::ContainerResources { linux: Some(resources.clone()), ..Default::default() });
+        lost.map_or(Ok(()), Err)
+    }
+
     async fn container_status(&self, container_id: &str) -> RuntimeResult<ContainerStatus> {
         self.delay().await;
         self.reads.container_status.fetch_add(1, Ordering::Relaxed);

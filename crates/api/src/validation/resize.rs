@@ -1,0 +1,218 @@
+//! In-place resize: the `resizePolicy` of containers (`validateResizePolicy`) and what the
+//! `resize` subresource may change (`ValidatePodResize` in
+//! `pkg/apis/core/validation/validation.go`, 1.35).
+
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
+use std::collections::BTreeMap;
+
+use super::{Errors, FieldError, FieldPath, validate_pod};
+use crate::annotations::CONFIG_MIRROR;
+use crate::container_kind::is_sidecar;
+use crate::quantity::Quantity;
+
+const RESIZE_RESOURCES: [&str; 2] = ["cpu", "memory"];
+const RESIZE_POLICIES: [&str; 2] = ["NotRequired", "RestartContainer"];
+
+/// `validateResizePolicy` for app containers and sidecars; an init container that runs to
+/// completion may not have one.
+pub(super) fn validate_resize_policies(spec: &PodSpec, path: &FieldPath, errs: &mut Errors) {
+    let never = spec.restart_policy.as_deref() == Some("Never");
+    let lists = [
+        ("containers", spec.containers.as_slice()),
+        ("initContainers", spec.init_containers.as_deref().unwrap_or_default()),
+    ];
+    for (list, containers) in lists {
+        for (i, c) in containers.iter().enumerate() {
+            let Some(policies) = c.resize_policy.as_deref() else { continue };
+            let p = path.child(list).index(i).child("resizePolicy");
+            if list == "initContainers" && !is_sidecar(c) {
+                let shown = serde_json::to_string(policies).unwrap_or_default();
+                errs.push(FieldError::invalid(
+                    p,
+                    crate::field_error::Raw(shown),
+                    "must not be set for init containers",
+                ));
+                continue;
+            }
+            let mut seen = vec![];
+            for (j, policy) in policies.iter().enumerate() {
+                let name = policy.resource_name.as_str();
+                if seen.contains(&name) {
+                    errs.push(FieldError::duplicate(p.index(j), name));
+                }
+                seen.push(name);
+                match name {
+                    "cpu" | "memory" => {}
+                    "" => errs.push(FieldError::required(p.clone(), "")),
+                    other => errs.push(FieldError::not_supported(p.clone(), other, &RESIZE_RESOURCES)),
+                }
+                match policy.restart_policy.as_str() {
+                    "NotRequired" | "RestartContainer" => {}
+                    "" => errs.push(FieldError::required(p.clone(), "")),
+                    other => errs.push(FieldError::not_supported(p.clone(), other, &RESIZE_POLICIES)),
+                }
+                if never && policy.restart_policy != "NotRequired" {
+                    errs.push(FieldError::invalid(
+                        p.clone(),
+                        policy.restart_policy.as_str(),
+                        "must be 'NotRequired' when `restartPolicy` is 'Never'",
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// The `resize` subresource's update (`ResizeStrategy.PrepareForUpdate`): `old` with the
+/// resources and resize policies `new` gives its containers, by name; every other change is
+/// dropped.
+pub fn resize_update(new: &Pod, old: &Pod) -> Pod {
+    let mut out = old.clone();
+    let (Some(spec), Some(new_spec)) = (out.spec.as_mut(), new.spec.as_ref()) else { return out };
+    let take = |mine: &mut [Container], theirs: &[Container]| {
+        for c in theirs {
+            if let Some(m) = mine.iter_mut().find(|m| m.name == c.name) {
+                m.resources = c.resources.clone();
+                m.resize_policy = c.resize_policy.clone();
+            }
+        }
+    };
+    take(&mut spec.containers, &new_spec.containers);
+    if let (Some(mine), Some(theirs)) = (spec.init_containers.as_mut(), new_spec.init_containers.as_ref()) {
+        take(mine, theirs);
+    }
+    out
+}
+
+/// Whether the amount of `name` is in `old` but not in `new`.
+fn removed(
+    name: &str,
+    new: Option<&BTreeMap<String, ApiQuantity>>,
+    old: Option<&BTreeMap<String, ApiQuantity>>,
+) -> bool {
+    old.is_some_and(|o| o.contains_key(name)) && !new.is_some_and(|n| n.contains_key(name))
+}
+
+/// `validateContainerResize`: requests and limits of cpu and memory may not be removed.
+fn validate_container_resize(
+    new: &ResourceRequirements,
+    old: &ResourceRequirements,
+    path: &FieldPath,
+    errs: &mut Errors,
+) {
+    for name in RESIZE_RESOURCES {
+        if removed(name, new.requests.as_ref(), old.requests.as_ref()) {
+            errs.push(FieldError::forbidden(path.child("requests").key(name), "resource requests cannot be removed"));
+        }
+    }
+    for name in RESIZE_RESOURCES {
+        if removed(name, new.limits.as_ref(), old.limits.as_ref()) {
+            errs.push(FieldError::forbidden(path.child("limits").key(name), "resource limits cannot be removed"));
+        }
+    }
+}
+
+/// `ValidateResourceRequirements`' request-against-limit check, which a resize makes possible.
+fn validate_requests_within_limits(r: &ResourceRequirements, path: &FieldPath, errs: &mut Errors) {
+    let (Some(requests), Some(limits)) = (r.requests.as_ref(), r.limits.as_ref()) else { return };
+    for (name, request) in requests {
+        let Some(limit) = limits.get(name) else { continue };
+        let (Ok(req), Ok(lim)) = (Quantity::parse(&request.0), Quantity::parse(&limit.0)) else { continue };
+        if req > lim {
+            errs.push(FieldError::invalid(
+                path.child("requests").key(name),
+                request.0.as_str(),
+                format!("must be less than or equal to {name} limit of {}", limit.0),
+            ));
+        }
+    }
+}
+
+/// The containers' resources with the cpu and memory amounts set to `old`'s, to see whether
+/// anything else changed (`dropCPUMemoryResourcesFromContainer`).
+fn without_cpu_memory(new: &Container, old: &Container) -> Container {
+    let mut c = new.clone();
+    let keep = |n: Option<&BTreeMap<String, ApiQuantity>>, o: Option<&BTreeMap<String, ApiQuantity>>| {
+        let mut out: BTreeMap<String, ApiQuantity> = n.cloned().unwrap_or_default();
+        for name in RESIZE_RESOURCES {
+            out.remove(name);
+            if let Some(q) = o.and_then(|o| o.get(name)) {
+                out.insert(name.to_string(), q.clone());
+            }
+        }
+        (!out.is_empty() || o.is_some()).then_some(out)
+    };
+    let (n, o) = (new.resources.clone().unwrap_or_default(), old.resources.clone().unwrap_or_default());
+    let resources = ResourceRequirements {
+        requests: keep(n.requests.as_ref(), o.requests.as_ref()),
+        limits: keep(n.limits.as_ref(), o.limits.as_ref()),
+        claims: n.claims,
+    };
+    c.resources = (resources != ResourceRequirements::default() || old.resources.is_some()).then_some(resources);
+    c.resize_policy = old.resize_policy.clone();
+    c
+}
+
+/// Every reason the resized pod `new` (from [`resize_update`], defaulted) may not replace
+/// `old`; `qos` is the pod's QoS class as `status.qosClass` says it, which a resize may not change.
+pub fn validate_pod_resize(new: &Pod, old: &Pod, qos: impl Fn(&Pod) -> &'static str) -> Vec<FieldError> {
+    let mut errs: Vec<FieldError> =
+        validate_pod(new).into_iter().filter(|e| !e.path.starts_with("metadata.name")).collect();
+    if old.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(CONFIG_MIRROR)) {
+        return vec![FieldError::forbidden("", "static pods cannot be resized")];
+    }
+    let empty = PodSpec::default();
+    let (new_spec, old_spec) = (new.spec.as_ref().unwrap_or(&empty), old.spec.as_ref().unwrap_or(&empty));
+    if old_spec.os.as_ref().is_some_and(|os| os.name == "windows") {
+        return vec![FieldError::forbidden("", "windows pods cannot be resized")];
+    }
+    let spec_path = FieldPath::new("spec");
+    let old_qos = old.status.as_ref().and_then(|s| s.qos_class.clone()).unwrap_or_else(|| qos(old).to_string());
+    if old_qos != qos(new) {
+        let shown = new.status.as_ref().and_then(|s| s.qos_class.clone()).unwrap_or_default();
+        errs.push(FieldError::invalid(
+            spec_path.clone(),
+            shown.as_str(),
+            "Pod QOS Class may not change as a result of resizing",
+        ));
+    }
+    let new_inits = new_spec.init_containers.as_deref().unwrap_or_default();
+    let old_inits = old_spec.init_containers.as_deref().unwrap_or_default();
+    let lists = [
+        ("containers", new_spec.containers.as_slice(), old_spec.containers.as_slice()),
+        ("initContainers", new_inits, old_inits),
+    ];
+    for (list, new_list, old_list) in lists {
+        for (i, (n, o)) in new_list.iter().zip(old_list).enumerate() {
+            if list == "initContainers" && !is_sidecar(o) {
+                continue;
+            }
+            let path = spec_path.child(list).index(i).child("resources");
+            let (nr, or) = (n.resources.clone().unwrap_or_default(), o.resources.clone().unwrap_or_default());
+            validate_container_resize(&nr, &or, &path, &mut errs);
+            validate_requests_within_limits(&nr, &path, &mut errs);
+        }
+    }
+    for (n, o) in new_spec.containers.iter().zip(&old_spec.containers) {
+        if without_cpu_memory(n, o) != *o {
+            errs.push(FieldError::forbidden(spec_path.clone(), "only cpu and memory resources are mutable"));
+        }
+    }
+    for (n, o) in new_inits.iter().zip(old_inits) {
+        if is_sidecar(o) {
+            if without_cpu_memory(n, o) != *o {
+                errs.push(FieldError::forbidden(
+                    spec_path.clone(),
+                    "only cpu and memory resources for sidecar containers are mutable",
+                ));
+            }
+        } else if n != o {
+            errs.push(FieldError::forbidden(
+                spec_path.clone(),
+                "resources for non-sidecar init containers are immutable",
+            ));
+        }
+    }
+    errs
+}

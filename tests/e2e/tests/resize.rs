@@ -1,0 +1,227 @@
+//! In-place pod resize (KEP-1287) through `serve`'s `resize` subresource with kubectl 1.32, on
+//! real containerd: the new values read back from the container's own cgroup, restart counts
+//! by `resizePolicy`, an infeasible resize left pending, a memory decrease below the pod's usage
+//! refused, and a resize that survives a SIGKILL of `serve`.
+// Tests of the real binary: real timeouts.
+#![allow(clippy::disallowed_methods)]
+
+use podwright_e2e::serve::{Daemon, text};
+use podwright_e2e::*;
+use std::time::Duration;
+
+const BUSYBOX: &str = "localhost/busybox:1.36";
+const KUBECTL: Option<&str> = Some("1.32");
+
+/// A pod whose one container runs `command`, with CPU resized in place and memory by a restart.
+fn create(d: &Daemon, name: &str, command: &str) {
+    let m = Manifest::new(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: ["sh", "-c", "{command}"]
+    resizePolicy:
+    - {{resourceName: cpu, restartPolicy: NotRequired}}
+    - {{resourceName: memory, restartPolicy: RestartContainer}}
+    resources:
+      requests: {{cpu: 100m, memory: 64Mi}}
+      limits: {{cpu: 200m, memory: 128Mi}}
+"#
+    ));
+    d.ok(&["create", "-f", m.path_str()]);
+    d.wait_for(&["get", "pod", name, "--no-headers"], Duration::from_secs(30), |o| o.contains("Running"));
+}
+
+/// `kubectl patch pod NAME --subresource resize` with kubectl 1.32; its output.
+fn resize(d: &Daemon, name: &str, patch: &str) -> std::process::Output {
+    d.kubectl(KUBECTL, &["patch", "pod", name, "--subresource", "resize", "--patch", patch])
+}
+
+fn resize_ok(d: &Daemon, name: &str, patch: &str) {
+    let out = resize(d, name, patch);
+    assert!(out.status.success(), "resize failed: {}{}", text(&out.stdout), text(&out.stderr));
+}
+
+/// The container's CFS quota and memory limit as its own cgroup shows them (v1 or v2).
+fn cgroup(d: &Daemon, name: &str) -> String {
+    let script = "if [ -f /sys/fs/cgroup/cpu.max ]; then cut -d' ' -f1 /sys/fs/cgroup/cpu.max; \
+                  cat /sys/fs/cgroup/memory.max; else cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us \
+                  /sys/fs/cgroup/memory/memory.limit_in_bytes; fi";
+    d.ok(&["exec", name, "--", "sh", "-c", script]).split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Raises the CPU limit of `name`'s container in place and waits until its status shows it.
+fn raise_cpu_limit(d: &Daemon, name: &str, cpu: &str) {
+    resize_ok(
+        d,
+        name,
+        &format!(r#"{{"spec":{{"containers":[{{"name":"app","resources":{{"limits":{{"cpu":"{cpu}"}}}}}}]}}}}"#),
+    );
+    d.wait_for(
+        &["get", "pod", name, "-o", "jsonpath={.status.containerStatuses[0].resources.limits.cpu}"],
+        Duration::from_secs(20),
+        |o| o == cpu,
+    );
+}
+
+fn jsonpath(d: &Daemon, name: &str, path: &str) -> String {
+    d.ok(&["get", "pod", name, "-o", &format!("jsonpath={path}")])
+}
+
+const RESIZE_CONDITIONS: &str = "{range .status.conditions[?(@.type==\"PodResizePending\")]}{.type}/{.reason}: {.message}{end}{range .status.conditions[?(@.type==\"PodResizeInProgress\")]}{.type}/{.reason}: {.message}{end}";
+
+const MI: u64 = 1024 * 1024;
+
+#[test]
+fn a_cpu_limit_raised_in_place_and_a_memory_limit_lowered_by_a_restart() {
+    let d = Daemon::start();
+    create(&d, "rz", "sleep 3600");
+    assert_eq!(cgroup(&d, "rz"), format!("20000 {}", 128 * MI));
+    let id = jsonpath(&d, "rz", "{.status.containerStatuses[0].containerID}");
+
+    // CPU, NotRequired: the running container gets the new quota.
+    raise_cpu_limit(&d, "rz", "400m");
+    assert_eq!(cgroup(&d, "rz"), format!("40000 {}", 128 * MI));
+    assert_eq!(jsonpath(&d, "rz", "{.status.containerStatuses[0].containerID}"), id, "the container was replaced");
+    assert_eq!(jsonpath(&d, "rz", "{.status.containerStatuses[0].restartCount}"), "0");
+    assert_eq!(
+        jsonpath(&d, "rz", "{.metadata.generation} {.status.observedGeneration} {.status.qosClass}"),
+        "2 2 Burstable"
+    );
+
+    // Memory, RestartContainer: a new instance with the lower limit, one restart more.
+    resize_ok(
+        &d,
+        "rz",
+        r#"{"spec":{"containers":[{"name":"app","resources":{"requests":{"memory":"32Mi"},"limits":{"memory":"96Mi"}}}]}}"#,
+    );
+    d.wait_for(
+        &[
+            "get",
+            "pod",
+            "rz",
+            "-o",
+            "jsonpath={.status.containerStatuses[0].restartCount} {.status.containerStatuses[0].ready}",
+        ],
+        Duration::from_secs(30),
+        |o| o == "1 true",
+    );
+    assert_eq!(cgroup(&d, "rz"), format!("40000 {}", 96 * MI));
+    assert_eq!(
+        jsonpath(
+            &d,
+            "rz",
+            "{.status.containerStatuses[0].allocatedResources} {.status.containerStatuses[0].resources.limits}"
+        ),
+        r#"{"cpu":"100m","memory":"32Mi"} {"cpu":"400m","memory":"96Mi"}"#
+    );
+    assert_eq!(jsonpath(&d, "rz", RESIZE_CONDITIONS), "", "no resize is pending or in progress");
+    let events =
+        d.ok(&["get", "events", "--field-selector", "involvedObject.name=rz", "-o", "jsonpath={.items[*].message}"]);
+    assert!(events.contains("Container app resize requires restart"), "{events}");
+}
+
+#[test]
+fn an_infeasible_resize_stays_pending_and_the_api_server_refuses_bad_ones() {
+    let d = Daemon::start();
+    create(&d, "rz-big", "sleep 3600");
+    resize_ok(
+        &d,
+        "rz-big",
+        r#"{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"1000"},"limits":{"cpu":"1000"}}}]}}"#,
+    );
+    let cpus = std::thread::available_parallelism().unwrap().get() * 1000;
+    let pending = d.wait_for(
+        &["get", "pod", "rz-big", "-o", &format!("jsonpath={RESIZE_CONDITIONS}")],
+        Duration::from_secs(20),
+        |o| !o.is_empty(),
+    );
+    assert_eq!(
+        pending,
+        format!(
+            "PodResizePending/Infeasible: Node didn't have enough capacity: cpu, requested: 1000000, capacity: {cpus}"
+        )
+    );
+    // Nothing changed on the node.
+    assert_eq!(cgroup(&d, "rz-big"), format!("20000 {}", 128 * MI));
+    assert_eq!(jsonpath(&d, "rz-big", "{.status.containerStatuses[0].resources.limits.cpu}"), "200m");
+
+    // The API server's validation of a resize.
+    let refused = |patch: &str| {
+        let out = resize(&d, "rz-big", patch);
+        assert!(!out.status.success(), "{patch} was accepted");
+        text(&out.stderr)
+    };
+    assert!(
+        refused(r#"{"spec":{"containers":[{"name":"app","resources":{"limits":{"memory":null}}}]}}"#)
+            .contains("spec.containers[0].resources.limits[memory]: Forbidden: resource limits cannot be removed")
+    );
+    assert!(
+        refused(r#"{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"1000","memory":"128Mi"}}}]}}"#)
+            .contains(r#"spec: Invalid value: "Burstable": Pod QOS Class may not change as a result of resizing"#)
+    );
+    assert!(
+        refused(r#"{"spec":{"containers":[{"name":"app","resources":{"limits":{"ephemeral-storage":"1Gi"}}}]}}"#)
+            .contains("spec: Forbidden: only cpu and memory resources are mutable")
+    );
+}
+
+#[test]
+fn a_memory_limit_below_the_pods_usage_is_refused() {
+    let d = Daemon::start();
+    // Holds 90 MiB: dd's buffer, filled, waits to be written to a pipe nobody reads.
+    create(&d, "rz-mem", "dd if=/dev/zero bs=90M count=1 | sleep 3600");
+    std::thread::sleep(Duration::from_secs(2));
+    let patch = r#"{"spec":{"containers":[{"name":"app","resources":{"limits":{"memory":"80Mi","cpu":"300m"}}}]}}"#;
+    // Lowered in place (NotRequired), so that the kubelet's check applies.
+    resize_ok(
+        &d,
+        "rz-mem",
+        r#"{"spec":{"containers":[{"name":"app","resizePolicy":[{"resourceName":"memory","restartPolicy":"NotRequired"}]}]}}"#,
+    );
+    resize_ok(&d, "rz-mem", patch);
+    let status = d.wait_for(
+        &["get", "pod", "rz-mem", "-o", &format!("jsonpath={RESIZE_CONDITIONS}")],
+        Duration::from_secs(20),
+        |o| o.contains("Error"),
+    );
+    assert_eq!(
+        status,
+        "PodResizeInProgress/Error: aborting attempt to set pod memory limit less than current memory usage for pod rz-mem"
+    );
+    assert_eq!(cgroup(&d, "rz-mem"), format!("20000 {}", 128 * MI), "nothing was applied");
+    assert_eq!(jsonpath(&d, "rz-mem", "{.status.containerStatuses[0].restartCount}"), "0");
+}
+
+#[test]
+fn a_resize_survives_a_sigkill_of_serve() {
+    let mut d = Daemon::start();
+    create(&d, "rz-kill", "sleep 3600");
+    let id = jsonpath(&d, "rz-kill", "{.status.containerStatuses[0].containerID}");
+    raise_cpu_limit(&d, "rz-kill", "500m");
+    d.crash_and_restart();
+    // The allocation and what the container was given come back from the checkpoint: nothing
+    // is applied again, nothing restarts.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        jsonpath(
+            &d,
+            "rz-kill",
+            "{.status.containerStatuses[0].resources.limits.cpu} {.status.containerStatuses[0].allocatedResources.cpu}"
+        ),
+        "500m 100m"
+    );
+    assert_eq!(cgroup(&d, "rz-kill"), format!("50000 {}", 128 * MI));
+    assert_eq!(jsonpath(&d, "rz-kill", "{.status.containerStatuses[0].containerID}"), id);
+    assert_eq!(jsonpath(&d, "rz-kill", "{.status.containerStatuses[0].restartCount}"), "0");
+    assert_eq!(jsonpath(&d, "rz-kill", RESIZE_CONDITIONS), "");
+    let checkpoint =
+        std::fs::read_dir(d.root.join("pods")).unwrap().flatten().map(|e| e.path().join("checkpoint.json"));
+    let saved: Vec<String> = checkpoint.filter_map(|p| std::fs::read_to_string(p).ok()).collect();
+    assert!(saved.iter().any(|s| s.contains(r#""allocated":{"app":{"limits":{"cpu":"500m""#)), "{saved:?}");
+}
