@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use podwright_containerd::EmbeddedRuntime;
 use podwright_node::downward::{EVICTION_HARD_NODEFS_PERCENT, NodeFacts, NodeStorage};
+pub use podwright_node::node_info::{MachineInfo, runtime_version};
 use podwright_runtime::{Clock, Runtime};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -138,14 +139,6 @@ impl Signals {
     }
 }
 
-/// `containerd 1.6.20` (the CRI's name and version) as the Node shows it: `containerd://1.6.20`.
-pub fn runtime_version(version: &str) -> String {
-    match version.split_once(' ') {
-        Some((name, v)) => format!("{name}://{}", v.trim_start_matches('v')),
-        None => version.to_string(),
-    }
-}
-
 /// Total and available bytes of the file system holding `path`.
 fn statvfs(path: &std::path::Path) -> (u64, u64) {
     use std::os::unix::ffi::OsStrExt;
@@ -159,35 +152,6 @@ fn statvfs(path: &std::path::Path) -> (u64, u64) {
     }
     let block = s.f_frsize;
     (s.f_blocks * block, s.f_bavail * block)
-}
-
-/// Facts of the machine that do not change while it runs (`MachineInfo`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MachineInfo {
-    pub machine_id: String,
-    pub system_uuid: String,
-    pub boot_id: String,
-    pub kernel_version: String,
-    pub os_image: String,
-}
-
-impl MachineInfo {
-    pub fn read() -> MachineInfo {
-        let read = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_string()).unwrap_or_default();
-        let os_release = read("/etc/os-release");
-        let os_image = os_release
-            .lines()
-            .find_map(|l| l.strip_prefix("PRETTY_NAME="))
-            .map(|v| v.trim_matches('"').to_string())
-            .unwrap_or_else(|| "Linux".to_string());
-        MachineInfo {
-            machine_id: read("/etc/machine-id"),
-            system_uuid: read("/sys/class/dmi/id/product_uuid").to_lowercase(),
-            boot_id: read("/proc/sys/kernel/random/boot_id"),
-            kernel_version: read("/proc/sys/kernel/osrelease"),
-            os_image,
-        }
-    }
 }
 
 fn ki(bytes: u64) -> String {

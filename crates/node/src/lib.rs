@@ -51,6 +51,7 @@ pub mod layout;
 pub mod log_rotation;
 pub mod logs;
 pub mod metrics;
+pub mod node_info;
 pub mod objects;
 pub(crate) mod pleg;
 pub(crate) mod pod_cgroup;

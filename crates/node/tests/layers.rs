@@ -49,6 +49,7 @@ const LAYERS: Layers = &[
             "layout",
             "objects",
             "downward",
+            "node_info",
             "logs",
         ],
     ),

@@ -5,6 +5,7 @@
 //! round of the node's [`UsageCollector`]; rates come from the round before.
 
 use crate::errors::{ApiError, ApiResult};
+use crate::host::PodHost;
 use crate::mirror::{node_ref, node_uid};
 use crate::request::Params;
 use crate::resources::Resource;
@@ -18,6 +19,7 @@ use jiff::{SignedDuration, Timestamp};
 use podwright_api::go;
 use podwright_api::quantity::{Format, Quantity};
 use podwright_node::downward::{NodeFacts, NodeStorage};
+use podwright_node::node_info::{MachineInfo, runtime_version};
 use podwright_node::usage::summary::{CpuStats, MemoryStats};
 use podwright_node::usage::{Usage, UsageCollector, host, prometheus};
 use serde_json::{Value, json};
@@ -253,7 +255,7 @@ pub fn node_metrics(usage: &Usage, node: &Value, now: Timestamp) -> Option<Value
 pub async fn list_node_metrics(State(s): State<ApiServer>, Query(p): Query<Params>) -> ApiResult<Response> {
     s.usage()?;
     let filter = Filter::new(p.label_selector.as_deref(), p.field_selector.as_deref())?;
-    let node = node_object(&s);
+    let node = node_object(&s).await;
     let mut items = Vec::new();
     if filter.matches(&node) {
         let usage = collect(&s).await?;
@@ -269,14 +271,33 @@ pub async fn get_node_metrics(State(s): State<ApiServer>, Path(name): Path<Strin
         return Err(ApiError::not_found_named("nodes", &name));
     }
     let usage = collect(&s).await?;
-    let found = node_metrics(&usage, &node_object(&s), s.now());
+    let found = node_metrics(&usage, &node_object(&s).await, s.now());
     Ok(axum::Json(found.ok_or_else(|| ApiError::not_found_named("nodemetrics.metrics.k8s.io", &name))?).into_response())
 }
 
 /// This node as a v1 Node: its name, labels, address, capacity and allocatable (the node
-/// layer's: CPU, memory, and the root directory's filesystem as ephemeral storage), and Ready,
-/// for clients that read it (`kubectl top node`, `kubectl describe node`).
-pub fn node_object(s: &ApiServer) -> Value {
+/// layer's: CPU, memory, and the root directory's filesystem as ephemeral storage), Ready, the
+/// machine's and the runtime's facts, and the runtime's handlers with their features when it
+/// reports them (CRI `Status`), for clients that read it (`kubectl get nodes -o wide`,
+/// `kubectl top node`, `kubectl describe node`). The runtime is asked each time, as its
+/// version and handlers can change under a running node.
+pub async fn node_object(s: &ApiServer) -> Value {
+    let runtime = s.runtime();
+    let version = runtime.version().await.map(|v| runtime_version(&v)).unwrap_or_default();
+    let handlers: Vec<Value> = runtime
+        .runtime_handlers()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|h| {
+            let features = h.features.unwrap_or_default();
+            json!({"name": h.name, "features": {
+                "recursiveReadOnlyMounts": features.recursive_read_only_mounts,
+                "userNamespaces": features.user_namespaces,
+            }})
+        })
+        .collect();
+    let machine = MachineInfo::read();
     let name = s.node_name();
     let facts = NodeFacts::of_this_machine(name.to_string(), s.config().host_ip.clone());
     let sample = host::sample().ok();
@@ -303,7 +324,7 @@ pub fn node_object(s: &ApiServer) -> Value {
         allocatable["ephemeral-storage"] = json!(left);
     }
     let ready_since = rfc3339(s.now());
-    json!({
+    let mut node = json!({
         "kind": "Node",
         "apiVersion": "v1",
         "metadata": {
@@ -335,22 +356,26 @@ pub fn node_object(s: &ApiServer) -> Value {
                 "kubeletVersion": podwright_api::KUBERNETES_VERSION,
                 "operatingSystem": os,
                 "architecture": arch,
-                "containerRuntimeVersion": "",
-                "kernelVersion": "",
-                "osImage": "",
-                "machineID": "",
-                "systemUUID": "",
-                "bootID": "",
+                "containerRuntimeVersion": version,
+                "kernelVersion": machine.kernel_version,
+                "osImage": machine.os_image,
+                "machineID": machine.machine_id,
+                "systemUUID": machine.system_uuid,
+                "bootID": machine.boot_id,
                 "kubeProxyVersion": "",
             },
         },
-    })
+    });
+    if !handlers.is_empty() {
+        node["status"]["runtimeHandlers"] = Value::Array(handlers);
+    }
+    node
 }
 
 /// `GET /api/v1/nodes`.
 pub async fn list_nodes(State(s): State<ApiServer>, Query(p): Query<Params>) -> ApiResult<Response> {
     let filter = Filter::new(p.label_selector.as_deref(), p.field_selector.as_deref())?;
-    let node = node_object(&s);
+    let node = node_object(&s).await;
     let items: Vec<Value> = [node].into_iter().filter(|n| filter.matches(n)).collect();
     let rv = s.store().list(Resource::Namespaces, None).1;
     Ok(axum::Json(json!({"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": rv.to_string()}, "items": items}))
@@ -362,7 +387,7 @@ pub async fn get_node(State(s): State<ApiServer>, Path(name): Path<String>) -> A
     if name != s.node_name() {
         return Err(ApiError::not_found_named("nodes", &name));
     }
-    Ok(axum::Json(node_object(&s)).into_response())
+    Ok(axum::Json(node_object(&s).await).into_response())
 }
 
 #[cfg(test)]

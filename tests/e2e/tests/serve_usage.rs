@@ -78,6 +78,16 @@ spec:
     let nodes: serde_json::Value = serde_json::from_str(&d.ok(&["get", "--raw", "/api/v1/nodes"])).unwrap();
     let node_name = nodes["items"][0]["metadata"]["name"].as_str().unwrap().to_string();
     assert_eq!(d.ok(&["get", "nodes", "-o", "name"]).trim(), format!("node/{node_name}"));
+    // The machine's and the runtime's facts, as `describe node` shows them; containerd 1.6
+    // reports no runtime handlers, so the Node lists none.
+    let info = &nodes["items"][0]["status"]["nodeInfo"];
+    assert!(info["containerRuntimeVersion"].as_str().is_some_and(|v| v.starts_with("containerd://1.")), "{info}");
+    for fact in ["kernelVersion", "osImage", "bootID"] {
+        assert!(info[fact].as_str().is_some_and(|v| !v.is_empty()), "{fact}: {info}");
+    }
+    assert!(nodes["items"][0]["status"].get("runtimeHandlers").is_none(), "{}", nodes["items"][0]["status"]);
+    let described = d.ok(&["describe", "node"]);
+    assert!(described.contains(info["containerRuntimeVersion"].as_str().unwrap()), "{described}");
     let summary = d.ok(&["get", "--raw", &format!("/api/v1/nodes/{node_name}/proxy/stats/summary")]);
     let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
     assert_eq!(summary["node"]["nodeName"], node_name.as_str());

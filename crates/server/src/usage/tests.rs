@@ -3,7 +3,9 @@ use crate::node_link::NodeFeed;
 use crate::server::ServerConfig;
 use axum::http::HeaderMap;
 use podwright_node::usage::UsageCollector;
-use podwright_runtime::cri_api::{ContainerConfig, ContainerMetadata, ImageSpec, PodSandboxConfig, PodSandboxMetadata};
+use podwright_runtime::cri_api::{
+    ContainerConfig, ContainerMetadata, ImageSpec, PodSandboxConfig, PodSandboxMetadata, RuntimeHandlerFeatures,
+};
 use podwright_runtime::{Clock, FakeRuntime, FakeUsage, RuntimeService};
 use std::sync::Arc;
 
@@ -154,6 +156,28 @@ async fn node_metrics_node_object_and_discovery() {
     assert_eq!(code, 404);
     let (code, summary) = body(node_proxy(State(api.clone()), Path(("n".into(), "stats/summary".into()))).await).await;
     assert_eq!((code, &summary["node"]["nodeName"]), (200, &json!("n")));
+}
+
+/// The runtime's version in `nodeInfo`, and its handlers with their features once it reports
+/// them (containerd 2 does; 1.6 reports none, and the Node then lists none).
+#[tokio::test(start_paused = true)]
+async fn the_node_shows_the_runtime_and_its_handlers() {
+    let clock = Clock::new();
+    let rt = FakeRuntime::new(clock);
+    let (api, _feed) = api(clock, rt.clone(), false);
+    let node = node_object(&api).await;
+    let version = format!("podwright-fake://{}", env!("CARGO_PKG_VERSION"));
+    assert_eq!(node["status"]["nodeInfo"]["containerRuntimeVersion"], version.as_str());
+    assert!(node["status"]["nodeInfo"]["kernelVersion"].as_str().is_some_and(|k| !k.is_empty()), "{node}");
+    assert!(node["status"].get("runtimeHandlers").is_none(), "{node}");
+
+    let rro = RuntimeHandlerFeatures { recursive_read_only_mounts: true, user_namespaces: false };
+    rt.report_handler_features("runc", rro);
+    let node = node_object(&api).await;
+    assert_eq!(
+        node["status"]["runtimeHandlers"],
+        json!([{"name": "runc", "features": {"recursiveReadOnlyMounts": true, "userNamespaces": false}}])
+    );
 }
 
 #[tokio::test(start_paused = true)]
