@@ -24,6 +24,7 @@ use podwright_node::usage::summary::{CpuStats, MemoryStats};
 use podwright_node::usage::{Usage, UsageCollector, host, prometheus};
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 pub const GROUP: &str = "metrics.k8s.io";
 pub const GROUP_VERSION: &str = "metrics.k8s.io/v1beta1";
@@ -255,7 +256,7 @@ pub fn node_metrics(usage: &Usage, node: &Value, now: Timestamp) -> Option<Value
 pub async fn list_node_metrics(State(s): State<ApiServer>, Query(p): Query<Params>) -> ApiResult<Response> {
     s.usage()?;
     let filter = Filter::new(p.label_selector.as_deref(), p.field_selector.as_deref())?;
-    let node = node_object(&s).await;
+    let node = node_object(&s);
     let mut items = Vec::new();
     if filter.matches(&node) {
         let usage = collect(&s).await?;
@@ -271,19 +272,23 @@ pub async fn get_node_metrics(State(s): State<ApiServer>, Path(name): Path<Strin
         return Err(ApiError::not_found_named("nodes", &name));
     }
     let usage = collect(&s).await?;
-    let found = node_metrics(&usage, &node_object(&s).await, s.now());
+    let found = node_metrics(&usage, &node_object(&s), s.now());
     Ok(axum::Json(found.ok_or_else(|| ApiError::not_found_named("nodemetrics.metrics.k8s.io", &name))?).into_response())
 }
 
-/// This node as a v1 Node: its name, labels, address, capacity and allocatable (the node
-/// layer's: CPU, memory, and the root directory's filesystem as ephemeral storage), Ready, the
-/// machine's and the runtime's facts, and the runtime's handlers with their features when it
-/// reports them (CRI `Status`), for clients that read it (`kubectl get nodes -o wide`,
-/// `kubectl top node`, `kubectl describe node`). The runtime is asked each time, as its
-/// version and handlers can change under a running node.
-pub async fn node_object(s: &ApiServer) -> Value {
+/// The machine's facts, which do not change while it runs: read once.
+static MACHINE: LazyLock<MachineInfo> = LazyLock::new(MachineInfo::read);
+
+/// [`node_object`] with what the runtime says of itself: its version in `nodeInfo`, and its
+/// handlers with their features when it reports them (CRI `Status`), for `kubectl get nodes`
+/// and `kubectl describe node`. The runtime is asked on each read, as its version and handlers
+/// can change under a running node.
+pub async fn node_with_runtime(s: &ApiServer) -> Value {
+    let mut node = node_object(s);
     let runtime = s.runtime();
-    let version = runtime.version().await.map(|v| runtime_version(&v)).unwrap_or_default();
+    if let Ok(version) = runtime.version().await {
+        node["status"]["nodeInfo"]["containerRuntimeVersion"] = json!(runtime_version(&version));
+    }
     let handlers: Vec<Value> = runtime
         .runtime_handlers()
         .await
@@ -297,7 +302,18 @@ pub async fn node_object(s: &ApiServer) -> Value {
             }})
         })
         .collect();
-    let machine = MachineInfo::read();
+    if !handlers.is_empty() {
+        node["status"]["runtimeHandlers"] = Value::Array(handlers);
+    }
+    node
+}
+
+/// This node as a v1 Node: its name, labels, address, capacity and allocatable (the node
+/// layer's: CPU, memory, and the root directory's filesystem as ephemeral storage), Ready and
+/// the machine's facts, for clients that read it (`kubectl top node`, the metrics' labels);
+/// [`node_with_runtime`] adds the runtime's.
+pub fn node_object(s: &ApiServer) -> Value {
+    let machine = &*MACHINE;
     let name = s.node_name();
     let facts = NodeFacts::of_this_machine(name.to_string(), s.config().host_ip.clone());
     let sample = host::sample().ok();
@@ -324,7 +340,7 @@ pub async fn node_object(s: &ApiServer) -> Value {
         allocatable["ephemeral-storage"] = json!(left);
     }
     let ready_since = rfc3339(s.now());
-    let mut node = json!({
+    json!({
         "kind": "Node",
         "apiVersion": "v1",
         "metadata": {
@@ -356,7 +372,7 @@ pub async fn node_object(s: &ApiServer) -> Value {
                 "kubeletVersion": podwright_api::KUBERNETES_VERSION,
                 "operatingSystem": os,
                 "architecture": arch,
-                "containerRuntimeVersion": version,
+                "containerRuntimeVersion": "",
                 "kernelVersion": machine.kernel_version,
                 "osImage": machine.os_image,
                 "machineID": machine.machine_id,
@@ -365,17 +381,13 @@ pub async fn node_object(s: &ApiServer) -> Value {
                 "kubeProxyVersion": "",
             },
         },
-    });
-    if !handlers.is_empty() {
-        node["status"]["runtimeHandlers"] = Value::Array(handlers);
-    }
-    node
+    })
 }
 
 /// `GET /api/v1/nodes`.
 pub async fn list_nodes(State(s): State<ApiServer>, Query(p): Query<Params>) -> ApiResult<Response> {
     let filter = Filter::new(p.label_selector.as_deref(), p.field_selector.as_deref())?;
-    let node = node_object(&s).await;
+    let node = node_with_runtime(&s).await;
     let items: Vec<Value> = [node].into_iter().filter(|n| filter.matches(n)).collect();
     let rv = s.store().list(Resource::Namespaces, None).1;
     Ok(axum::Json(json!({"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": rv.to_string()}, "items": items}))
@@ -387,7 +399,7 @@ pub async fn get_node(State(s): State<ApiServer>, Path(name): Path<String>) -> A
     if name != s.node_name() {
         return Err(ApiError::not_found_named("nodes", &name));
     }
-    Ok(axum::Json(node_object(&s).await).into_response())
+    Ok(axum::Json(node_with_runtime(&s).await).into_response())
 }
 
 #[cfg(test)]

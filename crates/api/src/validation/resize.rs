@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use super::{Errors, FieldError, FieldPath, validate_pod};
 use crate::annotations::CONFIG_MIRROR;
 use crate::container_kind::is_sidecar;
-use crate::quantity::Quantity;
 
 const RESIZE_RESOURCES: [&str; 2] = ["cpu", "memory"];
 const RESIZE_POLICIES: [&str; 2] = ["NotRequired", "RestartContainer"];
@@ -113,22 +112,6 @@ fn validate_container_resize(
     }
 }
 
-/// `ValidateResourceRequirements`' request-against-limit check, which a resize makes possible.
-fn validate_requests_within_limits(r: &ResourceRequirements, path: &FieldPath, errs: &mut Errors) {
-    let (Some(requests), Some(limits)) = (r.requests.as_ref(), r.limits.as_ref()) else { return };
-    for (name, request) in requests {
-        let Some(limit) = limits.get(name) else { continue };
-        let (Ok(req), Ok(lim)) = (Quantity::parse(&request.0), Quantity::parse(&limit.0)) else { continue };
-        if req > lim {
-            errs.push(FieldError::invalid(
-                path.child("requests").key(name),
-                request.0.as_str(),
-                format!("must be less than or equal to {name} limit of {}", limit.0),
-            ));
-        }
-    }
-}
-
 /// The containers' resources with the cpu and memory amounts set to `old`'s, to see whether
 /// anything else changed (`dropCPUMemoryResourcesFromContainer`).
 fn without_cpu_memory(new: &Container, old: &Container) -> Container {
@@ -191,7 +174,9 @@ pub fn validate_pod_resize(new: &Pod, old: &Pod, qos: impl Fn(&Pod) -> &'static 
             let path = spec_path.child(list).index(i).child("resources");
             let (nr, or) = (n.resources.clone().unwrap_or_default(), o.resources.clone().unwrap_or_default());
             validate_container_resize(&nr, &or, &path, &mut errs);
-            validate_requests_within_limits(&nr, &path, &mut errs);
+            // Amounts as on create (`ValidateResourceRequirements`): a resize may now set a
+            // request above its limit.
+            super::resources::validate_resources(Some(&nr), &path, &mut errs);
         }
     }
     for (n, o) in new_spec.containers.iter().zip(&old_spec.containers) {

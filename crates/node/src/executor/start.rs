@@ -140,16 +140,9 @@ impl Executor {
         for (volume, source) in volumes::mounts::image_volumes(pod, sc.container) {
             let image = source.reference.as_deref().unwrap_or_default();
             let pull = PullPolicy::for_image(image, source.pull_policy.as_deref());
-            let hold =
+            let (hold, image_ref) =
                 self.images.ensure_image(pod, &sc, image, pull, &sandbox_config, handler.clone(), sync.cancel).await?;
             volume_holds.push(hold);
-            let image_ref = match self.ctx.runtime.image_status(image).await {
-                Ok(Some(image_ref)) => image_ref,
-                Ok(None) => {
-                    return Err(self.config_error(pod, &sc, format!("image {image:?} of volume {volume:?} is gone")));
-                }
-                Err(e) => return Err(self.config_error(pod, &sc, e.to_string())),
-            };
             from_runtime.image_refs.insert(volume.to_string(), image_ref);
         }
         let ip = sandbox.ip.clone().unwrap_or_default();

@@ -34,7 +34,8 @@ pub(crate) struct ImagePuller {
 impl ImagePuller {
     /// Makes sure `image` (the container's, or an image volume's it mounts) is there as `pull`
     /// says, and keeps the image collector from removing it while the hold returned lives. A
-    /// successful pull rings the collector. Events and failures are the container's.
+    /// successful pull rings the collector. Events and failures are the container's. Ok: the
+    /// hold, and the reference the runtime knows the image by.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn ensure_image(
         &self,
@@ -45,7 +46,7 @@ impl ImagePuller {
         sandbox_config: &PodSandboxConfig,
         runtime_handler: String,
         cancel: &Cancel,
-    ) -> Result<Option<Hold>, StartFailure> {
+    ) -> Result<(Option<Hold>, String), StartFailure> {
         let mut hold = self.gc.as_ref().map(|gc| gc.hold(image));
         let repository = match podwright_api::image_ref::parse_image_ref(image) {
             Ok(parsed) => {
@@ -69,7 +70,7 @@ impl ImagePuller {
                         hold.add(&image_ref);
                     }
                     self.ctx.event(pod, Some(sc), EventType::Normal, "Pulled", wording::already_present(image));
-                    return Ok(hold);
+                    return Ok((hold, image_ref));
                 }
                 Ok(None) if pull == PullPolicy::Never => {
                     let msg = format!("Container image \"{image}\" is not present with pull policy of Never");
@@ -139,7 +140,7 @@ impl ImagePuller {
                 let size = self.ctx.runtime.image_size(image).await.unwrap_or_default();
                 let message = wording::pulled(image, took, including_waiting, size);
                 self.ctx.event(pod, Some(sc), EventType::Normal, "Pulled", message);
-                Ok(hold)
+                Ok((hold, image_ref))
             }
             Err(e) => Err(self.pull_failed(pod, sc, &e)),
         }

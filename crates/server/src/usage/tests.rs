@@ -165,7 +165,7 @@ async fn the_node_shows_the_runtime_and_its_handlers() {
     let clock = Clock::new();
     let rt = FakeRuntime::new(clock);
     let (api, _feed) = api(clock, rt.clone(), false);
-    let node = node_object(&api).await;
+    let node = node_with_runtime(&api).await;
     let version = format!("podwright-fake://{}", env!("CARGO_PKG_VERSION"));
     assert_eq!(node["status"]["nodeInfo"]["containerRuntimeVersion"], version.as_str());
     assert!(node["status"]["nodeInfo"]["kernelVersion"].as_str().is_some_and(|k| !k.is_empty()), "{node}");
@@ -173,7 +173,7 @@ async fn the_node_shows_the_runtime_and_its_handlers() {
 
     let rro = RuntimeHandlerFeatures { recursive_read_only_mounts: true, user_namespaces: false };
     rt.report_handler_features("runc", rro);
-    let node = node_object(&api).await;
+    let node = node_with_runtime(&api).await;
     assert_eq!(
         node["status"]["runtimeHandlers"],
         json!([{"name": "runc", "features": {"recursiveReadOnlyMounts": true, "userNamespaces": false}}])
