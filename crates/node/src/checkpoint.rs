@@ -1,11 +1,11 @@
 //! What the runtime cannot tell us about a pod, written down before it is acted on: the pod as
 //! given, when it started, its back-off state, the restart counts of instances about to be
-//! removed, the sandbox in which it completed its initialization, its eviction, and the
-//! resources allocated to its containers and given to the running ones (the kubelet's
-//! `allocated_pods_state` and `actuated_pods_state`).
+//! removed and how the instances a reset removed ended, the sandbox in which it completed its
+//! initialization, its eviction, and the resources allocated to its containers and given to the
+//! running ones (the kubelet's `allocated_pods_state` and `actuated_pods_state`).
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ContainerStateTerminated, Pod};
 use podwright_planner::resize::Allocation;
 use podwright_planner::{Backoff, Eviction};
 use serde::{Deserialize, Serialize};
@@ -35,6 +35,9 @@ pub struct Checkpoint {
     /// What each running container was given (see `ResizeState::actuated`).
     #[serde(default)]
     pub actuated: Allocation,
+    /// How the instances a reset removed ended (see `Observed::reset_terminations`).
+    #[serde(default)]
+    pub reset_terminations: BTreeMap<String, ContainerStateTerminated>,
 }
 
 /// The same fields, borrowed: a checkpoint is written without copying the pod.
@@ -48,6 +51,7 @@ pub struct CheckpointRef<'a> {
     pub eviction: Option<&'a Eviction>,
     pub allocated: &'a Allocation,
     pub actuated: &'a Allocation,
+    pub reset_terminations: &'a BTreeMap<String, ContainerStateTerminated>,
 }
 
 /// Writes atomically (temporary file, then rename) so a crash never leaves half a checkpoint.
@@ -91,6 +95,10 @@ mod tests {
             eviction: Some(&Eviction { reason: "Evicted".into(), message: "m".into() }),
             allocated: &podwright_planner::resize::allocation_of(&pod),
             actuated: &Allocation::new(),
+            reset_terminations: &BTreeMap::from([(
+                "app".to_string(),
+                ContainerStateTerminated { exit_code: 137, ..Default::default() },
+            )]),
         };
         save(&root, &cp).unwrap();
         let back = load(&root, "u1").unwrap().unwrap();
@@ -100,6 +108,7 @@ mod tests {
         assert_eq!(back.initialized_in.as_deref(), Some("sb1"));
         assert_eq!(back.eviction.map(|e| e.message), Some("m".to_string()));
         assert_eq!(back.allocated, Some(Allocation::new()));
+        assert_eq!(back.reset_terminations["app"].exit_code, 137);
         std::fs::remove_dir_all(root).unwrap();
     }
 }

@@ -15,8 +15,9 @@ use crate::pleg::Dispatcher;
 use crate::pod_update::{Cancel, Desired, PodUpdate};
 use crate::probes::prober::Prober;
 use crate::sinks::StatusSink;
+use crate::volumes;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{HostIP, Pod, PodStatus};
+use k8s_openapi::api::core::v1::{ContainerStateTerminated, HostIP, Pod, PodStatus};
 use podwright_planner::Curve;
 use podwright_planner::decide::pull_key;
 use podwright_planner::pod;
@@ -97,6 +98,10 @@ struct Memory {
     allocated: Allocation,
     /// The resize's state beside the allocation (its actuated resources checkpointed).
     resize: ResizeState,
+    /// See `Observed::reset_terminations` (checkpointed).
+    reset_terminations: BTreeMap<String, ContainerStateTerminated>,
+    /// See `Observed::recursive_read_only_supported`, once asked.
+    recursive_read_only_supported: Option<bool>,
 }
 
 impl Memory {
@@ -183,8 +188,11 @@ impl PodWorker {
         });
         let reported_start = pod.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0);
         let saved_start = saved.as_ref().and_then(|c| c.start_time);
-        let (mut backoff, mut restart_counts, initialized_in, eviction, allocation) = saved
-            .map(|c| (c.backoff, c.restart_counts, c.initialized_in, c.eviction, c.allocated.map(|a| (a, c.actuated))))
+        let (mut backoff, mut restart_counts, initialized_in, eviction, allocation, reset_terminations) = saved
+            .map(|c| {
+                let allocation = c.allocated.map(|a| (a, c.actuated));
+                (c.backoff, c.restart_counts, c.initialized_in, c.eviction, allocation, c.reset_terminations)
+            })
             .unwrap_or_default();
         // A pod first seen, or one that ran before resizes were kept: its containers run with
         // its spec's resources.
@@ -212,6 +220,8 @@ impl PodWorker {
             eviction,
             allocated,
             resize: ResizeState { actuated, ..Default::default() },
+            reset_terminations,
+            recursive_read_only_supported: None,
         };
         let gauges = PodGauges::new(deps.ctx.metrics.clone());
         let running = pod.clone();
@@ -229,6 +239,18 @@ impl PodWorker {
         }
     }
 
+    /// Asked of the runtime once, and only for a pod with a mount that wants it (its mounts
+    /// cannot change): the status of a container yet to be made says what it will get.
+    async fn recursive_read_only_supported(&mut self) -> bool {
+        if let Some(known) = self.memory.recursive_read_only_supported {
+            return known;
+        }
+        let wanted = pod::all_containers(&self.pod).any(|sc| volumes::mounts::wants_recursive_read_only(sc.container));
+        let supported = wanted && self.deps.executor.pod_supports_recursive_read_only(&self.pod).await;
+        self.memory.recursive_read_only_supported = Some(supported);
+        supported
+    }
+
     fn checkpoint(&mut self) {
         let m = &self.memory;
         let cp = CheckpointRef {
@@ -240,6 +262,7 @@ impl PodWorker {
             eviction: m.eviction.as_ref(),
             allocated: &m.allocated,
             actuated: &m.resize.actuated,
+            reset_terminations: &m.reset_terminations,
         };
         match checkpoint::save(&self.deps.ctx.root, &cp) {
             Ok(()) => self.memory.restart_counts_unsaved = false,
@@ -310,7 +333,14 @@ impl PodWorker {
             }
             m.start_failures.insert(name, f);
         }
-        if backoff_changed || actuated {
+        let reset = !result.reset.is_empty();
+        for (name, ended) in result.reset {
+            let later = |t: &ContainerStateTerminated| t.finished_at.as_ref().map(|f| f.0);
+            if m.reset_terminations.get(&name).is_none_or(|t| later(t) <= later(&ended)) {
+                m.reset_terminations.insert(name, ended);
+            }
+        }
+        if backoff_changed || actuated || reset {
             self.checkpoint();
         }
     }
@@ -447,6 +477,8 @@ impl PodWorker {
                 initialized_in: self.memory.initialized_in.clone(),
                 eviction: self.memory.eviction.clone(),
                 resize: self.memory.resize.clone(),
+                reset_terminations: self.memory.reset_terminations.clone(),
+                recursive_read_only_supported: self.recursive_read_only_supported().await,
             };
             // The kubelet's generateAPIPodStatus and SyncPod: a pod on the host's network has
             // the node's IP for its own, in its status and for its containers, probes and hooks.
@@ -499,7 +531,7 @@ impl PodWorker {
                 self.deps.allocations.remove(&uid);
                 // Nothing runs any more: what the pod's volumes hold in memory (secrets) goes now,
                 // as the kubelet tears down a terminated pod's volumes; its logs stay.
-                if let Err(e) = crate::volumes::tear_down(&self.deps.ctx.root, &uid) {
+                if let Err(e) = volumes::tear_down(&self.deps.ctx.root, &uid) {
                     tracing::warn!(%e, uid, "could not unmount the finished pod's volumes");
                 }
                 self.pass_done(kind, pass_start);

@@ -3,6 +3,7 @@
 
 use crate::words::{ProbeKind, StartFailureReason};
 use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{ContainerStateTerminated, LinuxContainerUser};
 use std::collections::BTreeMap;
 
 /// Which list of the pod spec a container comes from, and how it behaves.
@@ -77,6 +78,11 @@ pub struct ObservedContainer {
     pub hash: String,
     /// The sandbox this instance belongs to.
     pub sandbox_id: String,
+    /// The identity its first process was given, as the runtime reports it (containerd 2 does;
+    /// 1.6 says nothing): `containerStatuses[].user`.
+    pub user: Option<LinuxContainerUser>,
+    /// The paths in the container the runtime mounted recursively read-only.
+    pub recursive_read_only: Vec<String>,
 }
 
 impl ObservedContainer {
@@ -207,6 +213,12 @@ pub struct Observed {
     pub eviction: Option<Eviction>,
     /// Its in-place resize, as the pod worker keeps it.
     pub resize: crate::resize::ResizeState,
+    /// Whether the pod's runtime handler makes recursive read-only mounts, asked of the runtime
+    /// only for a pod that has a mount wanting one (`false` otherwise).
+    pub recursive_read_only_supported: bool,
+    /// By container name, how its last instance ended when `RestartAllContainers` removed it,
+    /// as the pod worker wrote it down: its `lastState` until an instance after it ends.
+    pub reset_terminations: BTreeMap<String, ContainerStateTerminated>,
 }
 
 impl Observed {

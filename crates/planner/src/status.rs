@@ -9,7 +9,7 @@ use crate::words::{Phase, RestartPolicy, WaitingReason};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
-    PodCondition, PodIP, PodStatus,
+    ContainerUser, PodCondition, PodIP, PodStatus, VolumeMount, VolumeMountStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -19,7 +19,8 @@ fn time(t: Timestamp) -> Time {
     Time(t)
 }
 
-fn terminated(c: &ObservedContainer) -> ContainerStateTerminated {
+/// How an instance that exited ended, as `state.terminated` or `lastState.terminated` shows it.
+pub fn terminated(c: &ObservedContainer) -> ContainerStateTerminated {
     ContainerStateTerminated {
         container_id: Some(format!("containerd://{}", c.id)),
         exit_code: c.exit_code,
@@ -71,7 +72,39 @@ fn waiting(reason: &str, message: Option<String>) -> ContainerState {
 pub fn container_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStatus {
     let mut st = container_state_status(ctx, sc);
     resize::report_resources(ctx, sc, &mut st);
+    let newest = ctx.observed.newest(sc.name());
+    st.volume_mounts = volume_mount_statuses(ctx, sc, newest);
+    st.user = newest.and_then(|c| c.user.clone()).map(|linux| ContainerUser { linux: Some(linux) });
     st
+}
+
+/// The kubelet's `status.volumeMounts`: every mount of the spec, the read-only ones with their
+/// recursive read-only mode resolved, as the runtime made it for an instance that exists.
+fn volume_mount_statuses(
+    ctx: &PodContext,
+    sc: &SpecContainer,
+    newest: Option<&ObservedContainer>,
+) -> Option<Vec<VolumeMountStatus>> {
+    let mounts = sc.container.volume_mounts.as_ref().filter(|m| !m.is_empty())?;
+    let status = |m: &VolumeMount| {
+        let read_only = m.read_only.unwrap_or(false);
+        let recursive = match newest {
+            Some(c) => c.recursive_read_only.iter().any(|p| *p == m.mount_path),
+            None => {
+                matches!(m.recursive_read_only.as_deref(), Some("Enabled" | "IfPossible"))
+                    && ctx.observed.recursive_read_only_supported
+            }
+        };
+        VolumeMountStatus {
+            name: m.name.clone(),
+            mount_path: m.mount_path.clone(),
+            read_only: read_only.then_some(true),
+            recursive_read_only: read_only.then(|| if recursive { "Enabled" } else { "Disabled" }.to_string()),
+            // An image volume's digest here is alpha (ImageVolumeWithDigest, 1.36): off.
+            volume_status: None,
+        }
+    };
+    Some(mounts.iter().map(status).collect())
 }
 
 /// [`container_status`] but for the resources.
@@ -105,7 +138,8 @@ fn container_state_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStat
     st.last_state = instances
         .get(1)
         .filter(|p| p.state == RunState::Exited)
-        .map(|p| ContainerState { terminated: Some(terminated(p)), ..Default::default() });
+        .map(|p| ContainerState { terminated: Some(terminated(p)), ..Default::default() })
+        .or_else(|| reset_last_state(ctx, sc, c));
 
     // A container that will be restarted but is held back shows why it waits, with the
     // instance that ended as its last state. Completed init containers never wait, nor does
@@ -133,6 +167,16 @@ fn container_state_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStat
         _ => started && (sc.container.readiness_probe.is_none() || probe(&ctx.observed.probes.readiness)),
     };
     st
+}
+
+/// The instance a reset (`RestartAllContainers`) removed, once the instance made after it has
+/// started: a waiting container with a last state counts as stopped for the phase, which would
+/// end a `Never` pod whose containers are yet to run again.
+fn reset_last_state(ctx: &PodContext, sc: &SpecContainer, newest: &ObservedContainer) -> Option<ContainerState> {
+    let t = ctx.observed.reset_terminations.get(sc.name())?;
+    let before = t.finished_at.as_ref().is_none_or(|f| f.0 <= newest.created_at);
+    let started = matches!(newest.state, RunState::Running | RunState::Exited);
+    (before && started).then(|| ContainerState { terminated: Some(t.clone()), ..Default::default() })
 }
 
 /// Deleted, evicted, past its deadline, or with every app container done for good: nothing of

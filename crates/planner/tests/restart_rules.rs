@@ -3,7 +3,8 @@
 
 mod common;
 use common::*;
-use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use k8s_openapi::api::core::v1::{ContainerStateTerminated, Pod, PodCondition, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podwright_planner::{Action, ContainerKind::*, Phase, Plan, pod_status};
 
 /// Sets a container's own `restartPolicy` and `restartPolicyRules` (given as JSON).
@@ -206,6 +207,54 @@ fn after_the_reset_the_init_containers_run_again_in_the_same_sandbox() {
     // The apps wait for the init sequence.
     let w = World::new(p.clone()).with_sandbox().with(exited(&p, "init", 1, 0, 8, 9)).at(10);
     assert_eq!(starts(&w.plan()), vec![(Sidecar, 1, 0)]);
+}
+
+#[test]
+fn after_the_reset_each_container_shows_the_removed_instance_as_its_last_state() {
+    let p = restart_all_pod();
+    let mut w = World::new(p.clone()).with_sandbox().with(exited(&p, "init", 1, 0, 8, 9)).at(10);
+    let ended = |code: i32, reason: &str, finished: i64| ContainerStateTerminated {
+        exit_code: code,
+        reason: Some(reason.into()),
+        finished_at: Some(Time(t(finished))),
+        ..Default::default()
+    };
+    w.observed.reset_terminations =
+        [("init", ended(0, "Completed", 1)), ("main", ended(137, "Error", 6)), ("worker", ended(88, "Error", 5))]
+            .into_iter()
+            .map(|(n, e)| (n.to_string(), e))
+            .collect();
+    let st = w.status();
+    let last = |name: &str| {
+        let all = st.init_container_statuses.iter().chain(st.container_statuses.iter()).flatten();
+        let s = all.into_iter().find(|s| s.name == name).unwrap();
+        s.last_state.as_ref().and_then(|l| l.terminated.as_ref()).map(|t| t.exit_code)
+    };
+    // init's new instance ran after the reset: the removed one is its last state. The apps,
+    // not made again yet, show none: a waiting container with one would count as stopped, and
+    // end this Never pod.
+    assert_eq!(last("init"), Some(0));
+    assert_eq!(last("main"), None);
+    assert_eq!(st.phase.as_deref(), Some("Pending"));
+    let w = w.with(running(&p, "side", 1, 10)).with(running(&p, "main", 1, 11)).with(running(&p, "worker", 1, 11));
+    let st = w.status();
+    let last = |name: &str| {
+        let all = st.init_container_statuses.iter().chain(st.container_statuses.iter()).flatten();
+        let s = all.into_iter().find(|s| s.name == name).unwrap();
+        s.last_state.as_ref().and_then(|l| l.terminated.as_ref()).map(|t| t.exit_code)
+    };
+    assert_eq!(last("main"), Some(137));
+    assert_eq!(last("worker"), Some(88));
+    assert_eq!(last("side"), None, "nothing was removed of it");
+    assert_eq!(st.phase.as_deref(), Some("Running"));
+
+    // Once an instance after the reset has ended, it is the last state.
+    let mut w = w.at(14);
+    w.observed.containers.retain(|c| c.name != "main");
+    let w = w.with(exited(&p, "main", 1, 3, 11, 12)).with(running(&p, "main", 2, 13));
+    let st = w.status();
+    let main = st.container_statuses.iter().flatten().find(|s| s.name == "main").unwrap();
+    assert_eq!(main.last_state.as_ref().unwrap().terminated.as_ref().unwrap().exit_code, 3);
 }
 
 #[test]

@@ -2,7 +2,8 @@
 
 mod common;
 use common::*;
-use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
+use k8s_openapi::api::core::v1::{ContainerStatus, LinuxContainerUser, PodStatus};
+use podwright_planner::ObservedContainer;
 
 fn waiting_reason(s: &ContainerStatus) -> Option<&str> {
     s.state.as_ref()?.waiting.as_ref()?.reason.as_deref()
@@ -329,4 +330,42 @@ fn a_terminal_pods_ended_containers_stay_as_reported_whatever_records_are_left()
     assert_eq!(s.phase.as_deref(), Some("Succeeded"));
     assert_eq!(s.init_container_statuses, ended.init_container_statuses);
     assert_eq!(s.container_statuses, ended.container_statuses);
+}
+
+#[test]
+fn volume_mounts_and_the_user_are_reported_as_the_kubelet_does() {
+    let mut p = pod(&[], &["app", "later"], "Always");
+    let mounts = serde_json::json!([
+        {"name": "data", "mountPath": "/data"},
+        {"name": "cfg", "mountPath": "/cfg", "readOnly": true},
+        {"name": "tree", "mountPath": "/tree", "readOnly": true, "recursiveReadOnly": "IfPossible"},
+    ]);
+    for c in &mut p.spec.as_mut().unwrap().containers {
+        c.volume_mounts = serde_json::from_value(mounts.clone()).unwrap();
+    }
+    let user = LinuxContainerUser { uid: 1000, gid: 3000, supplemental_groups: Some(vec![3000, 4000]) };
+    let app = ObservedContainer {
+        user: Some(user.clone()),
+        recursive_read_only: vec!["/tree".into()],
+        ..running(&p, "app", 0, 1)
+    };
+    let mut w = World::new(p).with_sandbox().with(app);
+    let statuses = |w: &World| w.status().container_statuses.unwrap();
+    let modes = |s: &ContainerStatus| {
+        let m = s.volume_mounts.as_ref().unwrap();
+        m.iter().map(|m| (m.read_only, m.recursive_read_only.clone())).collect::<Vec<_>>()
+    };
+    let st = statuses(&w);
+    // The running instance: as the runtime mounted it, and the user it reports.
+    assert_eq!(
+        modes(&st[0]),
+        [(None, None), (Some(true), Some("Disabled".into())), (Some(true), Some("Enabled".into()))]
+    );
+    assert_eq!(st[0].user.as_ref().unwrap().linux.as_ref(), Some(&user));
+    // Not made yet: IfPossible resolves by what the runtime handler can do; no user yet.
+    assert_eq!(modes(&st[1])[2], (Some(true), Some("Disabled".into())));
+    assert!(st[1].user.is_none());
+    w.observed.recursive_read_only_supported = true;
+    assert_eq!(modes(&statuses(&w)[1])[2], (Some(true), Some("Enabled".into())));
+    assert_eq!(statuses(&w)[1].volume_mounts.as_ref().unwrap()[0].name, "data");
 }

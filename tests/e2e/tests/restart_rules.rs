@@ -211,6 +211,17 @@ spec:
     assert_eq!(condition(&json, "Initialized")["status"], "True");
     assert_eq!(condition(&json, "AllContainersRestarting")["status"], "False");
     assert_eq!(phase(&json), "Running");
+    // Each container's last state is the instance the reset removed (kubernetes #136964):
+    // worker's exit 88 that asked for it, main killed at once, setup's first run.
+    let last = |list: &str, name: &str| {
+        let all = json["status"][list].as_array().expect("statuses");
+        let st = all.iter().find(|s| s["name"] == name).expect("status");
+        st["lastState"]["terminated"].clone()
+    };
+    assert_eq!(last("containerStatuses", "worker")["exitCode"], 88, "{json}");
+    assert_eq!(last("containerStatuses", "main")["exitCode"], 137, "{json}");
+    assert_eq!(last("initContainerStatuses", "setup")["exitCode"], 0, "{json}");
+    assert_eq!(last("initContainerStatuses", "setup")["reason"], "Completed", "{json}");
     // Killed without its preStop hook or a grace period.
     assert!(took < Duration::from_secs(20), "the reset waited for main's preStop hook: {took:?}");
     let events =

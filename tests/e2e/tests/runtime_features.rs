@@ -36,13 +36,19 @@ impl Drop for NestedMount {
 #[test]
 fn if_possible_is_plainly_read_only_where_the_runtime_cannot_recurse() {
     // Read-only at the top, and not below: containerd 1.6 makes no recursive read-only mounts.
-    assert_eq!(write_under("IfPossible", &[]), ["top read-only", "sub/inner written"]);
+    let (written, status) = write_under("IfPossible", &[]);
+    assert_eq!(written, ["top read-only", "sub/inner written"]);
+    // The status says so, as the kubelet's does; containerd 1.6 reports no user.
+    let mounts =
+        serde_json::json!([{"name": "v", "mountPath": "/v", "readOnly": true, "recursiveReadOnly": "Disabled"}]);
+    assert_eq!(status["volumeMounts"], mounts, "{status}");
+    assert!(status.get("user").is_none(), "{status}");
 }
 
 /// A pod whose container tries to write at the top of a read-only hostPath mount and in a
 /// mount below it, the mount's `recursiveReadOnly` set to `mode`, run with `extra` arguments:
-/// what it could write.
-fn write_under(mode: &str, extra: &[&str]) -> Vec<String> {
+/// what it could write, and the container's status.
+fn write_under(mode: &str, extra: &[&str]) -> (Vec<String>, serde_json::Value) {
     let tag = format!("rro-{}-{}", mode.to_lowercase(), if extra.is_empty() { "1-6" } else { "2" });
     let dir = NestedMount::new(&tag);
     let manifest = format!(
@@ -64,20 +70,31 @@ spec:
     );
     let o = run_manifest(&manifest, extra);
     o.assert_code(0);
-    o.output_of("write")
+    (o.output_of("write"), container_status(&o.single_pod(), "write").clone())
+}
+
+/// What containerd 2 reports of a container on its runc handler: its mounts recursively
+/// read-only, and the user its process runs as (busybox's root).
+fn assert_recursive_status(status: &serde_json::Value) {
+    let mounts =
+        serde_json::json!([{"name": "v", "mountPath": "/v", "readOnly": true, "recursiveReadOnly": "Enabled"}]);
+    assert_eq!(status["volumeMounts"], mounts, "{status}");
+    assert_eq!(status["user"]["linux"]["uid"], 0, "{status}");
+    assert_eq!(status["user"]["linux"]["gid"], 0, "{status}");
 }
 
 #[test]
 fn enabled_is_read_only_all_the_way_down_where_the_runtime_recurses() {
-    assert_eq!(write_under("Enabled", &["--root-dir", containerd_2_root()]), ["top read-only", "sub/inner read-only"]);
+    let (written, status) = write_under("Enabled", &["--root-dir", containerd_2_root()]);
+    assert_eq!(written, ["top read-only", "sub/inner read-only"]);
+    assert_recursive_status(&status);
 }
 
 #[test]
 fn if_possible_is_read_only_all_the_way_down_where_the_runtime_recurses() {
-    assert_eq!(
-        write_under("IfPossible", &["--root-dir", containerd_2_root()]),
-        ["top read-only", "sub/inner read-only"]
-    );
+    let (written, status) = write_under("IfPossible", &["--root-dir", containerd_2_root()]);
+    assert_eq!(written, ["top read-only", "sub/inner read-only"]);
+    assert_recursive_status(&status);
 }
 
 #[test]
@@ -109,6 +126,9 @@ spec:
     let failed = o.events_with_reason(&name, "spec.containers{app}", "Failed");
     assert!(failed.iter().any(|e| e["message"] == format!("Error: {message}").as_str()), "{}", o.context());
     assert!(o.output_of("app").is_empty(), "the container never ran\n{}", o.context());
+    // The kubelet's status resolves the mode it could not honour to Disabled.
+    let mounts = &container_status(&pod, "app")["volumeMounts"];
+    assert_eq!(mounts[0]["recursiveReadOnly"], "Disabled", "{}", o.context());
 }
 
 #[test]

@@ -6,6 +6,7 @@ use crate::termination_message;
 /// Termination messages already read, by container ID.
 pub type MessageCache = std::collections::HashMap<String, Option<String>>;
 use jiff::Timestamp;
+use k8s_openapi::api::core::v1::LinuxContainerUser;
 use podwright_planner::{ContainerKind, ObservedContainer, ObservedSandbox, RunState};
 use podwright_runtime::cri_api::{ContainerState, ContainerStatus, PodSandboxState, PodSandboxStatus};
 use podwright_runtime::{RuntimeResult, RuntimeService};
@@ -71,6 +72,17 @@ pub fn container(s: &ContainerStatus, root: &Path, messages: &mut MessageCache) 
         image_ref: s.image_ref.clone(),
         hash: s.annotations.get(labels::CONTAINER_HASH).cloned().unwrap_or_default(),
         sandbox_id: s.labels.get(labels::SANDBOX_ID).cloned().unwrap_or_default(),
+        user: s.user.as_ref().and_then(|u| u.linux.as_ref()).map(|l| LinuxContainerUser {
+            uid: l.uid,
+            gid: l.gid,
+            supplemental_groups: (!l.supplemental_groups.is_empty()).then(|| l.supplemental_groups.clone()),
+        }),
+        recursive_read_only: s
+            .mounts
+            .iter()
+            .filter(|m| m.recursive_read_only)
+            .map(|m| m.container_path.clone())
+            .collect(),
     })
 }
 

@@ -2,13 +2,14 @@
 //! (`preStop` hooks, sidecars in reverse order, the grace period).
 
 use super::{Executor, PodSync};
-use crate::cri::labels;
+use crate::cri::{labels, observe};
 use crate::events::EventType;
 use crate::probes::hooks::{self, Hook};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ContainerStateTerminated, Pod};
 use podwright_planner::MINIMUM_GRACE;
 use podwright_planner::observed::{ObservedContainer, RunState};
 use podwright_planner::pod::{self, SpecContainer};
+use podwright_planner::status;
 use podwright_planner::termination::termination_waits;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -40,20 +41,39 @@ impl Executor {
     }
 
     /// Resets an instance for `RestartAllContainers`: stopped at once if `live` (no `preStop`
-    /// hook, no grace), then removed. Returns whether it is gone.
-    pub(super) async fn reset_container(&self, sync: &PodSync<'_>, id: &str, name: &str, live: bool) -> bool {
+    /// hook, no grace), then removed. Returns how it ended (its `lastState` from now on), or
+    /// `None` if it is not gone.
+    pub(super) async fn reset_container(
+        &self,
+        sync: &PodSync<'_>,
+        id: &str,
+        name: &str,
+        live: bool,
+    ) -> Option<Option<ContainerStateTerminated>> {
         let message = format!("Container {name} will be restarted with every container of the pod");
         if live && !self.kill_observed(sync, id, message, Duration::ZERO).await {
-            return false;
+            return None;
         }
+        // Read before the removal takes it: a live one's end is known only once it is stopped.
+        let ended = if live {
+            match self.ctx.runtime.container_status(id).await {
+                Ok(s) => observe::container(&s, &self.ctx.root, &mut observe::MessageCache::new()),
+                Err(e) => {
+                    tracing::debug!(%e, container = %name, "no status of the stopped container");
+                    None
+                }
+            }
+        } else {
+            sync.observed.containers.iter().find(|c| c.id == id).cloned()
+        };
         match self.ctx.runtime.remove_container(id).await {
             Ok(()) | Err(podwright_runtime::RuntimeError::NotFound(_)) => {
                 self.dispatcher.unregister(id);
-                true
+                Some(ended.filter(|c| c.state == RunState::Exited).map(|c| status::terminated(&c)))
             }
             Err(e) => {
                 tracing::warn!(%e, container = %name, "could not remove the container to restart every container");
-                false
+                None
             }
         }
     }

@@ -18,7 +18,7 @@ use crate::logs::Output;
 use crate::pleg::Dispatcher;
 use crate::pod_update::Cancel;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ContainerStateTerminated, Pod};
 use podwright_planner::pod;
 use podwright_planner::{Action, Eviction, Observed, StartFailure};
 use std::sync::Arc;
@@ -46,6 +46,9 @@ pub struct SyncResult {
     pub kill_failed: bool,
     /// An in-place resize was attempted: the containers (by name) it resized, or why not.
     pub resized: Option<Result<Vec<String>, String>>,
+    /// Instances a reset (`RestartAllContainers`) removed, by container name, and how they
+    /// ended.
+    pub reset: Vec<(String, ContainerStateTerminated)>,
 }
 
 /// The doing half of the kubelet's `SyncPod`, for every pod of the node; only
@@ -104,10 +107,11 @@ impl Executor {
                     }
                 }
                 Action::ResetContainer { id, name, live } => {
-                    if !self.reset_container(&sync, &id, &name, live).await {
+                    let Some(ended) = self.reset_container(&sync, &id, &name, live).await else {
                         result.kill_failed = true;
                         break;
-                    }
+                    };
+                    result.reset.extend(ended.map(|t| (name, t)));
                 }
                 Action::RemoveContainer { id, .. } => {
                     if let Err(e) = self.ctx.runtime.remove_container(&id).await {

@@ -174,6 +174,14 @@ impl Executor {
         self.start_created(sync, sc, &id, &config.log_path, &ip).await
     }
 
+    /// Whether the runtime handler of `pod`'s RuntimeClass makes recursive read-only mounts.
+    pub(crate) async fn pod_supports_recursive_read_only(&self, pod: &Pod) -> bool {
+        match self.configs.runtime_handler(pod) {
+            Ok(handler) => self.handler_supports_recursive_read_only(&handler).await,
+            Err(_) => false,
+        }
+    }
+
     /// Whether the runtime says `handler` makes recursive read-only mounts. Asked only for a
     /// container that wants one, so a runtime's upgrade is seen without a restart; a runtime
     /// that does not say (containerd before 2.0) does not.

@@ -61,6 +61,8 @@ pub fn running(p: &Pod, name: &str, restart_count: i32, started: i64) -> Observe
         image_ref: "sha256:abc".into(),
         hash: String::new(),
         sandbox_id: "sb1".into(),
+        user: None,
+        recursive_read_only: vec![],
     }
 }
 
