@@ -225,11 +225,7 @@ fn after_the_reset_each_container_shows_the_removed_instance_as_its_last_state()
             .map(|(n, e)| (n.to_string(), e))
             .collect();
     let st = w.status();
-    let last = |name: &str| {
-        let all = st.init_container_statuses.iter().chain(st.container_statuses.iter()).flatten();
-        let s = all.into_iter().find(|s| s.name == name).unwrap();
-        s.last_state.as_ref().and_then(|l| l.terminated.as_ref()).map(|t| t.exit_code)
-    };
+    let last = |name: &str| last_exit(&st, name);
     // init's new instance ran after the reset: the removed one is its last state. The apps,
     // not made again yet, show none: a waiting container with one would count as stopped, and
     // end this Never pod.
@@ -238,11 +234,7 @@ fn after_the_reset_each_container_shows_the_removed_instance_as_its_last_state()
     assert_eq!(st.phase.as_deref(), Some("Pending"));
     let w = w.with(running(&p, "side", 1, 10)).with(running(&p, "main", 1, 11)).with(running(&p, "worker", 1, 11));
     let st = w.status();
-    let last = |name: &str| {
-        let all = st.init_container_statuses.iter().chain(st.container_statuses.iter()).flatten();
-        let s = all.into_iter().find(|s| s.name == name).unwrap();
-        s.last_state.as_ref().and_then(|l| l.terminated.as_ref()).map(|t| t.exit_code)
-    };
+    let last = |name: &str| last_exit(&st, name);
     assert_eq!(last("main"), Some(137));
     assert_eq!(last("worker"), Some(88));
     assert_eq!(last("side"), None, "nothing was removed of it");
@@ -252,9 +244,14 @@ fn after_the_reset_each_container_shows_the_removed_instance_as_its_last_state()
     let mut w = w.at(14);
     w.observed.containers.retain(|c| c.name != "main");
     let w = w.with(exited(&p, "main", 1, 3, 11, 12)).with(running(&p, "main", 2, 13));
-    let st = w.status();
-    let main = st.container_statuses.iter().flatten().find(|s| s.name == "main").unwrap();
-    assert_eq!(main.last_state.as_ref().unwrap().terminated.as_ref().unwrap().exit_code, 3);
+    assert_eq!(last_exit(&w.status(), "main"), Some(3));
+}
+
+/// The exit code of a container's last state.
+fn last_exit(st: &PodStatus, name: &str) -> Option<i32> {
+    let all = st.init_container_statuses.iter().chain(st.container_statuses.iter()).flatten();
+    let s = all.into_iter().find(|s| s.name == name).unwrap();
+    s.last_state.as_ref().and_then(|l| l.terminated.as_ref()).map(|t| t.exit_code)
 }
 
 #[test]
