@@ -57,19 +57,22 @@ async fn send(
     sender.send_request(request).await.map_err(|e| what(&e))
 }
 
-/// One request on its own connection, with a JSON body if given.
-pub fn request(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> Result<Response, String> {
+/// One request on its own connection, with a JSON body if given, from a task.
+pub async fn exchange(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> Result<Response, String> {
     let exchange = async {
         let response = send(addr, method, path, body).await?;
         let status = response.status().as_u16();
         let body = response.into_body().collect().await.map_err(|e| format!("{method} {path}: {e}"))?;
         Ok(Response { status, body: body.to_bytes().to_vec() })
     };
-    Handle::current().block_on(async {
-        tokio::time::timeout(REQUEST_LIMIT, exchange)
-            .await
-            .unwrap_or_else(|_| Err(format!("{method} {path}: no answer within {REQUEST_LIMIT:?}")))
-    })
+    tokio::time::timeout(REQUEST_LIMIT, exchange)
+        .await
+        .unwrap_or_else(|_| Err(format!("{method} {path}: no answer within {REQUEST_LIMIT:?}")))
+}
+
+/// One request on its own connection, with a JSON body if given, from the measuring thread.
+pub fn request(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> Result<Response, String> {
+    Handle::current().block_on(exchange(addr, method, path, body))
 }
 
 /// A watch: `{"type": ..., "object": ...}` events, one per line of its body.

@@ -8,6 +8,8 @@
 //!   containerd for a steady window: its CPU and RSS, and how late the probes run.
 //! - `serve`: the `podwright serve` daemon driven through its API: idle RSS, `kubectl apply` to
 //!   Running beside the floor of its CRI calls, and RSS and CPU with many running pods.
+//! - `density`: `podwright serve` with many pods created at once: their startup latencies, and
+//!   its CPU per pod start with 10 to 200 pods already running.
 //! - `pulls`: pods with an image each from a local registry, started at once under each image
 //!   pull policy (serial, parallel, at most 2): time until all run, and podwright's time per
 //!   pull beside the runtime's `PullImage`.
@@ -25,6 +27,7 @@ mod alloc;
 mod api;
 mod child;
 mod counted;
+mod density;
 mod dns;
 mod fake;
 mod http;
@@ -56,6 +59,8 @@ enum Command {
     Probes(probes::ProbesArgs),
     /// The `podwright serve` daemon on containerd, driven through its API and by kubectl.
     Serve(serve::ServeArgs),
+    /// The `podwright serve` daemon with many pods at once: startup latencies, CPU per start.
+    Density(density::DensityArgs),
     /// Pods pulling an image each from a local registry, under each image pull policy.
     Pulls(pulls::PullsArgs),
     /// Serve's cluster DNS asked by many clients at once: queries per second, RSS.
@@ -96,6 +101,7 @@ fn main() -> ExitCode {
             Command::Real(args) => real::run(args).await.map(|r| r.print()),
             Command::Probes(args) => probes::run(args).await.map(|r| r.print()),
             Command::Serve(args) => serve::run(args).await.map(|r| r.print()),
+            Command::Density(args) => density::run(args).await.map(|r| r.print()),
             Command::Pulls(args) => pulls::run(args).await.map(|r| r.print()),
             Command::Dns(args) => dns::run(args).await.map(|r| r.print()),
             Command::Kubelet(args) => kubelet::run(args).await.map(|r| r.print()),

@@ -18,7 +18,7 @@ use podwright_containerd::EmbeddedRuntime;
 use podwright_runtime::Runtime;
 use serde_json::{Value, json};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -78,7 +78,7 @@ struct Usage {
 
 /// What the daemon's `/metrics` says, for the report's breakdown.
 #[derive(Debug, Default, Clone, Copy)]
-struct Scrape {
+pub(crate) struct Scrape {
     /// Every runtime call so far.
     runtime_calls: f64,
     /// `kubelet_pod_start_duration_seconds`: sum and count.
@@ -121,6 +121,9 @@ pub struct ServeReport {
     validated: bool,
     floor: Vec<Duration>,
     apply: Vec<Duration>,
+    /// Of each apply run, the part until the watch saw the pod created: kubectl's own start
+    /// and requests, and the create's commit.
+    created: Vec<Duration>,
     /// Mean of the daemon's own part of the apply runs: its worker first seeing the pod to
     /// Running (`kubelet_pod_start_duration_seconds`).
     worker_start: Duration,
@@ -143,22 +146,28 @@ struct UsageRound {
     containerd_cpu: Option<Duration>,
 }
 
-pub async fn run(args: &ServeArgs) -> Result<ServeReport, String> {
-    let podwright = child::podwright_binary(args.podwright.as_ref())?;
-    // Started here rather than by podwright, so that its start is not in podwright's figures.
-    let (endpoint, containerd_pid) = match &args.runtime_endpoint {
-        Some(e) => (e.clone(), None),
+/// The CRI endpoint to use and containerd's pid: `given`, or the embedded containerd under
+/// `root`, started here rather than by podwright, so that its start is not in podwright's
+/// figures.
+pub(crate) async fn runtime_endpoint(given: Option<&String>, root: &Path) -> Result<(String, Option<u32>), String> {
+    match given {
+        Some(e) => Ok((e.clone(), None)),
         None => {
-            let embedded = EmbeddedRuntime::new(&args.root_dir);
+            let embedded = EmbeddedRuntime::new(root);
             let outcome = embedded.ensure_running().await.map_err(|e| {
                 format!(
                     "could not start the embedded containerd under {}: {e}\nRun scripts/setup first.",
-                    args.root_dir.display()
+                    root.display()
                 )
             })?;
-            (embedded.endpoint(), Some(outcome.pid))
+            Ok((embedded.endpoint(), Some(outcome.pid)))
         }
-    };
+    }
+}
+
+pub async fn run(args: &ServeArgs) -> Result<ServeReport, String> {
+    let podwright = child::podwright_binary(args.podwright.as_ref())?;
+    let (endpoint, containerd_pid) = runtime_endpoint(args.runtime_endpoint.as_ref(), &args.root_dir).await?;
     let cri = podwright_runtime::connect(&endpoint).await.map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
     let work = std::env::temp_dir().join(format!("podwright-bench-serve-{}", std::process::id()));
     std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
@@ -205,21 +214,50 @@ struct Bench {
 }
 
 /// The daemon, as a child process with its API's address.
-struct Daemon {
+pub(crate) struct Daemon {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
 }
 
 impl Daemon {
-    fn pid(&self) -> u32 {
+    /// Starts `podwright serve` on `endpoint` from an empty store under `root` (what earlier
+    /// runs left in it, their events live an hour, would count in its figures) and waits
+    /// until its API answers.
+    pub(crate) fn start(podwright: &Path, root: &Path, endpoint: &str) -> Result<Daemon, String> {
+        let store = root.join(podwright_server::server::STORE_FILE);
+        match std::fs::remove_file(&store) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("cannot remove {}: {e}", store.display()));
+            }
+            _ => {}
+        }
+        let port = free_port()?;
+        let mut cmd = Command::new(podwright);
+        cmd.arg("serve")
+            .arg("--root-dir")
+            .arg(root)
+            .args(["--port", &port.to_string(), "--runtime-endpoint", endpoint])
+            .env("PODWRIGHT_LOG", "error")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        let child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", podwright.display()))?;
+        let mut daemon = Daemon { child, addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)) };
+        if let Err(e) = daemon.wait_ready() {
+            let _ = daemon.stop();
+            return Err(e);
+        }
+        Ok(daemon)
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    fn request(&self, method: &str, path: &str, body: Option<&str>) -> Result<http::Response, String> {
+    pub(crate) fn request(&self, method: &str, path: &str, body: Option<&str>) -> Result<http::Response, String> {
         http::request(self.addr, method, path, body)
     }
 
-    fn scrape(&self) -> Result<Scrape, String> {
+    pub(crate) fn scrape(&self) -> Result<Scrape, String> {
         let r = self.request("GET", "/metrics", None)?;
         match r.status {
             200 => Ok(Scrape::parse(&String::from_utf8_lossy(&r.body))),
@@ -262,7 +300,7 @@ impl Daemon {
     }
 
     /// The pods' names and phases, of those with `selector`.
-    fn phases(&self, selector: &str) -> Result<Vec<(String, String)>, String> {
+    pub(crate) fn phases(&self, selector: &str) -> Result<Vec<(String, String)>, String> {
         let r = self.request("GET", &format!("/api/v1/namespaces/default/pods?labelSelector={selector}"), None)?;
         if r.status != 200 {
             return Err(format!("listing the pods: HTTP {}", r.status));
@@ -278,7 +316,7 @@ impl Daemon {
     /// Deletes a pod at once (grace 0: `sleep` ignores SIGTERM as PID 1); a pod already gone
     /// is fine. Its object goes at once, the pod itself once the node has stopped and removed
     /// it (see [`Daemon::wait_removed`]).
-    fn delete(&self, name: &str) -> Result<(), String> {
+    pub(crate) fn delete(&self, name: &str) -> Result<(), String> {
         let r = self.request(
             "DELETE",
             &format!("/api/v1/namespaces/default/pods/{name}"),
@@ -293,7 +331,7 @@ impl Daemon {
     /// Waits until the daemon has removed `pods` more pods from the runtime than it had when
     /// `before` was read: their containers, sandboxes and files are gone (stopping the daemon
     /// earlier leaves them to the runtime).
-    fn wait_removed(&self, before: &Scrape, pods: usize, limit: Duration) -> Result<(), String> {
+    pub(crate) fn wait_removed(&self, before: &Scrape, pods: usize, limit: Duration) -> Result<(), String> {
         let t0 = Instant::now();
         while self.scrape()?.sandbox_removals < before.sandbox_removals + pods as f64 {
             if t0.elapsed() > limit {
@@ -305,12 +343,12 @@ impl Daemon {
     }
 
     /// Asks it to stop (it leaves no pod behind: every pod was deleted) and waits.
-    fn stop(mut self) -> Result<(), String> {
+    pub(crate) fn stop(mut self) -> Result<(), String> {
         child::stop(&mut self.child, "podwright serve", START_LIMIT)
     }
 }
 
-fn str_at(v: &Value, pointer: &str) -> String {
+pub(crate) fn str_at(v: &Value, pointer: &str) -> String {
     v.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_string()
 }
 
@@ -322,27 +360,8 @@ pub(crate) fn free_port() -> Result<u16, String> {
 
 impl Bench {
     fn run(self) -> Result<ServeReport, String> {
-        // The daemon starts from an empty store: what earlier runs left in it (their events live
-        // an hour) would count in its idle memory.
-        let store = self.root.join(podwright_server::server::STORE_FILE);
-        match std::fs::remove_file(&store) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(format!("cannot remove {}: {e}", store.display()));
-            }
-            _ => {}
-        }
-        let port = free_port()?;
-        let mut cmd = Command::new(&self.podwright);
-        cmd.arg("serve")
-            .arg("--root-dir")
-            .arg(&self.root)
-            .args(["--port", &port.to_string(), "--runtime-endpoint", &self.endpoint])
-            .env("PODWRIGHT_LOG", "error")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null());
-        let child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", self.podwright.display()))?;
-        let mut daemon = Daemon { child, addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)) };
-        let result = daemon.wait_ready().and_then(|()| self.measure(&daemon));
+        let daemon = Daemon::start(&self.podwright, &self.root, &self.endpoint)?;
+        let result = self.measure(&daemon);
         let stopped = daemon.stop();
         let report = result?;
         stopped?;
@@ -360,10 +379,12 @@ impl Bench {
         self.apply(daemon, "apply-warm-up", validated)?;
         let before = daemon.scrape()?;
         // Interleaved, so that both see the machine's load alike.
-        let (mut floor, mut apply) = (vec![], vec![]);
+        let (mut floor, mut apply, mut created) = (vec![], vec![], vec![]);
         for i in 0..self.runs {
             floor.push(self.floor(&format!("serve-floor-{i}"))?);
-            apply.push(self.apply(daemon, &format!("apply-{i}"), validated)?);
+            let (running, added) = self.apply(daemon, &format!("apply-{i}"), validated)?;
+            apply.push(running);
+            created.push(added);
         }
         let after = daemon.scrape()?;
         let starts = (after.pod_starts - before.pod_starts).max(1.0);
@@ -384,6 +405,7 @@ impl Bench {
             validated,
             floor,
             apply,
+            created,
             worker_start,
             pods: self.pods,
             ramp,
@@ -407,8 +429,9 @@ impl Bench {
         })
     }
 
-    /// `kubectl apply` of the pod until a watch sees it Running; then deletes it.
-    fn apply(&self, daemon: &Daemon, name: &str, validated: bool) -> Result<Duration, String> {
+    /// `kubectl apply` of the pod until a watch sees it Running, and until it saw it created;
+    /// then deletes it.
+    fn apply(&self, daemon: &Daemon, name: &str, validated: bool) -> Result<(Duration, Duration), String> {
         let manifest = self.work.join(format!("{name}.yaml"));
         std::fs::write(&manifest, pod::running_manifest(name))
             .map_err(|e| format!("cannot write {}: {e}", manifest.display()))?;
@@ -431,6 +454,7 @@ impl Bench {
             kubectl.arg("--validate=false");
         }
         let mut child = kubectl.spawn().map_err(|e| format!("cannot run kubectl: {e}"))?;
+        let mut added = None;
         let running = (|| loop {
             if let Ok(Some(status)) = child.try_wait()
                 && !status.success()
@@ -441,8 +465,10 @@ impl Bench {
                 return Err(format!("{name} was not Running within {POD_LIMIT:?}"));
             }
             let Some(event) = watch.next(Instant::now() + Duration::from_millis(100))? else { continue };
+            let at = t0.elapsed();
+            added.get_or_insert(at);
             if str_at(&event, "/object/status/phase") == "Running" {
-                return Ok(t0.elapsed());
+                return Ok(at);
             }
         })();
         let output = child.wait_with_output().map_err(|e| format!("kubectl: {e}"))?;
@@ -457,7 +483,7 @@ impl Bench {
             }
         }
         daemon.wait_removed(&before, 1, POD_LIMIT)?;
-        Ok(running)
+        Ok((running, added.unwrap_or(running)))
     }
 
     /// Creates the pods through the API, waits until all are Running and have settled, then
@@ -541,7 +567,7 @@ impl Bench {
 
 impl ServeReport {
     pub fn print(&self) {
-        let (floor, apply) = (Summary::of(&self.floor), Summary::of(&self.apply));
+        let (floor, apply, created) = (Summary::of(&self.floor), Summary::of(&self.apply), Summary::of(&self.created));
         let kib = |k: f64| format!("{k:.0} KiB ({:.1} MiB)", k / 1024.0);
         let verdict = |ok: bool| if ok { "ok" } else { "MISSED" };
         println!("serve: `podwright serve` on containerd, driven through its API");
@@ -564,7 +590,8 @@ impl ServeReport {
         );
         println!("  {:<40} {:>10.2} {:>10.2} {:>10.2}", "kubectl apply -> Running", apply.median, apply.min, apply.max);
         println!(
-            "  of which the pod worker, from first seeing the pod to Running: {:.2} ms (mean, from /metrics)",
+            "  of which kubectl until the watch saw the pod created: {:.2} ms (median); the pod worker, from first seeing the pod to Running: {:.2} ms (mean, from /metrics)",
+            created.median,
             self.worker_start.as_secs_f64() * 1e3
         );
         println!(
@@ -599,6 +626,7 @@ impl ServeReport {
         println!("apply_to_running_ms: {:.2}", apply.median);
         println!("apply_to_running_min_ms: {:.2}", apply.min);
         println!("apply_to_running_max_ms: {:.2}", apply.max);
+        println!("apply_created_ms: {:.2}", created.median);
         println!("apply_worker_start_ms: {:.2}", self.worker_start.as_secs_f64() * 1e3);
         println!("serve_pods: {}", self.pods);
         println!("serve_ramp_s: {:.2}", self.ramp.as_secs_f64());

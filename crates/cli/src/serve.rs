@@ -210,6 +210,8 @@ async fn start_and_serve(args: ServeArgs) -> Result<(), u8> {
         request_timeout: args.request_timeout,
     };
     serve_until_signal(listener, security, &api, metrics, limits).await;
+    // The last statuses and events the workers reported are on disk before the process ends.
+    api.store().flush();
     Ok(())
 }
 

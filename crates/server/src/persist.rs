@@ -1,6 +1,7 @@
 //! The local API's objects on disk: an embedded redb database under the root directory, written
-//! in one transaction per change, before the change is visible (so before any pod worker can
-//! act on it), and read back when `serve` starts again.
+//! in one transaction per group of changes (those queued while the previous one committed),
+//! before they are visible (so before any pod worker can act on them), and read back when
+//! `serve` starts again.
 //!
 //! redb rather than SQLite (measurements in the restart-safety notes): both survive a SIGKILL at
 //! any instant with every acknowledged commit; redb builds in a quarter of the time on two
@@ -75,26 +76,28 @@ impl Disk {
         Ok((disk, loaded))
     }
 
-    /// Writes `obj` under its key, and `rv` as the last resourceVersion, durably.
-    pub fn put(&self, rv: u64, resource: Resource, ns: &str, name: &str, obj: &Value) -> Result<(), DiskError> {
-        let bytes = serde_json::to_vec(obj).map_err(|e| self.err(&e))?;
-        self.write(rv, |t| t.insert(key(resource, ns, name).as_str(), bytes.as_slice()).map(|_| ()))
-    }
-
-    /// Removes the object under its key, and writes `rv`, durably.
-    pub fn remove(&self, rv: u64, resource: Resource, ns: &str, name: &str) -> Result<(), DiskError> {
-        self.write(rv, |t| t.remove(key(resource, ns, name).as_str()).map(|_| ()))
-    }
-
-    fn write(
+    /// Writes each change (an object under its key, or its removal: `None`), and `rv` as the
+    /// last resourceVersion, durably in one transaction: one sync for them all.
+    pub fn commit<'a>(
         &self,
         rv: u64,
-        change: impl FnOnce(&mut redb::Table<&str, &[u8]>) -> Result<(), redb::StorageError>,
+        changes: impl IntoIterator<Item = (Resource, &'a str, &'a str, Option<&'a Value>)>,
     ) -> Result<(), DiskError> {
         let tx = self.db.begin_write().map_err(|e| self.err(&e))?;
         {
             let mut objects = tx.open_table(OBJECTS).map_err(|e| self.err(&e))?;
-            change(&mut objects).map_err(|e| self.err(&e))?;
+            for (resource, ns, name, obj) in changes {
+                let key = key(resource, ns, name);
+                match obj {
+                    Some(obj) => {
+                        let bytes = serde_json::to_vec(obj).map_err(|e| self.err(&e))?;
+                        objects.insert(key.as_str(), bytes.as_slice()).map_err(|e| self.err(&e))?;
+                    }
+                    None => {
+                        objects.remove(key.as_str()).map_err(|e| self.err(&e))?;
+                    }
+                }
+            }
             let mut meta = tx.open_table(META).map_err(|e| self.err(&e))?;
             meta.insert(RV, rv).map_err(|e| self.err(&e))?;
         }
@@ -103,6 +106,18 @@ impl Disk {
 
     fn err(&self, e: &dyn std::fmt::Display) -> DiskError {
         DiskError { path: self.path.clone(), error: e.to_string() }
+    }
+}
+
+/// One change per transaction, as the tests write them.
+#[cfg(test)]
+impl Disk {
+    fn put(&self, rv: u64, resource: Resource, ns: &str, name: &str, obj: &Value) -> Result<(), DiskError> {
+        self.commit(rv, [(resource, ns, name, Some(obj))])
+    }
+
+    fn remove(&self, rv: u64, resource: Resource, ns: &str, name: &str) -> Result<(), DiskError> {
+        self.commit(rv, [(resource, ns, name, None)])
     }
 }
 

@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 /// Writes pod statuses into the store (kubectl reads them there) and removes deleted pods'
-/// objects once their containers have stopped.
+/// objects once their containers have stopped, without waiting for the store's commits.
 pub struct StoreStatus {
     pub store: Arc<Store>,
     pub link: Arc<NodeLink>,
@@ -43,7 +43,8 @@ impl StatusSink for StoreStatus {
             }
             let value = serde_json::to_value(&status).unwrap_or(Value::Null);
             let mut found = false;
-            let written = self.store.update(Resource::Pods, ns, name, |old| {
+            // Queued: the worker goes on at once; the status is visible once committed.
+            let written = self.store.update_queued(Resource::Pods, ns, name, |old| {
                 if !ours(old) {
                     return Ok(None);
                 }
@@ -60,7 +61,7 @@ impl StatusSink for StoreStatus {
             }
         }
         if self.link.on_status(uid, update.finished) {
-            let _ = self.store.delete_if(Resource::Pods, ns, name, ours);
+            let _ = self.store.delete_if_queued(Resource::Pods, ns, name, ours);
         }
     }
 }
@@ -128,7 +129,7 @@ impl StoreEvents {
         let now_v = serde_json::to_value(Time(now)).unwrap_or(Value::Null);
         let mut names = lock(&self.names);
         if let Some((ens, ename)) = names.get(&key) {
-            let bumped = self.store.update(Resource::Events, ens, ename, |old| {
+            let bumped = self.store.update_queued(Resource::Events, ens, ename, |old| {
                 let mut new = old.clone();
                 new["count"] = json!(old["count"].as_i64().unwrap_or(1) + 1);
                 new["lastTimestamp"] = now_v.clone();
@@ -148,7 +149,7 @@ impl StoreEvents {
         // an instant, so a taken name moves on by a nanosecond.
         for _ in 0..16 {
             let name = meta_str(&event, "name").unwrap_or_default().to_string();
-            match self.store.create(Resource::Events, event.clone()) {
+            match self.store.create_queued(Resource::Events, event.clone()) {
                 Ok(_) => {
                     names.insert(key, (ns, name));
                     return;

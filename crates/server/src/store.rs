@@ -1,5 +1,6 @@
 //! The objects behind the local API, held as JSON, with one increasing resourceVersion for
-//! every change and the recent changes kept for watches that resume from a resourceVersion.
+//! every change and the recent changes kept for watches that resume from a resourceVersion;
+//! on disk, changes are committed in groups by a writer of their own before they are visible.
 
 use crate::errors::{ApiError, ApiResult};
 use crate::persist::{Disk, DiskError, Loaded};
@@ -8,8 +9,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podwright_runtime::Clock;
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
+use std::ops::RangeInclusive;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use tokio::sync::broadcast;
 
 /// How many changes are kept for watches resuming from an older resourceVersion: a watch that
@@ -51,13 +53,57 @@ struct Inner {
     history: VecDeque<Change>,
 }
 
-/// Every object of the local API. Cheap to share; all methods take `&self`.
-pub struct Store {
+/// One change made and not yet committed: the object after it (for a deletion, as it was).
+struct Write {
+    key: Key,
+    change: Change,
+}
+
+/// The write side: every change is made here first, at once, against the newest objects
+/// (committed or not), and queued for the writer, which commits what has queued up in one
+/// transaction and only then makes it visible.
+struct Pending {
+    /// The objects with every queued change made.
+    objects: BTreeMap<Key, Arc<Value>>,
+    /// The last resourceVersion given out.
+    rv: u64,
+    queue: Vec<Write>,
+    /// Every change up to this resourceVersion is committed (visible) or has failed.
+    settled: u64,
+    /// The recent commits that failed: their resourceVersions and why.
+    failures: VecDeque<(RangeInclusive<u64>, String)>,
+    /// The store is being dropped: the writer commits what is queued and ends.
+    closing: bool,
+}
+
+/// Failed commits remembered for the writers waiting on them (a failure is a full disk or a
+/// broken file: rare, and every waiter wakes at once).
+const FAILURES_KEPT: usize = 64;
+
+struct Shared {
+    /// What readers and watches see: committed changes only.
     inner: Mutex<Inner>,
+    pending: Mutex<Pending>,
+    /// Rung when a change is queued, and when the store is dropped.
+    queued: Condvar,
+    /// Rung when changes have settled.
+    settled: Condvar,
     changes: broadcast::Sender<Change>,
-    clock: Clock,
-    /// Where every change is written before it is made, when the store outlives the process.
+    /// Where every change is written before it is visible, when the store outlives the process.
     disk: Option<Disk>,
+}
+
+/// Every object of the local API. Cheap to share; all methods take `&self`.
+///
+/// A change is made at once and visible once it is on disk: the store's writer (a thread of
+/// its own, for a store on disk) commits every change queued meanwhile in one transaction, so
+/// that writers at once share one sync. The API's requests wait until their change is
+/// committed (`create`, `update`, `delete_if`); the node's reports of statuses and events
+/// (`*_queued`) do not, so that a pod worker never waits for the disk.
+pub struct Store {
+    shared: Arc<Shared>,
+    clock: Clock,
+    writer: Option<std::thread::JoinHandle<()>>,
 }
 
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
@@ -76,6 +122,17 @@ fn set_meta(obj: &mut Value, field: &str, value: Value) {
     obj["metadata"][field] = value;
 }
 
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether the caller waits until its change is committed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    Committed,
+    Queued,
+}
+
 impl Store {
     /// A store in memory only.
     pub fn new(clock: Clock) -> Self {
@@ -90,7 +147,7 @@ impl Store {
 
     fn with(clock: Clock, disk: Option<Disk>, loaded: Loaded) -> Self {
         let (changes, _) = broadcast::channel(4096);
-        let objects = loaded
+        let objects: BTreeMap<Key, Arc<Value>> = loaded
             .objects
             .into_iter()
             .map(|(resource, obj)| {
@@ -102,19 +159,33 @@ impl Store {
                 (key, Arc::new(obj))
             })
             .collect();
-        let inner = Inner { rv: loaded.rv.max(1), objects, history: VecDeque::new() };
-        Store { inner: Mutex::new(inner), changes, clock, disk }
-    }
-
-    /// Writes the object under `key` (or its removal, `None`) at resourceVersion `rv` to disk.
-    fn persist(&self, rv: u64, key: &Key, obj: Option<&Value>) -> ApiResult<()> {
-        let Some(disk) = &self.disk else { return Ok(()) };
-        let (resource, ns, name) = key;
-        match obj {
-            Some(obj) => disk.put(rv, *resource, ns, name, obj),
-            None => disk.remove(rv, *resource, ns, name),
-        }
-        .map_err(|e| ApiError::internal(e.to_string()))
+        let rv = loaded.rv.max(1);
+        let pending = Pending {
+            objects: objects.clone(),
+            rv,
+            queue: vec![],
+            settled: rv,
+            failures: VecDeque::new(),
+            closing: false,
+        };
+        let on_disk = disk.is_some();
+        let shared = Arc::new(Shared {
+            inner: Mutex::new(Inner { rv, objects, history: VecDeque::new() }),
+            pending: Mutex::new(pending),
+            queued: Condvar::new(),
+            settled: Condvar::new(),
+            changes,
+            disk,
+        });
+        // In memory, a change is visible as soon as it is made: there is nothing to wait for.
+        let writer = on_disk.then(|| {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("store-writer".into())
+                .spawn(move || shared.write_until_closed())
+                .expect("a thread for the store's writer")
+        });
+        Store { shared, clock, writer }
     }
 
     pub fn clock(&self) -> &Clock {
@@ -127,7 +198,7 @@ impl Store {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.shared.inner)
     }
 
     fn key(resource: Resource, ns: &str, name: &str) -> Key {
@@ -135,19 +206,46 @@ impl Store {
         (resource, ns.to_string(), name.to_string())
     }
 
-    fn record(&self, inner: &mut Inner, resource: Resource, kind: ChangeKind, object: Arc<Value>) {
-        let change = Change { rv: inner.rv, resource, kind, object };
-        if inner.history.len() == HISTORY {
-            inner.history.pop_front();
+    /// Makes a change on the write side with `make`, which returns its result and the
+    /// resourceVersion that result is current at; then waits, if asked, until that is
+    /// committed. In memory the change is visible when this returns either way.
+    fn change<T>(&self, wait: Wait, make: impl FnOnce(&mut Pending) -> ApiResult<(T, u64)>) -> ApiResult<T> {
+        let mut pending = lock(&self.shared.pending);
+        let (result, rv) = make(&mut pending)?;
+        if self.writer.is_none() {
+            // Published with the write side still held, so that changes show in their order.
+            let queue = std::mem::take(&mut pending.queue);
+            pending.settled = pending.rv;
+            self.shared.publish(queue);
+            return Ok(result);
         }
-        inner.history.push_back(change.clone());
-        // Nobody watching is fine.
-        let _ = self.changes.send(change);
+        if !pending.queue.is_empty() {
+            self.shared.queued.notify_one();
+        }
+        if wait == Wait::Queued {
+            return Ok(result);
+        }
+        while pending.settled < rv {
+            pending = self.shared.settled.wait(pending).unwrap_or_else(|e| e.into_inner());
+        }
+        match pending.failures.iter().find(|(rvs, _)| rvs.contains(&rv)) {
+            Some((_, why)) => Err(ApiError::internal(why.clone())),
+            None => Ok(result),
+        }
     }
 
     /// Stores a new object: its namespace and name are set; the uid, creation time and
     /// resourceVersion are given here.
-    pub fn create(&self, resource: Resource, mut obj: Value) -> ApiResult<Value> {
+    pub fn create(&self, resource: Resource, obj: Value) -> ApiResult<Value> {
+        self.create_with(Wait::Committed, resource, obj)
+    }
+
+    /// [`Store::create`] without waiting for the commit.
+    pub fn create_queued(&self, resource: Resource, obj: Value) -> ApiResult<Value> {
+        self.create_with(Wait::Queued, resource, obj)
+    }
+
+    fn create_with(&self, wait: Wait, resource: Resource, mut obj: Value) -> ApiResult<Value> {
         let ns = meta_str(&obj, "namespace").unwrap_or_default().to_string();
         let name = meta_str(&obj, "name").unwrap_or_default().to_string();
         let key = Self::key(resource, &ns, &name);
@@ -155,18 +253,16 @@ impl Store {
             set_meta(&mut obj, "uid", Value::String(uuid::Uuid::new_v4().to_string()));
         }
         set_meta(&mut obj, "creationTimestamp", self.now_value());
-        let mut inner = self.lock();
-        if inner.objects.contains_key(&key) {
-            return Err(ApiError::already_exists(resource, &name));
-        }
-        let rv = inner.rv + 1;
-        set_meta(&mut obj, "resourceVersion", Value::String(rv.to_string()));
-        self.persist(rv, &key, Some(&obj))?;
-        inner.rv = rv;
-        let obj = Arc::new(obj);
-        inner.objects.insert(key, obj.clone());
-        self.record(&mut inner, resource, ChangeKind::Added, obj.clone());
-        Ok((*obj).clone())
+        self.change(wait, |p| {
+            if p.objects.contains_key(&key) {
+                return Err(ApiError::already_exists(resource, &name));
+            }
+            let rv = p.rv + 1;
+            set_meta(&mut obj, "resourceVersion", Value::String(rv.to_string()));
+            let obj = Arc::new(obj);
+            p.push(key, resource, ChangeKind::Added, obj.clone());
+            Ok(((*obj).clone(), rv))
+        })
     }
 
     pub fn get(&self, resource: Resource, ns: &str, name: &str) -> ApiResult<Arc<Value>> {
@@ -207,27 +303,50 @@ impl Store {
         name: &str,
         change: impl FnOnce(&Value) -> ApiResult<Option<Value>>,
     ) -> ApiResult<Value> {
+        self.update_with(Wait::Committed, resource, ns, name, change)
+    }
+
+    /// [`Store::update`] without waiting for the commit: `change` still runs before this
+    /// returns, on the newest object.
+    pub fn update_queued(
+        &self,
+        resource: Resource,
+        ns: &str,
+        name: &str,
+        change: impl FnOnce(&Value) -> ApiResult<Option<Value>>,
+    ) -> ApiResult<Value> {
+        self.update_with(Wait::Queued, resource, ns, name, change)
+    }
+
+    fn update_with(
+        &self,
+        wait: Wait,
+        resource: Resource,
+        ns: &str,
+        name: &str,
+        change: impl FnOnce(&Value) -> ApiResult<Option<Value>>,
+    ) -> ApiResult<Value> {
         let key = Self::key(resource, ns, name);
-        let mut inner = self.lock();
-        let old = inner.objects.get(&key).cloned().ok_or_else(|| ApiError::not_found(resource, name))?;
-        let Some(mut new) = change(&old)? else {
-            return Ok((*old).clone());
-        };
-        for field in ["namespace", "name", "uid", "creationTimestamp"] {
-            set_meta(&mut new, field, old["metadata"][field].clone());
-        }
-        set_meta(&mut new, "resourceVersion", old["metadata"]["resourceVersion"].clone());
-        if new == *old {
-            return Ok(new);
-        }
-        let rv = inner.rv + 1;
-        set_meta(&mut new, "resourceVersion", Value::String(rv.to_string()));
-        self.persist(rv, &key, Some(&new))?;
-        inner.rv = rv;
-        let new = Arc::new(new);
-        inner.objects.insert(key, new.clone());
-        self.record(&mut inner, resource, ChangeKind::Modified, new.clone());
-        Ok((*new).clone())
+        self.change(wait, |p| {
+            let old = p.objects.get(&key).cloned().ok_or_else(|| ApiError::not_found(resource, name))?;
+            // What is answered unchanged must be committed too.
+            let old_rv = object_rv(&old).unwrap_or_default();
+            let Some(mut new) = change(&old)? else {
+                return Ok(((*old).clone(), old_rv));
+            };
+            for field in ["namespace", "name", "uid", "creationTimestamp"] {
+                set_meta(&mut new, field, old["metadata"][field].clone());
+            }
+            set_meta(&mut new, "resourceVersion", old["metadata"]["resourceVersion"].clone());
+            if new == *old {
+                return Ok((new, old_rv));
+            }
+            let rv = p.rv + 1;
+            set_meta(&mut new, "resourceVersion", Value::String(rv.to_string()));
+            let new = Arc::new(new);
+            p.push(key, resource, ChangeKind::Modified, new.clone());
+            Ok(((*new).clone(), rv))
+        })
     }
 
     /// Removes an object; watchers get it as DELETED with a new resourceVersion.
@@ -244,28 +363,54 @@ impl Store {
         name: &str,
         wanted: impl FnOnce(&Value) -> bool,
     ) -> ApiResult<Value> {
+        self.delete_with(Wait::Committed, resource, ns, name, wanted)
+    }
+
+    /// [`Store::delete_if`] without waiting for the commit.
+    pub fn delete_if_queued(
+        &self,
+        resource: Resource,
+        ns: &str,
+        name: &str,
+        wanted: impl FnOnce(&Value) -> bool,
+    ) -> ApiResult<Value> {
+        self.delete_with(Wait::Queued, resource, ns, name, wanted)
+    }
+
+    fn delete_with(
+        &self,
+        wait: Wait,
+        resource: Resource,
+        ns: &str,
+        name: &str,
+        wanted: impl FnOnce(&Value) -> bool,
+    ) -> ApiResult<Value> {
         let key = Self::key(resource, ns, name);
-        let mut inner = self.lock();
-        match inner.objects.get(&key) {
-            Some(old) if wanted(old) => {}
-            _ => return Err(ApiError::not_found(resource, name)),
-        }
-        let rv = inner.rv + 1;
-        self.persist(rv, &key, None)?;
-        inner.rv = rv;
-        let old = inner.objects.remove(&key).ok_or_else(|| ApiError::not_found(resource, name))?;
-        let mut gone = (*old).clone();
-        set_meta(&mut gone, "resourceVersion", Value::String(inner.rv.to_string()));
-        let gone = Arc::new(gone);
-        self.record(&mut inner, resource, ChangeKind::Deleted, gone.clone());
-        Ok((*gone).clone())
+        self.change(wait, |p| {
+            match p.objects.get(&key) {
+                Some(old) if wanted(old) => {}
+                _ => return Err(ApiError::not_found(resource, name)),
+            }
+            let old = p.objects.remove(&key).ok_or_else(|| ApiError::not_found(resource, name))?;
+            let rv = p.rv + 1;
+            let mut gone = (*old).clone();
+            set_meta(&mut gone, "resourceVersion", Value::String(rv.to_string()));
+            let gone = Arc::new(gone);
+            p.push(key, resource, ChangeKind::Deleted, gone.clone());
+            Ok(((*gone).clone(), rv))
+        })
+    }
+
+    /// Waits until every change made so far is committed (or has failed).
+    pub fn flush(&self) {
+        let _ = self.change(Wait::Committed, |p| Ok(((), p.rv)));
     }
 
     /// Starts a watch: the changes after `from` still kept (none when `from` is `None`), and
     /// a receiver of every later change, with nothing lost in between.
     pub fn watch(&self, from: Option<u64>) -> ApiResult<(Vec<Change>, broadcast::Receiver<Change>)> {
         let inner = self.lock();
-        let rx = self.changes.subscribe();
+        let rx = self.shared.changes.subscribe();
         let Some(from) = from else { return Ok((vec![], rx)) };
         if let Some(oldest) = inner.history.front()
             && from + 1 < oldest.rv
@@ -277,6 +422,110 @@ impl Store {
 
     pub fn resource_version(&self) -> u64 {
         self.lock().rv
+    }
+}
+
+impl Pending {
+    /// Makes a change at the next resourceVersion and queues it for the writer.
+    fn push(&mut self, key: Key, resource: Resource, kind: ChangeKind, object: Arc<Value>) {
+        self.rv += 1;
+        if kind != ChangeKind::Deleted {
+            self.objects.insert(key.clone(), object.clone());
+        }
+        self.queue.push(Write { key, change: Change { rv: self.rv, resource, kind, object } });
+    }
+}
+
+impl Shared {
+    /// The writer: commits what has queued up, in one transaction, until the store is dropped.
+    fn write_until_closed(&self) {
+        loop {
+            let mut pending = lock(&self.pending);
+            while pending.queue.is_empty() && !pending.closing {
+                pending = self.queued.wait(pending).unwrap_or_else(|e| e.into_inner());
+            }
+            let batch = std::mem::take(&mut pending.queue);
+            let closing = pending.closing;
+            drop(pending);
+            if !batch.is_empty() {
+                self.commit(batch);
+            }
+            if closing && lock(&self.pending).queue.is_empty() {
+                return;
+            }
+        }
+    }
+
+    /// Writes `batch` to disk, then makes it visible; on a failure, forgets it and every
+    /// change queued since (made on top of it) and tells their writers.
+    fn commit(&self, batch: Vec<Write>) {
+        let last = batch.last().map_or(0, |w| w.change.rv);
+        let written = match &self.disk {
+            Some(disk) => disk.commit(
+                last,
+                batch.iter().map(|w| {
+                    let (resource, ns, name) = &w.key;
+                    let obj = (w.change.kind != ChangeKind::Deleted).then_some(&*w.change.object);
+                    (*resource, ns.as_str(), name.as_str(), obj)
+                }),
+            ),
+            None => Ok(()),
+        };
+        match written {
+            Ok(()) => {
+                self.publish(batch);
+                lock(&self.pending).settled = last;
+            }
+            Err(e) => {
+                tracing::error!(%e, "the local API's store could not commit; its changes are dropped");
+                let mut pending = lock(&self.pending);
+                let inner = self.lock_inner();
+                let first = batch.first().map_or(last, |w| w.change.rv);
+                pending.queue.clear();
+                pending.objects = inner.objects.clone();
+                if pending.failures.len() == FAILURES_KEPT {
+                    pending.failures.pop_front();
+                }
+                let upto = pending.rv;
+                pending.failures.push_back((first..=upto, e.to_string()));
+                pending.settled = upto;
+            }
+        }
+        self.settled.notify_all();
+    }
+
+    /// Taken after the write side when both are held.
+    fn lock_inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        lock(&self.inner)
+    }
+
+    /// Makes committed changes visible: to readers, to the history, to watches.
+    fn publish(&self, batch: Vec<Write>) {
+        let mut inner = self.lock_inner();
+        for Write { key, change } in batch {
+            inner.rv = change.rv;
+            match change.kind {
+                ChangeKind::Deleted => inner.objects.remove(&key),
+                _ => inner.objects.insert(key, change.object.clone()),
+            };
+            if inner.history.len() == HISTORY {
+                inner.history.pop_front();
+            }
+            inner.history.push_back(change.clone());
+            // Nobody watching is fine.
+            let _ = self.changes.send(change);
+        }
+    }
+}
+
+impl Drop for Store {
+    /// What is queued is committed before the store goes.
+    fn drop(&mut self) {
+        lock(&self.shared.pending).closing = true;
+        self.shared.queued.notify_one();
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
     }
 }
 
@@ -313,6 +562,98 @@ mod tests {
         let (backlog, _) = store.watch(Some(rv_a)).unwrap();
         assert_eq!(backlog.iter().map(|c| c.kind).collect::<Vec<_>>(), [ChangeKind::Modified, ChangeKind::Deleted]);
         assert_eq!(store.get(Resource::Pods, "default", "a").unwrap_err().reason, "NotFound");
+    }
+
+    /// A store on disk in a directory of its own, removed when the test ends.
+    struct OnDisk(std::path::PathBuf);
+
+    impl OnDisk {
+        fn new(test: &str) -> OnDisk {
+            let dir = std::env::temp_dir().join(format!("pw-store-{test}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            OnDisk(dir)
+        }
+
+        fn open(&self) -> Store {
+            Store::open(Clock::new(), &self.0.join("store.redb")).unwrap()
+        }
+    }
+
+    impl Drop for OnDisk {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// The API's writes are visible (and on disk) when they return; the node's queued
+    /// reports once the writer has committed them, and they survive the store too.
+    #[tokio::test]
+    async fn queued_changes_are_committed_in_order_and_kept() {
+        let dir = OnDisk::new("queued");
+        let rv = {
+            let store = dir.open();
+            let a = store.create(Resource::Pods, pod("a")).unwrap();
+            assert_eq!(store.get(Resource::Pods, "default", "a").unwrap().as_ref(), &a);
+            let (_, mut rx) = store.watch(Some(object_rv(&a).unwrap())).unwrap();
+            for i in 0..20 {
+                store
+                    .update_queued(Resource::Pods, "default", "a", |old| {
+                        let mut new = old.clone();
+                        new["status"] = json!({"n": i});
+                        Ok(Some(new))
+                    })
+                    .unwrap();
+            }
+            store.create_queued(Resource::Events, pod("e")).unwrap();
+            // Made on the write side at once: a second create of the same name is refused.
+            assert_eq!(store.create_queued(Resource::Events, pod("e")).unwrap_err().reason, "AlreadyExists");
+            store.flush();
+            assert_eq!(store.get(Resource::Pods, "default", "a").unwrap()["status"], json!({"n": 19}));
+            let mut seen = vec![];
+            for _ in 0..21 {
+                seen.push(rx.recv().await.unwrap().rv);
+            }
+            assert!(seen.windows(2).all(|w| w[1] == w[0] + 1), "{seen:?}");
+            store.resource_version()
+        };
+        let store = dir.open();
+        assert_eq!(store.resource_version(), rv);
+        assert_eq!(store.get(Resource::Pods, "default", "a").unwrap()["status"], json!({"n": 19}));
+        assert!(store.get(Resource::Events, "default", "e").is_ok());
+    }
+
+    /// Writers at once share commits, and each still sees its own write when it returns;
+    /// watches see every change once, in resourceVersion order.
+    #[tokio::test]
+    async fn writers_at_once_each_see_their_write_and_watches_see_all_in_order() {
+        let dir = OnDisk::new("writers");
+        let store = Arc::new(dir.open());
+        let (_, mut rx) = store.watch(Some(store.resource_version())).unwrap();
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    for i in 0..25 {
+                        let name = format!("p-{t}-{i}");
+                        let made = store.create(Resource::Pods, pod(&name)).unwrap();
+                        let visible = store.get(Resource::Pods, "default", &name).unwrap();
+                        assert_eq!(object_rv(&visible), object_rv(&made));
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let mut last = 0;
+        for _ in 0..200 {
+            let c = rx.recv().await.unwrap();
+            assert!(c.rv > last);
+            last = c.rv;
+        }
+        assert_eq!(last, store.resource_version());
+        assert_eq!(store.list(Resource::Pods, None).0.len(), 200);
     }
 
     #[test]
