@@ -61,19 +61,22 @@ make_target() {
   case $1 in
     e2e.test) echo test/e2e/e2e.test ;;
     agnhost) echo test/images/agnhost ;;
+    nonewprivs) echo test/images/nonewprivs ;;
     ginkgo) echo vendor/github.com/onsi/ginkgo/ginkgo ;;
     *) echo "cmd/$1" ;;
   esac
 }
 
 # check_built NAME PATH: that the binary runs and says the version of this tree (the test
-# suite's tools have versions of their own: the vendored ginkgo 1.11.0, agnhost 2.25).
+# suite's tools have versions of their own: the vendored ginkgo 1.11.0, agnhost 2.25; the
+# nonewprivs image's nnp only says its effective uid).
 check_built() {
   local name=$1 built=$2 version want
   case $name in
     kubectl) version=$("$built" version --client --short 2>/dev/null || true) want="*$k8s_version" ;;
     ginkgo) version=$("$built" version 2>/dev/null || true) want="Ginkgo Version *" ;;
     agnhost) version=$("$built" --version 2>/dev/null || true) want="*version 2.*" ;;
+    nonewprivs) version=$("$built" 2>/dev/null || true) want="Effective uid: *" ;;
     *) version=$("$built" --version 2>/dev/null || true) want="*$k8s_version" ;;
   esac
   # shellcheck disable=SC2053 # want is a pattern
