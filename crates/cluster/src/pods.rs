@@ -512,8 +512,10 @@ fn differs(theirs: &PodStatus, ours: &PodStatus) -> bool {
 }
 
 /// What decides whether the API server's status is the node's: phase, reason, the conditions'
-/// statuses, each container's state, readiness and restarts, the pod IP. (Fields an older API
-/// server drops are left out, or the node would write them for ever.)
+/// statuses, each container's state (a waiting or terminated one with its reason, and the exit
+/// code), readiness and restarts, the pod IP. (Fields an older API server drops are left out,
+/// or the node would write them for ever.) A waiting reason that changes is written, as the
+/// kubelet's status manager writes every change: `ContainerCreating`, then `ErrImagePull`.
 fn summary(status: &PodStatus) -> Value {
     let containers = |list: &Option<Vec<k8s_openapi::api::core::v1::ContainerStatus>>| {
         list.iter()
@@ -521,11 +523,11 @@ fn summary(status: &PodStatus) -> Value {
             .map(|c| {
                 let state = c.state.as_ref().map(|s| {
                     if s.running.is_some() {
-                        "running"
-                    } else if s.terminated.is_some() {
-                        "terminated"
+                        json!("running")
+                    } else if let Some(t) = &s.terminated {
+                        json!(["terminated", t.reason, t.exit_code])
                     } else {
-                        "waiting"
+                        json!(["waiting", s.waiting.as_ref().and_then(|w| w.reason.as_ref())])
                     }
                 });
                 json!([c.name, c.ready, c.restart_count, c.container_id, state, c.started])

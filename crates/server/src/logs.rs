@@ -200,6 +200,14 @@ impl Decoder {
         entry.push(b'\n');
         Some((self.pending_time.take().unwrap_or_default(), entry))
     }
+
+    /// The partial (`P`) lines no full one has ended yet, as they are, without a newline: the
+    /// kubelet prints each partial line as it reads it. A container's last output without a
+    /// newline (`printf abc`) has no full line after it, ever.
+    fn finish(&mut self) -> Option<(String, Vec<u8>)> {
+        let time = self.pending_time.take().unwrap_or_default();
+        (!self.pending.is_empty()).then(|| (time, std::mem::take(&mut self.pending)))
+    }
 }
 
 /// The kubelet prints timestamps as RFC 3339 with nine fraction digits.
@@ -231,13 +239,14 @@ fn read_all(path: &Path, o: &Options) -> (Vec<u8>, u64) {
     let bytes = std::fs::read(path).unwrap_or_default();
     let len = bytes.len() as u64;
     let mut dec = Decoder::default();
+    let mut decoded: Vec<(String, Vec<u8>)> =
+        bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()).filter_map(|line| dec.line(line)).collect();
+    decoded.extend(dec.finish());
     let mut entries: Vec<Vec<u8>> = vec![];
-    for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-        if let Some((time, msg)) = dec.line(line) {
-            let mut out = vec![];
-            if render(&time, &msg, o, &mut out) {
-                entries.push(out);
-            }
+    for (time, msg) in decoded {
+        let mut out = vec![];
+        if render(&time, &msg, o, &mut out) {
+            entries.push(out);
         }
     }
     let skip = o.tail.map_or(0, |t| entries.len().saturating_sub(t));
@@ -364,10 +373,12 @@ impl Follow {
             self.offset += n as u64;
             self.buf.extend_from_slice(&new);
         }
-        for line in take_lines(&mut self.buf) {
-            if let Some((time, msg)) = self.dec.line(&line) {
-                render(&time, &msg, &Options { tail: None, limit: None, ..self.o.clone() }, &mut out);
-            }
+        let lines = take_lines(&mut self.buf);
+        let mut decoded: Vec<(String, Vec<u8>)> = lines.iter().filter_map(|line| self.dec.line(line)).collect();
+        decoded.extend(self.dec.finish());
+        let o = Options { tail: None, limit: None, ..self.o.clone() };
+        for (time, msg) in decoded {
+            render(&time, &msg, &o, &mut out);
         }
         out
     }
@@ -395,6 +406,20 @@ mod tests {
         let since = "2026-01-01T00:00:00.9Z".parse().ok();
         let (out, _) = read_all(&f, &Options { since, limit: Some(2), ..Default::default() });
         assert_eq!(String::from_utf8(out).unwrap(), "tw");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_last_partial_line_is_printed_without_a_newline() {
+        // `printf abc` in a container that then exits: containerd writes a P line and no F one.
+        let dir = std::env::temp_dir().join(format!("podwright-logs-partial-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("0.log");
+        std::fs::write(&f, "2026-01-01T00:00:00.5Z stdout F one\n2026-01-01T00:00:01Z stdout P abc\n").unwrap();
+        let (out, _) = read_all(&f, &Options::default());
+        assert_eq!(String::from_utf8(out).unwrap(), "one\nabc");
+        let (out, _) = read_all(&f, &Options { timestamps: true, tail: Some(1), ..Default::default() });
+        assert_eq!(String::from_utf8(out).unwrap(), "2026-01-01T00:00:01.000000000Z abc");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -75,6 +75,23 @@ fn observed_generation_counts_only_where_the_api_server_keeps_it() {
 }
 
 #[test]
+fn a_waiting_reason_or_an_exit_code_that_changes_differs() {
+    let container = |state: Value| {
+        status(json!({"phase": "Pending", "containerStatuses": [
+            {"name": "a", "image": "i", "imageID": "", "ready": false, "restartCount": 0, "state": state}]}))
+    };
+    // The conformance suite's image pull specs wait for ErrImagePull or ImagePullBackOff in
+    // the API server's copy.
+    let creating = container(json!({"waiting": {"reason": "ContainerCreating"}}));
+    let pull_failed = container(json!({"waiting": {"reason": "ErrImagePull", "message": "not found"}}));
+    assert!(differs(&creating, &pull_failed));
+    assert!(!differs(&pull_failed, &pull_failed));
+    let exited = |code: i32| container(json!({"terminated": {"exitCode": code, "reason": "Error"}}));
+    assert!(differs(&exited(1), &exited(2)));
+    assert!(!differs(&exited(1), &exited(1)));
+}
+
+#[test]
 fn only_the_pods_of_this_node_are_asked_for() {
     assert_eq!(node_selector("n1"), "spec.nodeName=n1");
 }
