@@ -181,7 +181,8 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("runAsNonRoot", Honoured),
             ("runAsUser", Honoured),
             ("seLinuxChangePolicy", UNSET),
-            ("seLinuxOptions", UNSET),
+            // Passed to the runtime, as the kubelet does: it labels with them where SELinux is on.
+            ("seLinuxOptions", Honoured),
             ("seccompProfile", Fields("SeccompProfile")),
             ("supplementalGroups", Honoured),
             // Strict needs a runtime that reports it supports it; containerd 1.6 does not.
@@ -402,7 +403,7 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("runAsGroup", Honoured),
             ("runAsNonRoot", Honoured),
             ("runAsUser", Honoured),
-            ("seLinuxOptions", UNSET),
+            ("seLinuxOptions", Honoured),
             ("seccompProfile", Fields("SeccompProfile")),
             ("windowsOptions", UNSET),
         ],

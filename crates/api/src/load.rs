@@ -245,7 +245,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: p}
 spec:
-  securityContext: {seLinuxOptions: {level: \"s0:c1\"}}
+  securityContext: {appArmorProfile: {type: RuntimeDefault}}
   volumes: [{name: share, nfs: {server: nas, path: /x}}]
   containers: [{name: a, image: busybox, volumeMounts: [{name: nope, mountPath: /x}]}]
 ";
@@ -254,7 +254,7 @@ spec:
             err.to_string(),
             "The Pod \"p\" is invalid: \n\
              * spec.containers[0].volumeMounts[0].name: Not found: \"nope\"\n\
-             * spec.securityContext.seLinuxOptions: Unsupported value: not supported by podwright yet\n\
+             * spec.securityContext.appArmorProfile: Unsupported value: not supported by podwright yet\n\
              * spec.volumes[0].nfs: Unsupported value: not supported by podwright yet"
         );
     }

@@ -114,6 +114,30 @@ spec:
     assert!(o.output_of("app").is_empty(), "the container never ran\n{}", o.context());
 }
 
+/// SELinux options go to the runtime, as the kubelet passes them: on this host, without
+/// SELinux, the pod runs as one without them (the conformance suite's EmptyDir pods set them).
+#[test]
+fn selinux_options_go_to_the_runtime() {
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: Never
+  securityContext: {{seLinuxOptions: {{level: s0}}}}
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    securityContext: {{seLinuxOptions: {{level: "s0:c1,c2", type: container_t}}}}
+    command: [echo, labelled]
+"#,
+        name = pod_name("e2e-selinux")
+    );
+    let o = run_manifest(&manifest, &[]);
+    o.assert_code(0);
+    assert_eq!(o.output_of("app"), ["labelled"], "{}", o.context());
+}
+
 /// `hostPID` and `hostIPC` put the container in the node's namespaces (it sees the node's first
 /// process and shares its IPC namespace); `privileged` may mount.
 #[test]

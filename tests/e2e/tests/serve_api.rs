@@ -242,11 +242,11 @@ fn errors_read_as_kubectl_prints_them() {
     let err = d.fails(&["get", "pods", "-n", "nowhere", "nothing"]);
     assert!(err.contains("Error from server (NotFound): namespaces \"nowhere\" not found"), "{err}");
     let unsupported = Manifest::new(&format!(
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: root\nspec:\n  securityContext:\n    seLinuxOptions: {{level: s0}}\n  containers:\n  - name: app\n    image: {IMAGE}\n"
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: root\nspec:\n  securityContext:\n    appArmorProfile: {{type: Unconfined}}\n  containers:\n  - name: app\n    image: {IMAGE}\n"
     ));
     let err = d.fails(&["create", "-f", unsupported.path_str()]);
     assert!(
-        err.contains("spec.securityContext.seLinuxOptions: Unsupported value: not supported by podwright yet"),
+        err.contains("spec.securityContext.appArmorProfile: Unsupported value: not supported by podwright yet"),
         "{err}"
     );
 }

@@ -121,7 +121,7 @@ kind: Pod
 metadata:
   name: unsupported
 spec:
-  securityContext: {{seLinuxOptions: {{level: "s0:c1"}}}}
+  securityContext: {{appArmorProfile: {{type: Unconfined}}}}
   volumes:
   - name: share
     nfs: {{server: nas, path: /export}}
@@ -138,7 +138,7 @@ spec:
         [
             r#"The Pod "unsupported" is invalid: "#,
             "* spec.containers[0].securityContext.appArmorProfile: Unsupported value: not supported by podwright yet",
-            "* spec.securityContext.seLinuxOptions: Unsupported value: not supported by podwright yet",
+            "* spec.securityContext.appArmorProfile: Unsupported value: not supported by podwright yet",
             "* spec.volumes[0].nfs: Unsupported value: not supported by podwright yet",
         ]
     );

@@ -162,14 +162,14 @@ spec:
     resources:
       requests: {cpu: 100m, memory: 64Mi}
       limits: {cpu: 200m, memory: 64Mi, ephemeral-storage: 1Gi, example.com/gpu: 1}
-    securityContext: {capabilities: {add: [NET_ADMIN]}, privileged: true, seLinuxOptions: {level: "s0:c1"}}
+    securityContext: {capabilities: {add: [NET_ADMIN]}, privileged: true, appArmorProfile: {type: RuntimeDefault}}
     volumeDevices: [{name: blk, devicePath: /dev/xvda}]
 "#;
     assert_eq!(
         refusals(yaml),
         [
             "spec.containers[0].resources.limits[example.com/gpu]: Unsupported value: \"1\": not supported by podwright yet",
-            "spec.containers[0].securityContext.seLinuxOptions: Unsupported value: not supported by podwright yet",
+            "spec.containers[0].securityContext.appArmorProfile: Unsupported value: not supported by podwright yet",
             "spec.containers[0].volumeDevices: Unsupported value: not supported by podwright yet",
             "spec.volumes[1].nfs: Unsupported value: not supported by podwright yet",
             "spec.volumes[3].emptyDir.medium: Unsupported value: \"HugePages\": not supported by podwright yet; supported values: \"Memory\"",

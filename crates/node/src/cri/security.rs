@@ -1,15 +1,15 @@
 //! The security context the runtime is asked for, as the kubelet's `determineEffectiveSecurityContext`
 //! and `generatePodSandboxLinuxConfig` make it: the pod's settings merged under the container's
 //! (`securitycontext.DetermineEffectiveSecurityContext`), the image's user where the pod names
-//! none, the `runAsNonRoot` check, seccomp profiles and the pod's namespaces.
+//! none, the `runAsNonRoot` check, seccomp profiles, SELinux labels and the pod's namespaces.
 
 use crate::layout;
-use k8s_openapi::api::core::v1::{Container, Pod, PodSecurityContext, SeccompProfile, SecurityContext};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSecurityContext, SELinuxOptions, SeccompProfile, SecurityContext};
 use podwright_planner::pod::{all_containers, spec};
 use podwright_runtime::ImageUser;
 use podwright_runtime::cri_api::{
     Capability, Int64Value, LinuxContainerSecurityContext, LinuxSandboxSecurityContext, NamespaceMode, NamespaceOption,
-    SecurityProfile, security_profile::ProfileType,
+    SeLinuxOption, SecurityProfile, security_profile::ProfileType,
 };
 use std::collections::HashMap;
 use std::path::Path;
@@ -167,7 +167,19 @@ pub fn container_security(
         masked_paths: paths(MASKED_PATHS),
         readonly_paths: paths(READONLY_PATHS),
         seccomp: Some(seccomp(sc.seccomp_profile.as_ref(), root)?),
+        selinux_options: selinux(sc.se_linux_options.as_ref()),
         ..Default::default()
+    })
+}
+
+/// The kubelet's `ConvertToRuntimeSELinuxOption`: the runtime labels the container's processes
+/// and files with it on a host with SELinux, and has nothing to label on one without.
+fn selinux(o: Option<&SELinuxOptions>) -> Option<SeLinuxOption> {
+    o.map(|o| SeLinuxOption {
+        user: o.user.clone().unwrap_or_default(),
+        role: o.role.clone().unwrap_or_default(),
+        r#type: o.type_.clone().unwrap_or_default(),
+        level: o.level.clone().unwrap_or_default(),
     })
 }
 
@@ -183,6 +195,7 @@ pub fn sandbox_security(pod: &Pod) -> LinuxSandboxSecurityContext {
         supplemental_groups: supplemental_groups(pod),
         privileged: has_privileged_container(pod),
         seccomp: Some(SecurityProfile { profile_type: ProfileType::RuntimeDefault as i32, ..Default::default() }),
+        selinux_options: selinux(p.and_then(|p| p.se_linux_options.as_ref())),
         ..Default::default()
     }
 }

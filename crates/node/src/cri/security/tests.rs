@@ -162,3 +162,28 @@ fn the_sandbox_gets_the_pods_sysctls_by_their_dotted_names() {
     assert_eq!(sysctls(&p), want);
     assert!(sysctls(&pod("  containers:\n  - {name: app, image: busybox}\n")).is_empty());
 }
+
+#[test]
+fn selinux_options_go_to_the_runtime_the_containers_over_the_pods() {
+    let p = pod(r#"
+  securityContext: {seLinuxOptions: {level: s0, user: system_u}}
+  containers:
+  - name: app
+    image: busybox
+    securityContext: {seLinuxOptions: {level: "s0:c1,c2", type: container_t}}
+  - name: plain
+    image: busybox
+"#);
+    let label = |user: &str, r#type: &str, level: &str| {
+        Some(SeLinuxOption { user: user.into(), role: String::new(), r#type: r#type.into(), level: level.into() })
+    };
+    assert_eq!(sandbox_security(&p).selinux_options, label("system_u", "", "s0"));
+    let app = container_security(&p, first(&p), &ROOT, Path::new("/r")).unwrap();
+    // The container's own options replace the pod's whole, as `DetermineEffectiveSecurityContext` does.
+    assert_eq!(app.selinux_options, label("", "container_t", "s0:c1,c2"));
+    let plain = &p.spec.as_ref().unwrap().containers[1];
+    assert_eq!(
+        container_security(&p, plain, &ROOT, Path::new("/r")).unwrap().selinux_options,
+        label("system_u", "", "s0")
+    );
+}
