@@ -21,7 +21,7 @@ use k8s_openapi::api::core::v1::{ContainerStateTerminated, HostIP, Pod, PodStatu
 use podwright_planner::Curve;
 use podwright_planner::decide::pull_key;
 use podwright_planner::pod;
-use podwright_planner::resize::{self, Allocate, Allocation, NodeRoom, ResizeError, ResizeState};
+use podwright_planner::resize::{self, Allocate, Allocation, NodeRoom, POD_LEVEL, ResizeError, ResizeState};
 use podwright_planner::{
     Action, Backoff, ContainerKind, Eviction, Observed, ObservedContainer, Phase, PodContext, RunState, StartFailure,
     StartFailureReason, plan_in_phase, pod_status_and_phase,
@@ -120,6 +120,13 @@ impl Memory {
     }
 }
 
+/// Records that what is allocated under `name` (a container, or [`POD_LEVEL`]) was given;
+/// whether that changed what was recorded.
+fn actuate(m: &mut Memory, name: &str) -> bool {
+    let Some(r) = m.allocated.get(name) else { return false };
+    m.resize.actuated.insert(name.to_string(), r.clone()).as_ref() != Some(r)
+}
+
 /// From an init container seen completed to the pod's next container started, for
 /// `podwright_container_transition_seconds`.
 #[derive(Default)]
@@ -196,10 +203,14 @@ impl PodWorker {
             .unwrap_or_default();
         // A pod first seen, or one that ran before resizes were kept: its containers run with
         // its spec's resources.
-        let (allocated, actuated) = allocation.unwrap_or_else(|| {
+        let (mut allocated, mut actuated) = allocation.unwrap_or_else(|| {
             let spec = resize::allocation_of(&pod);
             (spec.clone(), spec)
         });
+        // One that ran before pod-level resizes were kept: its pod cgroup has its spec's.
+        for a in [&mut allocated, &mut actuated] {
+            a.entry(POD_LEVEL.to_string()).or_insert_with(|| resize::pod_level_of(&pod));
+        }
         backoff.restart_curve = deps.restart_curve;
         // The last status reported says as much, should the checkpoint be older: a count above
         // 0 is that of an instance the container had (0 may be of one that never ran).
@@ -293,27 +304,25 @@ impl PodWorker {
             self.end_by_node(verdict, message, at);
         }
         let m = &mut self.memory;
+        let mut actuated = false;
         if result.sandbox_created {
             m.sandbox_failure = None;
+            // The new sandbox's pod cgroup was made with what is allocated to the pod.
+            actuated |= actuate(m, POD_LEVEL);
         }
         if let Some(at) = result.sandbox_failed {
             m.sandbox_failure = Some(at);
         }
-        let mut actuated = false;
         for name in result.started {
             // A new instance starts with what is allocated to it.
-            if let Some(r) = m.allocated.get(&name) {
-                actuated |= m.resize.actuated.insert(name.clone(), r.clone()).as_ref() != Some(r);
-            }
+            actuated |= actuate(m, &name);
             m.start_failures.remove(&name);
         }
         match result.resized {
             Some(Ok(names)) => {
-                for name in names {
-                    if let Some(r) = m.allocated.get(&name) {
-                        m.resize.actuated.insert(name, r.clone());
-                        actuated = true;
-                    }
+                // The pod cgroup was given the allocated pod's size too.
+                for name in names.iter().map(String::as_str).chain([POD_LEVEL]) {
+                    actuated |= actuate(m, name);
                 }
                 m.resize.error = None;
             }

@@ -49,7 +49,8 @@ pub enum Action {
         live: bool,
     },
     /// Give running containers what is now allocated to them, through `UpdateContainerResources`,
-    /// and the pod cgroup its new size: grown before the containers, shrunk after.
+    /// and the pod cgroup its new size: grown before the containers, shrunk after. With no
+    /// containers, the pod cgroup only (a pod-level resize that no container follows).
     ResizeContainers {
         containers: Vec<ResizeTarget>,
     },
@@ -186,8 +187,9 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
 
 /// In-place resize (`computePodResizeAction`): each running container whose allocation
 /// changed, and that no other action of the pass touches, is updated, or restarted where a
-/// changed resource's policy says `RestartContainer`. After a failed attempt the next waits
-/// for the pod worker's retry.
+/// changed resource's policy says `RestartContainer`; a pod-level change resizes the pod cgroup
+/// even when no container changes with it. After a failed attempt the next waits for the pod
+/// worker's retry.
 fn resize_running(ctx: &PodContext, p: &mut Plan) {
     let sandbox = ctx.observed.sandbox.as_ref().map(|s| s.id.as_str());
     let touched = |id: &str| {
@@ -202,7 +204,7 @@ fn resize_running(ctx: &PodContext, p: &mut Plan) {
         if c.state != RunState::Running || Some(c.sandbox_id.as_str()) != sandbox || touched(&c.id) {
             continue;
         }
-        match resize::need(&sc, ctx.observed.resize.actuated.get(sc.name())) {
+        match resize::need(ctx.pod, &sc, &ctx.observed.resize.actuated) {
             resize::Need::Nothing => {}
             resize::Need::Update => updates.push(ResizeTarget { kind: sc.kind, index: sc.index, id: c.id.clone() }),
             resize::Need::Restart => restarts.push((sc, c)),
@@ -217,7 +219,7 @@ fn resize_running(ctx: &PodContext, p: &mut Plan) {
         });
         p.actions.push(start(&sc, c.restart_count + 1, None));
     }
-    if updates.is_empty() {
+    if updates.is_empty() && !resize::pod_level_unactuated(ctx) {
         return;
     }
     match ctx.observed.resize.error.as_ref().map(|e| e.at + decide::START_RETRY).filter(|at| *at > ctx.now) {

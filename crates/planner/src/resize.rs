@@ -1,7 +1,8 @@
-//! In-place resize of a pod's containers (KEP-1287, as in 1.35): what the node has allocated to
-//! each container (the allocation manager's checkpoint), whether the spec's new resources can
-//! be allocated (`handlePodResourcesResize`, `canResizePod`), and what a running container needs
-//! to get what was allocated to it (the runtime manager's `computePodResizeAction`).
+//! In-place resize of a pod's containers (KEP-1287, as in 1.35) and of its pod-level resources
+//! (KEP-5419, beta in 1.36): what the node has allocated to each container and to the pod (the
+//! allocation manager's checkpoint), whether the spec's new resources can be allocated
+//! (`handlePodResourcesResize`, `canResizePod`), and what a running container and the pod cgroup
+//! need to get what was allocated to them (the runtime manager's `computePodResizeAction`).
 //!
 //! The spec holds what the user asks for; the allocation what the node admitted; the actuated
 //! resources what each running container was given. The node runs the pod with its allocation
@@ -10,14 +11,24 @@
 use crate::decide::PodContext;
 use crate::observed::{ContainerKind, RunState};
 use crate::pod::{self, SpecContainer};
-use crate::resources::{self, ResourceList};
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodCondition, ResourceRequirements};
+use crate::resources;
+use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodCondition, PodSpec, ResourceRequirements};
 use podwright_api::pod_resources;
 use podwright_api::quantity::Quantity;
 use std::collections::BTreeMap;
 
-/// Resources by container name: an allocation, or what the running containers were given.
+/// Resources by container name, and the pod's own under [`POD_LEVEL`]: an allocation, or what
+/// the running containers and the pod cgroup were given (the kubelet's `PodResourceInfo`).
 pub type Allocation = BTreeMap<String, ResourceRequirements>;
+
+/// The key of the pod-level resources (`spec.resources`) in an [`Allocation`]: a field path, so
+/// never a container's name (a DNS label). Checkpoints written before pod-level resizes lack it.
+pub const POD_LEVEL: &str = "spec.resources";
+
+/// The pod-level resources as the spec has them; none is the default.
+pub fn pod_level_of(pod: &Pod) -> ResourceRequirements {
+    pod.spec.as_ref().and_then(|s| s.resources.clone()).unwrap_or_default()
+}
 
 /// Whether a container's resources may change in place (`IsResizableContainer`): app containers
 /// and sidecars; an init container runs to completion with what it started with.
@@ -25,24 +36,32 @@ pub fn resizable(kind: ContainerKind) -> bool {
     kind != ContainerKind::Init
 }
 
-/// The resources of the pod's resizable containers as its spec has them (`allocationFromPod`).
+/// The resources of the pod's resizable containers, and its pod-level ones where it has them,
+/// as its spec has them (`allocationFromPod`).
 pub fn allocation_of(pod: &Pod) -> Allocation {
     pod::all_containers(pod)
         .filter(|sc| resizable(sc.kind))
         .map(|sc| (sc.name().to_string(), sc.container.resources.clone().unwrap_or_default()))
+        .chain(pod.spec.as_ref().and_then(|s| s.resources.clone()).map(|r| (POD_LEVEL.to_string(), r)))
         .collect()
 }
 
-/// The pod as the node runs it (`UpdatePodFromAllocation`): each allocated container's resources
-/// in place of the spec's. The one place a container's effective resources come from: the pod
-/// cgroup, the containers' CRI resources and the downward API all read this pod.
+/// The pod as the node runs it (`UpdatePodFromAllocation`): each allocated container's
+/// resources, and the allocated pod-level ones, in place of the spec's. The one place effective
+/// resources come from: the pod cgroup, the containers' CRI resources and the downward API all
+/// read this pod.
 pub fn allocated_pod(pod: &Pod, allocated: &Allocation) -> Pod {
+    // An empty allocation leaves a field the spec does not have unset.
+    let take = |r: &ResourceRequirements, had: bool| (r != &ResourceRequirements::default() || had).then(|| r.clone());
     let mut out = pod.clone();
     if let Some(spec) = out.spec.as_mut() {
+        if let Some(r) = allocated.get(POD_LEVEL) {
+            spec.resources = take(r, spec.resources.is_some());
+        }
         let containers = spec.containers.iter_mut().chain(spec.init_containers.iter_mut().flatten());
         for c in containers {
             if let Some(r) = allocated.get(&c.name) {
-                c.resources = (r != &ResourceRequirements::default() || c.resources.is_some()).then(|| r.clone());
+                c.resources = take(r, c.resources.is_some());
             }
         }
     }
@@ -93,10 +112,14 @@ pub fn requests(pod: &Pod) -> (i128, i128) {
 }
 
 /// The allocation manager's decision on the spec `pod` (its desired resources) given the
-/// allocation in force: allocate it, or say why not. Only the resizable containers count.
+/// allocation in force: allocate it, or say why not. Only the resizable containers and the
+/// pod-level resources count.
 pub fn allocate(pod: &Pod, allocated: &Allocation, room: &NodeRoom) -> Allocate {
     let wanted = allocation_of(pod);
-    let differs = wanted.iter().any(|(name, r)| allocated.get(name).is_some_and(|a| !same(a, r)));
+    // Pod-level resources not allocated are none (a pod without them).
+    let pod_level = allocated.get(POD_LEVEL).cloned().unwrap_or_default();
+    let differs = wanted.iter().any(|(name, r)| allocated.get(name).is_some_and(|a| !same(a, r)))
+        || !same(&pod_level, &pod_level_of(pod));
     if !differs {
         return Allocate::Unchanged;
     }
@@ -151,14 +174,17 @@ struct Settings {
 const MIN_CPU_REQUEST: i128 = 2;
 const MIN_CPU_LIMIT: i128 = 10;
 
-fn settings(r: Option<&ResourceRequirements>) -> Settings {
-    let get = |l: &ResourceList, name: &str| l.get(name).map_or(Quantity::default(), |q| q.value);
-    let requests = pod_resources::list(r.and_then(|r| r.requests.as_ref()));
-    let limits = pod_resources::list(r.and_then(|r| r.limits.as_ref()));
+/// The settings of a container with resources `r` in a pod whose pod-level resources are
+/// `pod_level`: a limit it lacks is the pod's (`getCPULimit`, `getMemoryLimit`).
+fn settings(r: Option<&ResourceRequirements>, pod_level: Option<&ResourceRequirements>) -> Settings {
+    let spec = PodSpec { resources: pod_level.cloned(), ..Default::default() };
+    let c = Container { resources: r.cloned(), ..Default::default() };
+    let limit = |name: &str| pod_resources::container_limit(Some(&spec), &c, name).unwrap_or_default().value;
+    let cpu_request = pod_resources::container_requests(&c).get("cpu").map_or(Quantity::default(), |q| q.value);
     Settings {
-        cpu_request: get(&requests, "cpu").milli_value(),
-        cpu_limit: get(&limits, "cpu").milli_value(),
-        memory_limit: get(&limits, "memory").value(),
+        cpu_request: cpu_request.milli_value(),
+        cpu_limit: limit("cpu").milli_value(),
+        memory_limit: limit("memory").value(),
     }
 }
 
@@ -173,11 +199,15 @@ pub enum Need {
     Restart,
 }
 
-/// `computePodResizeAction` for the container `sc` of the allocated pod, whose running instance
-/// was given `actuated` (none known: nothing, as the kubelet proceeds from zero values).
-pub fn need(sc: &SpecContainer, actuated: Option<&ResourceRequirements>) -> Need {
-    let mut desired = settings(sc.container.resources.as_ref());
-    let current = settings(actuated);
+/// `computePodResizeAction` for the container `sc` of the allocated pod `pod`, given what the
+/// running containers and the pod cgroup were given (`actuated`; a container not known there:
+/// nothing, as the kubelet proceeds from zero values). A container without a limit of its own
+/// changes with the pod-level one.
+pub fn need(pod: &Pod, sc: &SpecContainer, actuated: &Allocation) -> Need {
+    let allocated_pod_level = pod.spec.as_ref().and_then(|s| s.resources.as_ref());
+    let mut desired = settings(sc.container.resources.as_ref(), allocated_pod_level);
+    let actuated_pod_level = actuated.get(POD_LEVEL).or(allocated_pod_level);
+    let current = settings(actuated.get(sc.name()), actuated_pod_level);
     if desired.cpu_request <= MIN_CPU_REQUEST && current.cpu_request <= MIN_CPU_REQUEST {
         desired.cpu_request = current.cpu_request;
     }
@@ -200,12 +230,12 @@ pub fn need(sc: &SpecContainer, actuated: Option<&ResourceRequirements>) -> Need
 }
 
 /// The node's view of the pod's resize, beside what the runtime shows: what each running
-/// container was given, why the spec's resources wait, and why the last attempt to apply them
-/// failed.
+/// container and the pod cgroup were given, why the spec's resources wait, and why the last
+/// attempt to apply them failed.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ResizeState {
-    /// By container name, the resources its running instance was given (the kubelet's
-    /// actuated resources).
+    /// By container name, the resources its running instance was given, and under
+    /// [`POD_LEVEL`] what the pod cgroup was sized from (the kubelet's actuated resources).
     pub actuated: Allocation,
     pub pending: Option<Pending>,
     /// The last attempt's error: `PodResizeInProgress` with reason `Error`.
@@ -232,8 +262,16 @@ fn unactuated<'a>(ctx: &'a PodContext) -> impl Iterator<Item = SpecContainer<'a>
         let running = ctx.observed.newest(sc.name()).filter(|c| c.state == RunState::Running);
         resizable(sc.kind)
             && running.is_some_and(|c| Some(c.sandbox_id.as_str()) == sandbox)
-            && need(sc, ctx.observed.resize.actuated.get(sc.name())) != Need::Nothing
+            && need(ctx.pod, sc, &ctx.observed.resize.actuated) != Need::Nothing
     })
+}
+
+/// Whether the running pod's cgroup lacks the allocated pod-level resources (a pod-level
+/// resize not yet applied); an actuation not known is taken as the allocation's.
+pub fn pod_level_unactuated(ctx: &PodContext) -> bool {
+    let sandbox_ready = ctx.observed.sandbox.as_ref().is_some_and(|s| s.ready);
+    let allocated = pod_level_of(ctx.pod);
+    sandbox_ready && ctx.observed.resize.actuated.get(POD_LEVEL).is_some_and(|a| !same(a, &allocated))
 }
 
 fn condition(kind: &str, reason: Option<&str>, message: Option<&str>) -> PodCondition {
@@ -257,7 +295,7 @@ pub fn conditions(ctx: &PodContext) -> Vec<PodCondition> {
     }
     if let Some(e) = &r.error {
         out.push(condition("PodResizeInProgress", Some(ERROR), Some(&e.message)));
-    } else if unactuated(ctx).next().is_some() {
+    } else if unactuated(ctx).next().is_some() || pod_level_unactuated(ctx) {
         out.push(condition("PodResizeInProgress", None, None));
     }
     out

@@ -172,3 +172,73 @@ fn the_pod_runs_with_its_allocation_in_place_of_the_spec() {
     let running = resize::allocated_pod(&after, &resize::allocation_of(&before));
     assert_eq!(running.spec.unwrap().containers[0].resources, before.spec.unwrap().containers[0].resources);
 }
+
+/// `p` with pod-level resources `r` (`spec.resources`).
+fn pod_level(p: &Pod, r: Value) -> Pod {
+    let mut p = p.clone();
+    p.spec.as_mut().unwrap().resources = Some(serde_json::from_value(r).unwrap());
+    p
+}
+
+fn guaranteed(cpu: &str, memory: &str) -> Value {
+    json!({"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu, "memory": memory}})
+}
+
+#[test]
+fn pod_level_resources_are_allocated_and_run_with_like_a_containers() {
+    let before = pod_level(&pod(&[], &["app"], "Always"), guaranteed("500m", "128Mi"));
+    let after = pod_level(&before, guaranteed("800m", "128Mi"));
+    let allocated = resize::allocation_of(&before);
+    assert_eq!(resize::allocate(&before, &allocated, &ROOM), Allocate::Unchanged);
+    let Allocate::Resize(next) = resize::allocate(&after, &allocated, &ROOM) else { panic!("not allocated") };
+    assert_eq!(next[resize::POD_LEVEL], requirements(guaranteed("800m", "128Mi")));
+    // Too much for the node: the pod keeps its allocation.
+    let huge = pod_level(&before, guaranteed("3", "128Mi"));
+    let Allocate::Pending(p) = resize::allocate(&huge, &allocated, &ROOM) else { panic!("allocated") };
+    assert_eq!(p.reason, "Infeasible");
+    let running = resize::allocated_pod(&huge, &allocated);
+    assert_eq!(running.spec.unwrap().resources, before.spec.unwrap().resources);
+}
+
+/// A world whose `app` (without limits of its own) and pod cgroup run with the pod-level
+/// resources `actuated`, and are allocated what `pod` says.
+fn pod_level_world(pod: Pod, actuated: Value) -> World {
+    let mut w = running_world(pod, json!({}));
+    w.observed.resize.actuated.insert(resize::POD_LEVEL.into(), requirements(actuated));
+    w
+}
+
+#[test]
+fn a_pod_level_change_updates_the_containers_that_follow_it_and_the_pod_cgroup() {
+    let pod = pod_level(&pod(&[], &["app"], "Always"), guaranteed("800m", "128Mi"));
+    let w = pod_level_world(pod.clone(), guaranteed("500m", "128Mi"));
+    let id = w.observed.containers[0].id.clone();
+    assert_eq!(
+        w.plan().actions,
+        [Action::ResizeContainers { containers: vec![ResizeTarget { kind: ContainerKind::App, index: 0, id }] }]
+    );
+    // A container with limits of its own keeps them: the pod cgroup alone is resized.
+    let own = with(&pod, "app", limits("200m", "64Mi"), json!(null));
+    let mut w = pod_level_world(own, guaranteed("500m", "128Mi"));
+    w.observed.resize.actuated.insert("app".into(), requirements(limits("200m", "64Mi")));
+    assert_eq!(w.plan().actions, [Action::ResizeContainers { containers: vec![] }]);
+    let conditions = w.status().conditions.unwrap();
+    assert!(conditions.iter().any(|c| c.type_ == "PodResizeInProgress"), "{conditions:?}");
+    // Once the pod cgroup has it, nothing is left to do.
+    let done = pod_level_world(pod, guaranteed("0.8", "128Mi"));
+    assert!(done.plan().actions.is_empty());
+    assert!(!done.status().conditions.unwrap().iter().any(|c| c.type_.starts_with("PodResize")));
+}
+
+#[test]
+fn a_pod_level_memory_change_restarts_a_follower_whose_memory_policy_says_so() {
+    let policy = json!([{"resourceName": "memory", "restartPolicy": "RestartContainer"}]);
+    let pod = with(&pod(&[], &["app"], "Always"), "app", json!({}), policy);
+    let pod = pod_level(&pod, guaranteed("500m", "96Mi"));
+    let p = pod_level_world(pod, guaranteed("500m", "128Mi")).plan();
+    assert!(
+        matches!(&p.actions[0], Action::KillContainer { message, .. } if message == "Container app resize requires restart"),
+        "{:?}",
+        p.actions
+    );
+}

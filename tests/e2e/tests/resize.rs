@@ -1,7 +1,8 @@
 //! In-place pod resize (KEP-1287) through `serve`'s `resize` subresource with kubectl 1.32, on
 //! real containerd: the new values read back from the container's own cgroup, restart counts
-//! by `resizePolicy`, an infeasible resize left pending, a memory decrease below the pod's usage
-//! refused, and a resize that survives a SIGKILL of `serve`.
+//! by `resizePolicy`, an infeasible resize left pending, a memory decrease below the pod's or a
+//! container's usage refused, a resize that survives a SIGKILL of `serve`, and a resize of
+//! pod-level resources read back from the pod cgroup.
 // Tests of the real binary: real timeouts.
 #![allow(clippy::disallowed_methods)]
 
@@ -224,4 +225,138 @@ fn a_resize_survives_a_sigkill_of_serve() {
         std::fs::read_dir(d.root.join("pods")).unwrap().flatten().map(|e| e.path().join("checkpoint.json"));
     let saved: Vec<String> = checkpoint.filter_map(|p| std::fs::read_to_string(p).ok()).collect();
     assert!(saved.iter().any(|s| s.contains(r#""allocated":{"app":{"limits":{"cpu":"500m""#)), "{saved:?}");
+}
+
+#[test]
+fn a_containers_memory_limit_is_not_lowered_below_its_usage() {
+    let d = Daemon::start();
+    // `app` holds 40 MiB (dd's buffer, filled, waits to be written to a pipe nobody reads);
+    // `side` has no memory limit, so the pod cgroup has none and only the container's check
+    // applies.
+    let m = Manifest::new(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: rz-ctr}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: ["sh", "-c", "dd if=/dev/zero bs=40M count=1 | sleep 3600"]
+    resizePolicy: [{{resourceName: memory, restartPolicy: NotRequired}}]
+    resources:
+      limits: {{cpu: 200m, memory: 64Mi}}
+  - name: side
+    image: {BUSYBOX}
+    command: ["sleep", "3600"]
+"#
+    ));
+    d.ok(&["create", "-f", m.path_str()]);
+    d.wait_for(&["get", "pod", "rz-ctr", "--no-headers"], Duration::from_secs(30), |o| o.contains("2/2"));
+    std::thread::sleep(Duration::from_secs(2));
+    resize_ok(
+        &d,
+        "rz-ctr",
+        r#"{"spec":{"containers":[{"name":"app","resources":{"requests":{"memory":"20Mi"},"limits":{"memory":"20Mi"}}}]}}"#,
+    );
+    let status = d.wait_for(
+        &["get", "pod", "rz-ctr", "-o", &format!("jsonpath={RESIZE_CONDITIONS}")],
+        Duration::from_secs(20),
+        |o| o.contains("Error"),
+    );
+    let want = format!(
+        "PodResizeInProgress/Error: cannot decrease memory limits: attempting to set container \"app\" memory limit ({}) below current usage (",
+        20 * MI
+    );
+    assert!(status.starts_with(&want), "{status}");
+    assert_eq!(cgroup(&d, "rz-ctr"), format!("20000 {}", 64 * MI), "nothing was applied");
+    assert_eq!(jsonpath(&d, "rz-ctr", "{.status.containerStatuses[*].restartCount}"), "0 0");
+    assert_eq!(jsonpath(&d, "rz-ctr", "{.status.containerStatuses[0].resources.limits.memory}"), "64Mi");
+}
+
+/// The pod cgroup of `name` as the host shows it: its CFS quota and its memory limit.
+fn pod_cgroup(d: &Daemon, name: &str) -> String {
+    let own = d.ok(&["exec", name, "--", "cat", "/proc/self/cgroup"]);
+    let v2 = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let marker = if v2 { "0::" } else { ":memory:" };
+    let container = own.lines().find_map(|l| l.split(marker).nth(1)).expect("the container's cgroup").trim();
+    let pod = std::path::Path::new(container).parent().unwrap().strip_prefix("/").unwrap().to_path_buf();
+    let read = |hierarchy: &str, file: &str| {
+        let path = std::path::Path::new("/sys/fs/cgroup").join(hierarchy).join(&pod).join(file);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).trim().to_string()
+    };
+    if v2 {
+        format!("{} {}", read("", "cpu.max").split(' ').next().unwrap(), read("", "memory.max"))
+    } else {
+        format!("{} {}", read("cpu", "cpu.cfs_quota_us"), read("memory", "memory.limit_in_bytes"))
+    }
+}
+
+#[test]
+fn pod_level_resources_are_resized_in_place() {
+    let d = Daemon::start();
+    let m = Manifest::new(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: rz-pod}}
+spec:
+  terminationGracePeriodSeconds: 1
+  resources:
+    limits: {{cpu: 500m, memory: 128Mi}}
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: ["sleep", "3600"]
+"#
+    ));
+    d.ok(&["create", "-f", m.path_str()]);
+    d.wait_for(&["get", "pod", "rz-pod", "--no-headers"], Duration::from_secs(30), |o| o.contains("Running"));
+    assert_eq!(pod_cgroup(&d, "rz-pod"), format!("50000 {}", 128 * MI));
+    let id = jsonpath(&d, "rz-pod", "{.status.containerStatuses[0].containerID}");
+
+    // Guaranteed: requests (defaulted to the limits) move with them.
+    let out = d.kubectl(
+        KUBECTL,
+        &[
+            "patch",
+            "pod",
+            "rz-pod",
+            "--subresource",
+            "resize",
+            "--type",
+            "merge",
+            "--patch",
+            r#"{"spec":{"resources":{"requests":{"cpu":"800m","memory":"160Mi"},"limits":{"cpu":"800m","memory":"160Mi"}}}}"#,
+        ],
+    );
+    assert!(out.status.success(), "resize failed: {}{}", text(&out.stdout), text(&out.stderr));
+    let resized = format!("80000 {}", 160 * MI);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while pod_cgroup(&d, "rz-pod") != resized && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(pod_cgroup(&d, "rz-pod"), resized);
+    // The container, without limits of its own, follows the pod's.
+    assert_eq!(cgroup(&d, "rz-pod"), resized);
+    assert_eq!(jsonpath(&d, "rz-pod", "{.status.containerStatuses[0].containerID}"), id, "the container was replaced");
+    assert_eq!(jsonpath(&d, "rz-pod", "{.status.containerStatuses[0].restartCount}"), "0");
+    assert_eq!(jsonpath(&d, "rz-pod", "{.status.qosClass}"), "Guaranteed");
+    assert_eq!(jsonpath(&d, "rz-pod", RESIZE_CONDITIONS), "");
+
+    // The API server's refusals: the QoS class may not change, nor an amount go.
+    let refused = |patch: &str| {
+        let out = d.kubectl(
+            KUBECTL,
+            &["patch", "pod", "rz-pod", "--subresource", "resize", "--type", "merge", "--patch", patch],
+        );
+        assert!(!out.status.success(), "{patch} was accepted");
+        text(&out.stderr)
+    };
+    let qos = refused(r#"{"spec":{"resources":{"requests":{"memory":"64Mi"}}}}"#);
+    assert!(qos.contains("Pod QOS Class may not change as a result of resizing"), "{qos}");
+    let removed = refused(r#"{"spec":{"resources":{"limits":{"cpu":null},"requests":{"cpu":null}}}}"#);
+    assert!(removed.contains("spec.resources.limits[cpu]: Forbidden: resource limits cannot be removed"), "{removed}");
+    assert_eq!(pod_cgroup(&d, "rz-pod"), resized, "nothing changed");
 }

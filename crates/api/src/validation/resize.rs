@@ -1,6 +1,7 @@
 //! In-place resize: the `resizePolicy` of containers (`validateResizePolicy`) and what the
 //! `resize` subresource may change (`ValidatePodResize` in
-//! `pkg/apis/core/validation/validation.go`, 1.35).
+//! `pkg/apis/core/validation/validation.go`, 1.35, with the pod-level resources of
+//! `InPlacePodLevelResourcesVerticalScaling`, on by default since 1.36).
 
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
@@ -64,11 +65,12 @@ pub(super) fn validate_resize_policies(spec: &PodSpec, path: &FieldPath, errs: &
 }
 
 /// The `resize` subresource's update (`ResizeStrategy.PrepareForUpdate`): `old` with the
-/// resources and resize policies `new` gives its containers, by name; every other change is
-/// dropped.
+/// pod-level resources of `new`, and the resources and resize policies `new` gives its
+/// containers, by name; every other change is dropped.
 pub fn resize_update(new: &Pod, old: &Pod) -> Pod {
     let mut out = old.clone();
     let (Some(spec), Some(new_spec)) = (out.spec.as_mut(), new.spec.as_ref()) else { return out };
+    spec.resources = new_spec.resources.clone();
     let take = |mine: &mut [Container], theirs: &[Container]| {
         for c in theirs {
             if let Some(m) = mine.iter_mut().find(|m| m.name == c.name) {
@@ -112,10 +114,12 @@ fn validate_container_resize(
     }
 }
 
-/// The containers' resources with the cpu and memory amounts set to `old`'s, to see whether
-/// anything else changed (`dropCPUMemoryResourcesFromContainer`).
-fn without_cpu_memory(new: &Container, old: &Container) -> Container {
-    let mut c = new.clone();
+/// `new` with the cpu and memory amounts set to `old`'s, to see whether anything else changed
+/// (`dropCPUMemoryUpdates`); `None` where neither has any.
+fn without_cpu_memory_resources(
+    new: Option<&ResourceRequirements>,
+    old: Option<&ResourceRequirements>,
+) -> Option<ResourceRequirements> {
     let keep = |n: Option<&BTreeMap<String, ApiQuantity>>, o: Option<&BTreeMap<String, ApiQuantity>>| {
         let mut out: BTreeMap<String, ApiQuantity> = n.cloned().unwrap_or_default();
         for name in RESIZE_RESOURCES {
@@ -126,13 +130,19 @@ fn without_cpu_memory(new: &Container, old: &Container) -> Container {
         }
         (!out.is_empty() || o.is_some()).then_some(out)
     };
-    let (n, o) = (new.resources.clone().unwrap_or_default(), old.resources.clone().unwrap_or_default());
+    let (n, o) = (new.cloned().unwrap_or_default(), old.cloned().unwrap_or_default());
     let resources = ResourceRequirements {
         requests: keep(n.requests.as_ref(), o.requests.as_ref()),
         limits: keep(n.limits.as_ref(), o.limits.as_ref()),
         claims: n.claims,
     };
-    c.resources = (resources != ResourceRequirements::default() || old.resources.is_some()).then_some(resources);
+    (resources != ResourceRequirements::default() || old.is_some()).then_some(resources)
+}
+
+/// The container with the cpu and memory amounts set to `old`'s (`dropCPUMemoryResourcesFromContainer`).
+fn without_cpu_memory(new: &Container, old: &Container) -> Container {
+    let mut c = new.clone();
+    c.resources = without_cpu_memory_resources(new.resources.as_ref(), old.resources.as_ref());
     c.resize_policy = old.resize_policy.clone();
     c
 }
@@ -159,6 +169,20 @@ pub fn validate_pod_resize(new: &Pod, old: &Pod, qos: impl Fn(&Pod) -> &'static 
             shown.as_str(),
             "Pod QOS Class may not change as a result of resizing",
         ));
+    }
+    // Pod-level resources (`InPlacePodLevelResourcesVerticalScaling`): removed amounts and
+    // other resources refused as a container's are; their amounts and their consistency with
+    // the containers' were checked with the pod above.
+    let pod_level_path = spec_path.child("resources");
+    let (new_pod_level, old_pod_level) = (new_spec.resources.as_ref(), old_spec.resources.as_ref());
+    validate_container_resize(
+        &new_pod_level.cloned().unwrap_or_default(),
+        &old_pod_level.cloned().unwrap_or_default(),
+        &pod_level_path,
+        &mut errs,
+    );
+    if without_cpu_memory_resources(new_pod_level, old_pod_level).as_ref() != old_pod_level {
+        errs.push(FieldError::forbidden(pod_level_path, "only cpu and memory resources are mutable"));
     }
     let new_inits = new_spec.init_containers.as_deref().unwrap_or_default();
     let old_inits = old_spec.init_containers.as_deref().unwrap_or_default();

@@ -1218,3 +1218,66 @@ fn resource_amounts() {
         ),
     ]);
 }
+
+/// A defaulted pod with pod-level resources `resources` and one container without its own.
+fn pod_level_pod(resources: &str) -> Pod {
+    let spec = format!("  resources: {resources}\n  containers:\n  - name: app\n    image: busybox\n");
+    let mut pod = parse(&spec_pod(&spec));
+    apply_defaults(&mut pod);
+    pod
+}
+
+/// The resize subresource's errors for `old` resized to `new`, the QoS class left out.
+fn resize_errors(new: &Pod, old: &Pod) -> Vec<String> {
+    let resized = resize_update(new, old);
+    validate_pod_resize(&resized, old, |_| "Guaranteed").iter().map(|e| e.to_string()).collect()
+}
+
+#[test]
+fn pod_level_resources_resize_through_the_subresource() {
+    let old = pod_level_pod("{limits: {cpu: 500m, memory: 128Mi}}");
+    let new = pod_level_pod("{limits: {cpu: 800m, memory: 160Mi}}");
+    assert_eq!(resize_errors(&new, &old), Vec::<String>::new());
+    assert_eq!(resize_update(&new, &old).spec.unwrap().resources, new.spec.clone().unwrap().resources);
+    // A pod-level amount may not be removed, nor a resource other than cpu and memory added.
+    let mut removed = new.clone();
+    let r = removed.spec.as_mut().unwrap().resources.as_mut().unwrap();
+    r.limits.as_mut().unwrap().remove("memory");
+    r.requests.as_mut().unwrap().remove("memory");
+    assert_eq!(
+        resize_errors(&removed, &old),
+        s(&[
+            "spec.resources.requests[memory]: Forbidden: resource requests cannot be removed",
+            "spec.resources.limits[memory]: Forbidden: resource limits cannot be removed",
+        ])
+    );
+    let hugepages = pod_level_pod("{limits: {cpu: 500m, memory: 128Mi, hugepages-2Mi: 2Mi}}");
+    assert_eq!(
+        resize_errors(&hugepages, &old),
+        s(&["spec.resources: Forbidden: only cpu and memory resources are mutable"])
+    );
+    // The pod's limits still hold every container's, as on create.
+    let mut below = parse(&spec_pod(
+        "  resources: {limits: {cpu: 500m, memory: 128Mi}}\n  containers:\n  - name: app\n    image: busybox\n    resources: {limits: {memory: 100Mi}}\n",
+    ));
+    apply_defaults(&mut below);
+    let mut lowered = below.clone();
+    lowered
+        .spec
+        .as_mut()
+        .unwrap()
+        .resources
+        .as_mut()
+        .unwrap()
+        .limits
+        .as_mut()
+        .unwrap()
+        .insert("memory".into(), k8s_openapi::apimachinery::pkg::api::resource::Quantity("64Mi".into()));
+    assert_eq!(
+        resize_errors(&lowered, &below),
+        s(&[
+            "spec.resources.requests: Invalid value: \"100Mi\": must be less than or equal to memory limit of 64Mi",
+            "spec.resources.containers[0][memory].limits: Invalid value: \"100Mi\": must be less than or equal to pod limits of 64Mi",
+        ])
+    );
+}
