@@ -89,7 +89,7 @@ fn volume_mount_statuses(
     let status = |m: &VolumeMount| {
         let read_only = m.read_only.unwrap_or(false);
         let recursive = match newest {
-            Some(c) => c.recursive_read_only.iter().any(|p| *p == m.mount_path),
+            Some(c) => c.recursive_read_only.contains(&m.mount_path),
             None => {
                 matches!(m.recursive_read_only.as_deref(), Some("Enabled" | "IfPossible"))
                     && ctx.observed.recursive_read_only_supported

@@ -191,10 +191,14 @@ fn a_memory_limit_below_the_pods_usage_is_refused() {
         Duration::from_secs(20),
         |o| o.contains("Error"),
     );
-    assert_eq!(
-        status,
-        "PodResizeInProgress/Error: aborting attempt to set pod memory limit less than current memory usage for pod rz-mem"
+    // The 1.35 kubelet's words: the pod's check and the container's, aggregated.
+    let pod_over = format!(
+        "PodResizeInProgress/Error: cannot decrease memory limits: [attempting to set pod memory limit ({}) below current usage (",
+        80 * MI
     );
+    let container_over =
+        format!("attempting to set container \"app\" memory limit ({}) below current usage (", 80 * MI);
+    assert!(status.starts_with(&pod_over) && status.contains(&container_over), "{status}");
     assert_eq!(cgroup(&d, "rz-mem"), format!("20000 {}", 128 * MI), "nothing was applied");
     assert_eq!(jsonpath(&d, "rz-mem", "{.status.containerStatuses[0].restartCount}"), "0");
 }

@@ -28,16 +28,15 @@ impl Executor {
     /// kubelet's message, for `PodResizeInProgress`.
     pub(super) async fn resize(&self, sync: &PodSync<'_>, targets: &[ResizeTarget]) -> Result<(), String> {
         let pod = sync.pod;
-        let name = pod.metadata.name.as_deref().unwrap_or_default();
         let cgroups = self.configs.cgroups.as_deref();
         let config = resource_config(pod);
-        if let (Some(cgroups), Some(limit)) = (cgroups, config.memory_limit)
-            && cgroups.memory_usage(pod).is_some_and(|usage| usage >= limit)
-        {
-            return Err(format!(
-                "aborting attempt to set pod memory limit less than current memory usage for pod {name}"
-            ));
-        }
+        let pod_over = match (cgroups, config.memory_limit) {
+            (Some(cgroups), Some(limit)) => cgroups
+                .memory_usage(pod)
+                .filter(|usage| *usage >= limit)
+                .map(|usage| format!("attempting to set pod memory limit ({limit}) below current usage ({usage})")),
+            _ => None,
+        };
         // The pod as its running containers and cgroup were given it: what each had before.
         let actuated = &sync.observed.resize.actuated;
         let given = resize::allocated_pod(pod, actuated);
@@ -55,7 +54,14 @@ impl Executor {
                 Some(Update { name: sc.name().to_string(), id: t.id.clone(), resources, lowers_memory, shrinks })
             })
             .collect();
-        self.check_container_memory(pod, &updates).await?;
+        let mut over: Vec<String> = pod_over.into_iter().collect();
+        over.extend(self.containers_over_memory(pod, &updates).await);
+        match over.as_slice() {
+            [] => {}
+            // utilerrors.NewAggregate: one error as it is, several in brackets.
+            [one] => return Err(format!("cannot decrease memory limits: {one}")),
+            all => return Err(format!("cannot decrease memory limits: [{}]", all.join(", "))),
+        }
         let failed = |e: std::io::Error| format!("failed to set pod cgroup config: {e}");
         if let Some(cgroups) = cgroups {
             cgroups.resize(pod, &config, Step::Grow).map_err(failed)?;
@@ -77,18 +83,18 @@ impl Executor {
     }
 
     /// The kubelet's best effort against an OOM kill: a container's memory limit is not lowered
-    /// below what it uses now (CRI `ListContainerStats`); the error names every such container.
+    /// below what it uses now (CRI `ListContainerStats`); one error for each such container.
     /// Stats the runtime cannot give let the resize go on, as the kubelet's do.
-    async fn check_container_memory(&self, pod: &Pod, updates: &[Update]) -> Result<(), String> {
+    async fn containers_over_memory(&self, pod: &Pod, updates: &[Update]) -> Vec<String> {
         if !updates.iter().any(|u| u.lowers_memory) {
-            return Ok(());
+            return Vec::new();
         }
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let stats = match self.ctx.runtime.list_container_stats(&labels::pod_selector(uid)).await {
             Ok(stats) => stats,
             Err(e) => {
                 tracing::debug!(%e, "could not read the containers' memory usage before a resize");
-                return Ok(());
+                return Vec::new();
             }
         };
         let usage: BTreeMap<&str, u64> = stats
@@ -100,7 +106,7 @@ impl Executor {
                 Some((id, bytes))
             })
             .collect();
-        let over: Vec<String> = updates
+        updates
             .iter()
             .filter(|u| u.lowers_memory)
             .filter_map(|u| {
@@ -113,12 +119,6 @@ impl Executor {
                     )
                 })
             })
-            .collect();
-        match over.as_slice() {
-            [] => Ok(()),
-            // utilerrors.NewAggregate: one error as it is, several in brackets.
-            [one] => Err(format!("cannot decrease memory limits: {one}")),
-            all => Err(format!("cannot decrease memory limits: [{}]", all.join(", "))),
-        }
+            .collect()
     }
 }
