@@ -177,18 +177,30 @@ pub fn is_pod_level_limits_set(spec: Option<&PodSpec>) -> bool {
 
 /// `IsPodLevelResourcesSet`: a supported resource among the pod-level requests or limits.
 pub fn is_pod_level_resources_set(spec: Option<&PodSpec>) -> bool {
-    is_pod_level_requests_set(spec) || is_pod_level_limits_set(spec)
+    supported_set(pod_level(spec))
+}
+
+/// A supported resource among the requests or limits of `r`.
+fn supported_set(r: Option<&ResourceRequirements>) -> bool {
+    names_supported(r.and_then(|r| r.requests.as_ref())) || names_supported(r.and_then(|r| r.limits.as_ref()))
 }
 
 /// A container's limit of `name` as the kubelet gives it to the runtime (`getCPULimit`,
 /// `getMemoryLimit`): its own, or, without a non-zero one, the pod-level limit of a pod with
 /// pod-level resources.
 pub fn container_limit(spec: Option<&PodSpec>, c: &Container, name: &str) -> Option<Amount> {
-    let own = container_limits(c).remove(name).filter(|q| !q.is_zero());
-    own.or_else(|| {
-        let pod_limits = pod_level(spec).and_then(|r| r.limits.as_ref());
-        is_pod_level_resources_set(spec).then(|| list(pod_limits).remove(name)).flatten()
-    })
+    limit_within(c.resources.as_ref(), pod_level(spec), name)
+}
+
+/// [`container_limit`] for a container's resources `own` under the pod-level resources
+/// `pod_level`.
+pub fn limit_within(
+    own: Option<&ResourceRequirements>,
+    pod_level: Option<&ResourceRequirements>,
+    name: &str,
+) -> Option<Amount> {
+    let own = list(own.and_then(|r| r.limits.as_ref())).remove(name).filter(|q| !q.is_zero());
+    own.or_else(|| supported_set(pod_level).then(|| list(pod_level?.limits.as_ref()).remove(name)).flatten())
 }
 
 /// `applyPodLevelResources`: the supported pod-level amounts of `side` replace the aggregate's.

@@ -12,7 +12,7 @@ use crate::decide::PodContext;
 use crate::observed::{ContainerKind, RunState};
 use crate::pod::{self, SpecContainer};
 use crate::resources;
-use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod, PodCondition, PodSpec, ResourceRequirements};
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodCondition, ResourceRequirements};
 use podwright_api::pod_resources;
 use podwright_api::quantity::Quantity;
 use std::collections::BTreeMap;
@@ -27,7 +27,7 @@ pub const POD_LEVEL: &str = "spec.resources";
 
 /// The pod-level resources as the spec has them; none is the default.
 pub fn pod_level_of(pod: &Pod) -> ResourceRequirements {
-    pod.spec.as_ref().and_then(|s| s.resources.clone()).unwrap_or_default()
+    pod_resources::pod_level(pod.spec.as_ref()).cloned().unwrap_or_default()
 }
 
 /// Whether a container's resources may change in place (`IsResizableContainer`): app containers
@@ -42,7 +42,7 @@ pub fn allocation_of(pod: &Pod) -> Allocation {
     pod::all_containers(pod)
         .filter(|sc| resizable(sc.kind))
         .map(|sc| (sc.name().to_string(), sc.container.resources.clone().unwrap_or_default()))
-        .chain(pod.spec.as_ref().and_then(|s| s.resources.clone()).map(|r| (POD_LEVEL.to_string(), r)))
+        .chain(pod_resources::pod_level(pod.spec.as_ref()).map(|r| (POD_LEVEL.to_string(), r.clone())))
         .collect()
 }
 
@@ -177,10 +177,9 @@ const MIN_CPU_LIMIT: i128 = 10;
 /// The settings of a container with resources `r` in a pod whose pod-level resources are
 /// `pod_level`: a limit it lacks is the pod's (`getCPULimit`, `getMemoryLimit`).
 fn settings(r: Option<&ResourceRequirements>, pod_level: Option<&ResourceRequirements>) -> Settings {
-    let spec = PodSpec { resources: pod_level.cloned(), ..Default::default() };
-    let c = Container { resources: r.cloned(), ..Default::default() };
-    let limit = |name: &str| pod_resources::container_limit(Some(&spec), &c, name).unwrap_or_default().value;
-    let cpu_request = pod_resources::container_requests(&c).get("cpu").map_or(Quantity::default(), |q| q.value);
+    let limit = |name: &str| pod_resources::limit_within(r, pod_level, name).unwrap_or_default().value;
+    let requests = pod_resources::list(r.and_then(|r| r.requests.as_ref()));
+    let cpu_request = requests.get("cpu").map_or(Quantity::default(), |q| q.value);
     Settings {
         cpu_request: cpu_request.milli_value(),
         cpu_limit: limit("cpu").milli_value(),
@@ -204,7 +203,7 @@ pub enum Need {
 /// nothing, as the kubelet proceeds from zero values). A container without a limit of its own
 /// changes with the pod-level one.
 pub fn need(pod: &Pod, sc: &SpecContainer, actuated: &Allocation) -> Need {
-    let allocated_pod_level = pod.spec.as_ref().and_then(|s| s.resources.as_ref());
+    let allocated_pod_level = pod_resources::pod_level(pod.spec.as_ref());
     let mut desired = settings(sc.container.resources.as_ref(), allocated_pod_level);
     let actuated_pod_level = actuated.get(POD_LEVEL).or(allocated_pod_level);
     let current = settings(actuated.get(sc.name()), actuated_pod_level);

@@ -129,8 +129,9 @@ impl Executor {
         // As the sandbox, the pull goes to the pod's RuntimeClass handler.
         let handler = self.configs.runtime_handler(pod).map_err(|e| self.config_error(pod, &sc, e.to_string()))?;
         // Until the container exists and uses the image, the image collector must keep it.
-        let supports_rro = volumes::mounts::wants_recursive_read_only(sc.container)
-            && self.handler_supports_recursive_read_only(&handler).await;
+        // What the pod's status says it gets: the worker asked the runtime once.
+        let supports_rro =
+            volumes::mounts::wants_recursive_read_only(sc.container) && sync.observed.recursive_read_only_supported;
         let _hold =
             self.images.ensure_image(pod, &sc, sc.image(), pull, &sandbox_config, handler.clone(), sync.cancel).await?;
         let mut from_runtime = volumes::mounts::FromRuntime { recursive_read_only: supports_rro, ..Default::default() };
@@ -174,18 +175,10 @@ impl Executor {
         self.start_created(sync, sc, &id, &config.log_path, &ip).await
     }
 
-    /// Whether the runtime handler of `pod`'s RuntimeClass makes recursive read-only mounts.
+    /// Whether the runtime says the handler of `pod`'s RuntimeClass makes recursive read-only
+    /// mounts; a runtime that does not say (containerd before 2.0) does not.
     pub(crate) async fn pod_supports_recursive_read_only(&self, pod: &Pod) -> bool {
-        match self.configs.runtime_handler(pod) {
-            Ok(handler) => self.handler_supports_recursive_read_only(&handler).await,
-            Err(_) => false,
-        }
-    }
-
-    /// Whether the runtime says `handler` makes recursive read-only mounts. Asked only for a
-    /// container that wants one, so a runtime's upgrade is seen without a restart; a runtime
-    /// that does not say (containerd before 2.0) does not.
-    async fn handler_supports_recursive_read_only(&self, handler: &str) -> bool {
+        let Ok(handler) = self.configs.runtime_handler(pod) else { return false };
         match self.ctx.runtime.runtime_handlers().await {
             Ok(handlers) => handlers
                 .iter()
