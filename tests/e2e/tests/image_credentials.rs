@@ -142,7 +142,7 @@ fn always_verify_holds_preloaded_images_to_the_rule() {
     wait_running(&d, "default", &second);
     assert_eq!(
         events(&d, "default", &second, "Pulled"),
-        format!("Container image \"{image}\" already present on machine")
+        format!("Container image \"{image}\" already present on machine and can be accessed by the pod")
     );
     std::fs::remove_file(&config).unwrap();
 }

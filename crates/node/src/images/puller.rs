@@ -247,8 +247,7 @@ impl ImagePuller {
         };
         match self.records.check(image, repository, image_ref, &presented) {
             Verdict::MustPull => Err(()),
-            Verdict::PodCredentials { .. } => Ok(wording::accessible(image)),
-            Verdict::Exempt | Verdict::NodeWide => Ok(wording::already_present(image)),
+            Verdict::PodCredentials { .. } | Verdict::Exempt | Verdict::NodeWide => Ok(wording::accessible(image)),
         }
     }
 
