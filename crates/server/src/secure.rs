@@ -126,13 +126,6 @@ impl Security {
     }
 }
 
-/// What the kubelet port offers in ALPN, as the Go kubelet's server does: HTTP/2 first. The API
-/// server reads logs over HTTP/2 when it can, and its websocket relay of a log (1.20's
-/// `wsstream`) drops the bytes a read returns together with the end of an HTTP/1.1 body, which
-/// an HTTP/2 body never does. Upgrades (exec, attach, port-forward) still come over HTTP/1.1: the
-/// API server's dialer offers only `http/1.1` for them.
-const KUBELET_ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
-
 /// The kubelet port's TLS: its serving certificate, and the client certificates it accepts.
 pub struct KubeletTls {
     tls: Arc<rustls::ServerConfig>,
@@ -171,8 +164,7 @@ impl KubeletTls {
                 Some(client_roots(&pem).map_err(|e| SecurityError::Tls(format!("{}: {e}", path.display())))?)
             }
         };
-        let mut tls = server_config(certificates, roots).map_err(SecurityError::Tls)?;
-        tls.alpn_protocols = KUBELET_ALPN.iter().map(|p| p.to_vec()).collect();
+        let tls = server_config(certificates, roots).map_err(SecurityError::Tls)?;
         Ok(KubeletTls { tls: Arc::new(tls) })
     }
 
@@ -335,61 +327,6 @@ mod tests {
         assert!(kc.contains(&format!("token: {}", a.token)) && kc.contains("certificate-authority-data: "));
         let mode = std::fs::metadata(root.join("pki/token")).unwrap().permissions();
         assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o600);
-        std::fs::remove_dir_all(&root).unwrap();
-    }
-
-    /// A kubelet port on the loopback answering `/` with a body, and its serving certificate.
-    async fn kubelet_port(root: &Path) -> (SocketAddr, String) {
-        let names = ["localhost".to_string()];
-        let tls = KubeletTls::load_or_create(root, None, &names, &[], None).unwrap();
-        let listener = tls.listener(TcpListener::bind("127.0.0.1:0").await.unwrap());
-        let addr = axum::serve::Listener::local_addr(&listener).unwrap();
-        let router = axum::Router::new().route("/", axum::routing::get(|| async { "the log's last line" }));
-        tokio::spawn(async move { axum::serve(listener, router).await });
-        (addr, read(&root.join("pki/kubelet.crt")).unwrap())
-    }
-
-    /// A TLS connection to `addr` offering `alpn`, trusting `ca`.
-    async fn connect(addr: SocketAddr, ca: &str, alpn: &[&[u8]]) -> tokio_rustls::client::TlsStream<TcpStream> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(client_roots(ca).unwrap())
-            .with_no_client_auth();
-        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-        let tcp = TcpStream::connect(addr).await.unwrap();
-        tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await.unwrap()
-    }
-
-    #[tokio::test]
-    async fn the_kubelet_port_answers_over_http2_and_http1_as_alpn_chooses() {
-        use axum::body::Body;
-        use hyper_util::rt::{TokioExecutor, TokioIo};
-        let root = std::env::temp_dir().join(format!("podwright-kubelet-alpn-{}", std::process::id()));
-        let (addr, ca) = kubelet_port(&root).await;
-
-        // The API server's client offers both and gets HTTP/2, whose body ends apart from its data.
-        let h2 = connect(addr, &ca, &[b"h2", b"http/1.1"]).await;
-        assert_eq!(h2.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
-        let (mut send, conn) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(h2)).await.unwrap();
-        tokio::spawn(conn);
-        let req = hyper::Request::get(format!("https://localhost:{}/", addr.port())).body(Body::empty()).unwrap();
-        let answer = send.send_request(req).await.unwrap();
-        assert_eq!(answer.version(), hyper::Version::HTTP_2);
-        let body = axum::body::to_bytes(Body::new(answer.into_body()), 1024).await.unwrap();
-        assert_eq!(&body[..], b"the log's last line");
-
-        // Its upgrades' dialer offers HTTP/1.1 only, and gets it.
-        let h1 = connect(addr, &ca, &[b"http/1.1"]).await;
-        assert_eq!(h1.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
-        let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(h1)).await.unwrap();
-        tokio::spawn(conn);
-        let req = hyper::Request::get("/").header("host", "localhost").body(Body::empty()).unwrap();
-        let answer = send.send_request(req).await.unwrap();
-        assert_eq!(answer.version(), hyper::Version::HTTP_11);
         std::fs::remove_dir_all(&root).unwrap();
     }
 
