@@ -70,6 +70,8 @@ pub struct SoakReport {
     baseline_pods: usize,
     rss_kib: (u64, u64),
     fds: (usize, usize),
+    /// Events in the store then and at the end: they live an hour, in serve's memory too.
+    events: (usize, usize),
     store_bytes: u64,
     /// Objects in the store at the end, by kind.
     store_objects: BTreeMap<String, usize>,
@@ -158,7 +160,7 @@ impl Soak {
             done += count;
             waves += 1;
             if baseline.is_none() && done >= self.baseline {
-                baseline = Some((done, footprint(daemon.pid())?));
+                baseline = Some((done, footprint(daemon.pid())?, self.count(daemon, "events")?));
             }
             if waves % 20 == 0 {
                 eprintln!("soak: {done} pods in {:.0} s", t0.elapsed().as_secs_f64());
@@ -166,7 +168,7 @@ impl Soak {
         }
         let wall = t0.elapsed();
         std::thread::sleep(SETTLE);
-        let (baseline_pods, (rss0, fds0)) = baseline.ok_or("no pods were run")?;
+        let (baseline_pods, (rss0, fds0), events0) = baseline.ok_or("no pods were run")?;
         let (rss1, fds1) = footprint(daemon.pid())?;
         let mut leaks = self.handle.block_on(Residue::read(&self.root, self.cri.as_ref()))?.leaks(&before, &netns);
         leaks.extend(self.stored_leaks(daemon)?);
@@ -181,6 +183,7 @@ impl Soak {
             baseline_pods,
             rss_kib: (rss0, rss1),
             fds: (fds0, fds1),
+            events: (events0, self.count(daemon, "events")?),
             store_bytes,
             store_objects: self.store_objects(daemon)?,
             leaks,
@@ -258,12 +261,17 @@ impl Soak {
 
     /// How many objects of each kind the store holds (from the lists the API serves).
     fn store_objects(&self, daemon: &Daemon) -> Result<BTreeMap<String, usize>, String> {
-        let mut counts = BTreeMap::new();
-        for kind in ["pods", "events", "configmaps", "secrets", "serviceaccounts", "namespaces"] {
-            let r = daemon.request("GET", &format!("/api/v1/{kind}"), None)?;
-            counts.insert(kind.to_string(), r.json()?["items"].as_array().map_or(0, Vec::len));
+        let kinds = ["pods", "events", "configmaps", "secrets", "serviceaccounts", "namespaces"];
+        kinds.iter().map(|kind| Ok((kind.to_string(), self.count(daemon, kind)?))).collect()
+    }
+
+    /// How many objects of `kind` (a core resource, plural) the store holds.
+    fn count(&self, daemon: &Daemon, kind: &str) -> Result<usize, String> {
+        let r = daemon.request("GET", &format!("/api/v1/{kind}"), None)?;
+        if r.status != 200 {
+            return Err(format!("listing {kind}: HTTP {}", r.status));
         }
-        Ok(counts)
+        Ok(r.json()?["items"].as_array().map_or(0, Vec::len))
     }
 }
 
@@ -446,6 +454,14 @@ impl SoakReport {
             verdict(rss_growth <= TARGET_RSS_GROWTH_KIB)
         );
         println!("  serve's open files {} after {} pods, {} at the end", self.fds.0, self.baseline_pods, self.fds.1);
+        let events = self.events.1 as i64 - self.events.0 as i64;
+        println!(
+            "  events in the store (kept an hour, as the API server keeps them): {} after {} pods, {} at the end: {events:+}, {:.1} KiB of RSS growth per event added",
+            self.events.0,
+            self.baseline_pods,
+            self.events.1,
+            rss_growth as f64 / events.max(1) as f64
+        );
         let objects: Vec<String> = self.store_objects.iter().map(|(k, n)| format!("{n} {k}")).collect();
         println!("  store: {} bytes on disk, holding {}", self.store_bytes, objects.join(", "));
         println!("  leaks: {}   target 0  {}", self.leaks.len(), verdict(self.leaks.is_empty()));
