@@ -89,9 +89,7 @@ impl StoreEvents {
         let cutoff = now - ttl;
         let mut gone = HashSet::new();
         for e in self.store.list(Resource::Events, None).0 {
-            let seen = ["lastTimestamp", "eventTime", "firstTimestamp"]
-                .iter()
-                .find_map(|f| e.get(*f).and_then(Value::as_str).and_then(|t| t.parse::<Timestamp>().ok()));
+            let seen = event_last_seen(&e);
             let (Some(ns), Some(name)) = (meta_str(&e, "namespace"), meta_str(&e, "name")) else { continue };
             if seen.is_some_and(|t| t < cutoff) && self.store.delete(Resource::Events, ns, name).is_ok() {
                 gone.insert((ns.to_string(), name.to_string()));
@@ -100,6 +98,14 @@ impl StoreEvents {
         lock(&self.names).retain(|_, at| !gone.contains(at));
         gone.len()
     }
+}
+
+/// When an Event object was last seen: its `lastTimestamp`, else its `eventTime`, else its
+/// `firstTimestamp`. Its TTL counts from then.
+pub fn event_last_seen(event: &Value) -> Option<Timestamp> {
+    ["lastTimestamp", "eventTime", "firstTimestamp"]
+        .iter()
+        .find_map(|f| event.get(*f).and_then(Value::as_str).and_then(|t| t.parse::<Timestamp>().ok()))
 }
 
 impl EventSink for StoreEvents {
