@@ -54,16 +54,12 @@ pub struct CheckpointRef<'a> {
     pub reset_terminations: &'a BTreeMap<String, ContainerStateTerminated>,
 }
 
-/// Writes atomically (temporary file, then rename) so a crash never leaves half a checkpoint.
+/// Written whole, so a crash never leaves half a checkpoint. Not synced: it is written at every
+/// step of a pod, and what it guards against is the agent's own crash.
 pub fn save(root: &Path, cp: &CheckpointRef) -> io::Result<()> {
     let uid = cp.pod.metadata.uid.as_deref().unwrap_or_default();
-    let p = crate::layout::checkpoint(root, uid);
-    if let Some(dir) = p.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = p.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec(cp).map_err(io::Error::other)?)?;
-    std::fs::rename(tmp, p)
+    let bytes = serde_json::to_vec(cp).map_err(io::Error::other)?;
+    crate::whole_file::replace(&crate::layout::checkpoint(root, uid), &bytes, crate::whole_file::Durability::Process)
 }
 
 pub fn load(root: &Path, uid: &str) -> io::Result<Option<Checkpoint>> {

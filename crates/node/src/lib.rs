@@ -67,6 +67,7 @@ pub(crate) mod termination_message;
 pub mod timeline;
 pub mod usage;
 pub mod volumes;
+pub(crate) mod whole_file;
 pub(crate) mod worker;
 
 pub use builder::Node;
