@@ -11,7 +11,8 @@ use crate::http::Watch;
 use crate::measure::{self, proc_cpu};
 use crate::pod;
 use crate::real::DEFAULT_ROOT;
-use crate::serve::{Daemon, runtime_endpoint, str_at};
+use crate::runtime;
+use crate::serve::{Daemon, str_at};
 use serde_json::json;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -76,7 +77,7 @@ struct Level {
 
 pub async fn run(args: &DensityArgs) -> Result<DensityReport, String> {
     let podwright = child::podwright_binary(args.podwright.as_ref())?;
-    let (endpoint, containerd) = runtime_endpoint(args.runtime_endpoint.as_ref(), &args.root_dir).await?;
+    let (endpoint, containerd) = runtime::endpoint(args.runtime_endpoint.as_deref(), &args.root_dir).await?;
     let root = args.root_dir.clone();
     let (pods, levels, starts, limit) = (args.pods, args.levels.clone(), args.starts, Duration::from_secs(args.limit));
     let handle = tokio::runtime::Handle::current();
@@ -86,11 +87,7 @@ pub async fn run(args: &DensityArgs) -> Result<DensityReport, String> {
         let result = bench.measure(pods, &levels, starts);
         // Every pod goes, whatever happened.
         let cleared = bench.clear(MEASURED).and_then(|()| bench.clear(BASE));
-        let stopped = daemon.stop();
-        let report = result?;
-        cleared?;
-        stopped?;
-        Ok(report)
+        daemon.stop_after(result, cleared)
     })
     .await
     .map_err(|e| format!("the measuring thread panicked: {e}"))?

@@ -19,8 +19,8 @@ use crate::http;
 use crate::measure::{self, proc_cpu};
 use crate::pod::IMAGE;
 use crate::real::DEFAULT_ROOT;
+use crate::runtime;
 use crate::serve::free_port;
-use podwright_containerd::EmbeddedRuntime;
 use podwright_runtime::Runtime;
 use podwright_runtime::cri_api::ContainerState;
 use std::collections::BTreeMap;
@@ -116,15 +116,8 @@ pub async fn run(args: &KubeletArgs) -> Result<KubeletReport, String> {
         )));
     }
     let podwright = child::podwright_binary(args.podwright.as_ref())?;
-    let embedded = EmbeddedRuntime::new(&args.root_dir);
-    embedded.ensure_running().await.map_err(|e| {
-        format!(
-            "could not start the embedded containerd under {}: {e}\nRun scripts/setup first.",
-            args.root_dir.display()
-        )
-    })?;
-    let endpoint = embedded.endpoint();
-    let cri = podwright_runtime::connect(&endpoint).await.map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
+    let (endpoint, _) = runtime::endpoint(None, &args.root_dir).await?;
+    let cri = runtime::connect(&endpoint).await?;
     let work = std::env::temp_dir().join(format!("podwright-bench-kubelet-{}", std::process::id()));
     let manifests = work.join("manifests");
     std::fs::create_dir_all(&manifests).map_err(|e| format!("cannot create {}: {e}", manifests.display()))?;

@@ -39,6 +39,7 @@ mod pod;
 mod probes;
 mod pulls;
 mod real;
+mod runtime;
 mod serve;
 mod soak;
 

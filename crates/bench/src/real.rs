@@ -8,9 +8,9 @@
 use crate::counted::{Counted, Counter, Span};
 use crate::measure::{self, Summary};
 use crate::pod;
+use crate::runtime;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
-use podwright_containerd::EmbeddedRuntime;
 use podwright_node::cri::config as cri_config;
 use podwright_node::cri::env::EnvSources;
 use podwright_node::cri::{hosts, labels};
@@ -89,20 +89,8 @@ pub struct RealReport {
 /// The CRI runtime at `endpoint`, or at the embedded containerd under `root` (started unless it
 /// runs), and its version.
 pub async fn connect(endpoint: Option<&str>, root: &Path) -> Result<(CriRuntime, String), String> {
-    let endpoint = match endpoint {
-        Some(e) => e.to_string(),
-        None => {
-            let embedded = EmbeddedRuntime::new(root);
-            embedded.ensure_running().await.map_err(|e| {
-                format!(
-                    "could not start the embedded containerd under {}: {e}\nRun scripts/setup first.",
-                    root.display()
-                )
-            })?;
-            embedded.endpoint()
-        }
-    };
-    let cri = podwright_runtime::connect(&endpoint).await.map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
+    let (endpoint, _) = runtime::endpoint(endpoint, root).await?;
+    let cri = runtime::connect(&endpoint).await?;
     let version = cri.version().await.map_err(|e| format!("{endpoint} does not answer Version: {e}"))?;
     Ok((cri, version))
 }

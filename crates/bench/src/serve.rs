@@ -13,8 +13,8 @@ use crate::http::{self, Watch};
 use crate::measure::{self, Summary, proc_cpu};
 use crate::pod;
 use crate::real::{DEFAULT_ROOT, FloorPod};
+use crate::runtime;
 use k8s_openapi::api::core::v1::Pod;
-use podwright_containerd::EmbeddedRuntime;
 use podwright_runtime::Runtime;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -147,29 +147,10 @@ struct UsageRound {
     containerd_cpu: Option<Duration>,
 }
 
-/// The CRI endpoint to use and containerd's pid: `given`, or the embedded containerd under
-/// `root`, started here rather than by podwright, so that its start is not in podwright's
-/// figures.
-pub(crate) async fn runtime_endpoint(given: Option<&String>, root: &Path) -> Result<(String, Option<u32>), String> {
-    match given {
-        Some(e) => Ok((e.clone(), None)),
-        None => {
-            let embedded = EmbeddedRuntime::new(root);
-            let outcome = embedded.ensure_running().await.map_err(|e| {
-                format!(
-                    "could not start the embedded containerd under {}: {e}\nRun scripts/setup first.",
-                    root.display()
-                )
-            })?;
-            Ok((embedded.endpoint(), Some(outcome.pid)))
-        }
-    }
-}
-
 pub async fn run(args: &ServeArgs) -> Result<ServeReport, String> {
     let podwright = child::podwright_binary(args.podwright.as_ref())?;
-    let (endpoint, containerd_pid) = runtime_endpoint(args.runtime_endpoint.as_ref(), &args.root_dir).await?;
-    let cri = podwright_runtime::connect(&endpoint).await.map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
+    let (endpoint, containerd_pid) = runtime::endpoint(args.runtime_endpoint.as_deref(), &args.root_dir).await?;
+    let cri = runtime::connect(&endpoint).await?;
     let work = std::env::temp_dir().join(format!("podwright-bench-serve-{}", std::process::id()));
     std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
     let bench = Bench {
@@ -376,6 +357,16 @@ impl Daemon {
     /// Asks it to stop (it leaves no pod behind: every pod was deleted) and waits.
     pub(crate) fn stop(mut self) -> Result<(), String> {
         child::stop(&mut self.child, "podwright serve", START_LIMIT)
+    }
+
+    /// Stops the daemon after a run whose pods were cleared, whatever the run and the clearing
+    /// returned: the run's result, or the first error of the three.
+    pub(crate) fn stop_after<T>(self, run: Result<T, String>, cleared: Result<(), String>) -> Result<T, String> {
+        let stopped = self.stop();
+        let report = run?;
+        cleared?;
+        stopped?;
+        Ok(report)
     }
 }
 

@@ -12,7 +12,8 @@
 use crate::child;
 use crate::measure;
 use crate::pod::IMAGE;
-use crate::serve::{Daemon, runtime_endpoint, str_at};
+use crate::runtime;
+use crate::serve::{Daemon, str_at};
 use podwright_node::PodCgroups;
 use podwright_runtime::Runtime;
 use podwright_server::server::{EVENT_TTL, event_last_seen};
@@ -96,8 +97,8 @@ pub async fn run(args: &SoakArgs) -> Result<SoakReport, String> {
     }
     let podwright = child::podwright_binary(args.podwright.as_ref())?;
     let root = args.root_dir.clone();
-    let (endpoint, _) = runtime_endpoint(None, &root).await?;
-    let cri = podwright_runtime::connect(&endpoint).await.map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
+    let (endpoint, _) = runtime::endpoint(None, &root).await?;
+    let cri = runtime::connect(&endpoint).await?;
     let before = Residue::read(&root, &cri).await?;
     let handle = tokio::runtime::Handle::current();
     let soak = Soak {
@@ -114,11 +115,7 @@ pub async fn run(args: &SoakArgs) -> Result<SoakReport, String> {
         let result = soak.run(&daemon, before);
         // Whatever happened, no pod of the soak is left running.
         let cleared = soak.clear(&daemon);
-        let stopped = daemon.stop();
-        let report = result?;
-        cleared?;
-        stopped?;
-        Ok(report)
+        daemon.stop_after(result, cleared)
     })
     .await
     .map_err(|e| format!("the soak's thread panicked: {e}"))?
