@@ -17,21 +17,8 @@ readonly orig_tarball=kubernetes_1.20.5+really1.20.2.orig.tar.gz
 readonly orig_sha256=b83c0780efb182d928dc63d46488a847f161f04e40a94b96bf5247dd671ecdfc
 readonly go_bin=/usr/lib/go-1.19/bin
 
-# ensure_packages PACKAGE...: installs those not installed (as scripts/setup does).
-ensure_packages() {
-  local package missing=()
-  for package in "$@"; do
-    # dpkg -s also succeeds for removed packages whose config files remain; check the status.
-    if [[ $(dpkg-query -W -f='${Status}' "$package" 2>/dev/null) != "install ok installed" ]]; then
-      missing+=("$package")
-    fi
-  done
-  ((${#missing[@]})) || return 0
-  say "installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >&2
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-}
+# shellcheck source=scripts/lib/packages.bash
+source "$(dirname "${BASH_SOURCE[0]}")/packages.bash"
 
 # The tree of a build and its make, for build_cleanup: stopped and removed on any exit, also an
 # interrupted one. After a SIGKILL of the script, make goes on in its own session holding the

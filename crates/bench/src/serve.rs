@@ -384,10 +384,7 @@ impl Bench {
     fn run(self) -> Result<ServeReport, String> {
         let daemon = Daemon::start(&self.podwright, &self.root, &self.endpoint)?;
         let result = self.measure(&daemon);
-        let stopped = daemon.stop();
-        let report = result?;
-        stopped?;
-        Ok(report)
+        daemon.stop_after(result, Ok(()))
     }
 
     fn measure(&self, daemon: &Daemon) -> Result<ServeReport, String> {
