@@ -228,8 +228,14 @@ impl Node {
             queue: PullQueue::new(self.image_pulls),
             gc,
         };
-        let executor =
-            Executor { ctx: ctx.clone(), configs, images, dispatcher: dispatcher.clone(), log_sink: self.log_sink };
+        let executor = Executor {
+            ctx: ctx.clone(),
+            configs,
+            images,
+            dispatcher: dispatcher.clone(),
+            log_sink: self.log_sink,
+            prepared: Default::default(),
+        };
         let deps = WorkerDeps {
             ctx,
             executor: Arc::new(executor),

@@ -162,3 +162,42 @@ async fn the_checker_sees_a_phase_leave_failed_and_a_restart_count_go_down() {
     checker.status(&update("Failed", 1), 2);
     assert_eq!(checker.violation.expect("a violation").detail, "a0's restartCount went from 2 to 1");
 }
+
+/// The pipelined start's instance created ahead of its turn: it must not be in a status until
+/// the init container before it has succeeded; then it may (an instance that never started).
+#[tokio::test(start_paused = true)]
+async fn the_checker_sees_a_container_created_ahead_of_its_turn_in_a_status() {
+    let clock = Clock::starting_at(epoch());
+    let fake = FakeRuntime::new(clock);
+    fake.add_image(crash::IMAGE);
+    fake.record_changes(true);
+    let pod = pod_with(serde_json::json!({
+        "restartPolicy": "Always",
+        "initContainers": [{"name": "i0"}, {"name": "i1"}],
+        "containers": [{"name": "a0"}],
+    }));
+    let mut checker = Checker::new(fake.clone(), &pod, Trace::new(false, clock));
+    let sb = sandbox(&fake).await;
+    let first = start(&fake, &sb, "i0", 0).await;
+    let config = ContainerConfig {
+        metadata: Some(ContainerMetadata { name: "i1".into(), attempt: 0 }),
+        image: Some(ImageSpec { image: crash::IMAGE.into(), ..Default::default() }),
+        ..Default::default()
+    };
+    let prepared = fake.create_container(&sb.0, &config, &sb.1).await.unwrap();
+    let showing = |id: &str| {
+        let status: PodStatus = serde_json::from_value(serde_json::json!({
+            "phase": "Pending",
+            "initContainerStatuses": [{"name": "i1", "image": crash::IMAGE, "imageID": "", "ready": false,
+                "restartCount": 0, "containerID": format!("containerd://{id}"), "state": {"waiting": {}}}],
+        }))
+        .unwrap();
+        PodUpdate { spec: Arc::new(pod.clone()), status: Some(Arc::new(status)), finished: false }
+    };
+    checker.status(&showing(&prepared), 1);
+    let v = checker.violation.take().expect("a violation");
+    assert_eq!((v.invariant, v.detail.as_str()), ("prepared-unseen", "i1 shows i1#2, created ahead of its turn"));
+    fake.exit_container(&first, 0);
+    checker.status(&showing(&prepared), 1);
+    assert_eq!(checker.violation, None);
+}

@@ -234,7 +234,7 @@ pub fn init_actions(ctx: &PodContext) -> InitActions {
     let last = inits.len().saturating_sub(1);
     for (i, sc) in inits.iter().enumerate().rev() {
         let sidecar = sc.kind == ContainerKind::Sidecar;
-        let Some(c) = ctx.observed.newest(sc.name()) else {
+        let Some(c) = ctx.observed.newest(sc.name()).filter(|_| early(ctx, sc).is_none()) else {
             // A sidecar whose record is gone, in a pod past it: run it again.
             if later_ran && sidecar {
                 out.to_act.push(i);
@@ -279,6 +279,23 @@ pub fn init_actions(ctx: &PodContext) -> InitActions {
     // Found from the last one back; started in spec order.
     out.to_act.sort_unstable();
     out
+}
+
+/// The newest instance of init container `sc`, if it was created ahead of its turn (the
+/// pipelined start, `Action::PrepareContainer`): created and never started, in the current
+/// sandbox, while the regular init container before it has not exited 0 there. Until that one
+/// has, it is nothing: no evidence of how far initialization got (kubernetes#140309 took a
+/// created container for one), invisible in the status, and never started; should a podwright
+/// die meanwhile, the next one finds it the same way. Once the one before has exited 0, it is
+/// an instance that never started, and is started as it is.
+pub fn early<'a>(ctx: &PodContext<'a>, sc: &SpecContainer) -> Option<&'a ObservedContainer> {
+    let before = sc.index.checked_sub(1).and_then(|i| pod::init_containers(ctx.pod).nth(i))?;
+    if !sc.kind.is_init_list() || before.kind != ContainerKind::Init {
+        return None;
+    }
+    let c = ctx.observed.newest(sc.name()).filter(|c| c.state == RunState::Created)?;
+    let turn = ctx.observed.newest(before.name()).is_some_and(ObservedContainer::succeeded);
+    (!turn).then_some(c)
 }
 
 /// All app containers have exited in this sandbox and none will restart: the pod is finished

@@ -4,7 +4,7 @@
 use crate::words::{ProbeKind, StartFailureReason};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStateTerminated, LinuxContainerUser};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Which list of the pod spec a container comes from, and how it behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -211,6 +211,10 @@ pub struct Observed {
     pub interrupted: Vec<ObservedContainer>,
     /// The pod was evicted: it fails, whatever its containers say.
     pub eviction: Option<Eviction>,
+    /// Containers (by name) whose preparation (`Action::PrepareContainer`) failed since they
+    /// last started: not prepared again, so that a failing pull is not repeated at every pass;
+    /// their start pulls and creates as usual and says why.
+    pub prepare_failed: BTreeSet<String>,
     /// Its in-place resize, as the pod worker keeps it.
     pub resize: crate::resize::ResizeState,
     /// Whether the pod's runtime handler makes recursive read-only mounts, asked of the runtime
@@ -247,7 +251,14 @@ impl Observed {
     /// they are in, or that of the last instance it had when the runtime holds none any more;
     /// `None` for a container that never had one.
     pub fn restart_count(&self, name: &str) -> Option<i32> {
-        let seen = self.containers.iter().filter(|c| c.name == name).map(|c| c.restart_count).max();
+        self.restart_count_beside(name, None)
+    }
+
+    /// [`Self::restart_count`] as if instance `hidden` were not there (one created ahead of its
+    /// turn, which says nothing yet).
+    pub fn restart_count_beside(&self, name: &str, hidden: Option<&str>) -> Option<i32> {
+        let shown = |c: &&ObservedContainer| c.name == name && Some(c.id.as_str()) != hidden;
+        let seen = self.containers.iter().filter(shown).map(|c| c.restart_count).max();
         seen.max(self.restart_counts.get(name).copied())
     }
 

@@ -30,6 +30,17 @@ pub enum Action {
         pull: PullPolicy,
         created: Option<String>,
     },
+    /// The pipelined start: pull (per `pull`) and create, never start, a new instance of the
+    /// init container after the regular one that runs (or starts earlier in this pass), so that
+    /// once that one has exited 0 a later pass only has to start it (`StartContainer` with
+    /// `created`). Skipped when a start of this pass failed; a failure is no start failure
+    /// (the start itself pulls and creates again and says why).
+    PrepareContainer {
+        kind: ContainerKind,
+        index: usize,
+        restart_count: i32,
+        pull: PullPolicy,
+    },
     KillContainer {
         id: String,
         name: String,
@@ -145,6 +156,10 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
             }
             p.actions.push(Action::KillPod { grace });
         }
+        // What was created ahead of its turn will never have one.
+        for c in pod::init_containers(ctx.pod).filter_map(|sc| decide::early(ctx, &sc)) {
+            p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
+        }
         return p;
     }
     if let Some(at) = decide::deadline_at(ctx) {
@@ -157,9 +172,10 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
     };
     // The init-containers proposal: changing an init container's image is equivalent to
     // restarting the pod. Everything stops, and every init container runs again in a new sandbox.
-    if pod::init_containers(ctx.pod)
-        .any(|sc| ctx.observed.newest(sc.name()).is_some_and(|c| definition_changed(&sc, c)))
-    {
+    // An instance created ahead of its turn never ran: it changes nothing, and goes if stale.
+    if pod::init_containers(ctx.pod).any(|sc| {
+        ctx.observed.newest(sc.name()).is_some_and(|c| definition_changed(&sc, c) && decide::early(ctx, &sc).is_none())
+    }) {
         restart_pod(ctx, &mut p, grace);
         return p;
     }
@@ -176,6 +192,7 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
     for sc in init.to_act.iter().filter_map(|&i| inits.get(i)) {
         apply(ctx, sc, &mut p);
     }
+    prepare_next(ctx, &inits, &mut p);
     if init.initialized {
         for sc in pod::app_containers(ctx.pod) {
             apply(ctx, &sc, &mut p);
@@ -369,6 +386,39 @@ fn never_started<'a>(ctx: &'a PodContext, sc: &SpecContainer) -> Option<&'a Obse
     let sandbox = ctx.observed.sandbox.as_ref()?;
     let c = ctx.observed.newest(sc.name())?;
     (c.state == RunState::Created && c.sandbox_id == sandbox.id && !definition_changed(sc, c)).then_some(c)
+}
+
+/// The pipelined start (after the pass's own actions, which it never delays): while a regular
+/// init container runs, or once it has started in this pass, the init container after it is
+/// pulled and created, so that the moment the running one exits 0 only its start remains.
+/// Nothing is prepared for a container already created, with an instance in this sandbox, held
+/// back (a start failure's wait, an image back-off), or whose preparation failed since it last
+/// started. An instance created ahead of its turn from a definition since changed goes.
+fn prepare_next(ctx: &PodContext, inits: &[SpecContainer], p: &mut Plan) {
+    for sc in inits {
+        if let Some(c) = decide::early(ctx, sc).filter(|c| definition_changed(sc, c)) {
+            p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
+        }
+    }
+    let starting = |sc: &SpecContainer| {
+        p.actions
+            .iter()
+            .any(|a| matches!(a, Action::StartContainer { kind: ContainerKind::Init, index, .. } if *index == sc.index))
+    };
+    let runs = |sc: &SpecContainer| ctx.observed.newest(sc.name()).is_some_and(|c| c.state == RunState::Running);
+    let current = inits.iter().position(|sc| sc.kind == ContainerKind::Init && (runs(sc) || starting(sc)));
+    let Some(next) = current.and_then(|i| inits.get(i + 1)) else { return };
+    if ctx.observed.newest(next.name()).is_some() || ctx.observed.prepare_failed.contains(next.name()) {
+        return;
+    }
+    if let Decision::Start { restart_count } = decide::start_or_wait(ctx, next) {
+        p.actions.push(Action::PrepareContainer {
+            kind: next.kind,
+            index: next.index,
+            restart_count,
+            pull: PullPolicy::of(next.container),
+        });
+    }
 }
 
 /// A restart after an exited instance moves the crash back-off on (the kubelet's

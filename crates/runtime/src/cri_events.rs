@@ -9,7 +9,8 @@
 //! containerd publishes `TaskExit` before its CRI plugin has recorded the exit: a ContainerStatus
 //! right after the event can still say RUNNING. So an exit is broadcast only once CRI shows it
 //! (the state containerd's own CRI `GetContainerEvents` reports in later versions), and a caller
-//! that relists on `Exited` sees the container exited. `Started` is passed on at once: it can
+//! that relists on `Exited` sees the container exited; an exit 0 is also broadcast at once, as
+//! `Completed`, for a caller that acts on it before the record. `Started` is passed on at once: it can
 //! arrive before StartContainer returns, while CRI still says CREATED.
 
 use crate::cri_api::runtime_service_client::RuntimeServiceClient;
@@ -121,8 +122,15 @@ async fn stream_once(
                 // An exec'd process (probe, hook) exiting carries its exec ID in `id`; only the
                 // init process ending means the container exited.
                 Ok(exit) if exit.id == exit.container_id || exit.id.is_empty() => {
-                    if let Some(at) = exit.exited_at {
-                        log_delay(&exit.container_id, at.seconds, at.nanos);
+                    let finished_at = exit.exited_at.and_then(|at| jiff::Timestamp::new(at.seconds, at.nanos).ok());
+                    if let Some(at) = finished_at {
+                        log_delay(&exit.container_id, at);
+                        // Now, not once CRI shows it: a successor waiting for this exit 0
+                        // (a pipelined init container) starts that much earlier.
+                        if exit.exit_status == 0 {
+                            let kind = RuntimeEventKind::Completed { finished_at: at };
+                            let _ = events.send(RuntimeEvent { container_id: exit.container_id.clone(), kind });
+                        }
                     }
                     RuntimeEvent { container_id: exit.container_id, kind: RuntimeEventKind::Exited }
                 }
@@ -144,7 +152,7 @@ async fn stream_once(
         received += 1;
         match event.kind {
             // No receivers is fine: nobody is waiting right now.
-            RuntimeEventKind::Started => {
+            RuntimeEventKind::Started | RuntimeEventKind::Completed { .. } => {
                 let _ = events.send(event);
             }
             RuntimeEventKind::Exited => {
@@ -214,14 +222,12 @@ async fn settle_exit(mut client: RuntimeServiceClient<Channel>, id: &str) {
     }
 }
 
-fn log_delay(container_id: &str, seconds: i64, nanos: i32) {
+fn log_delay(container_id: &str, exited: jiff::Timestamp) {
     if !tracing::enabled!(tracing::Level::TRACE) {
         return;
     }
-    if let Ok(exited) = jiff::Timestamp::new(seconds, nanos) {
-        // containerd's exited_at is real wall time: only the real wall clock compares with it.
-        #[allow(clippy::disallowed_methods)]
-        let delay = jiff::Timestamp::now().duration_since(exited);
-        tracing::trace!(container_id, delay_us = delay.as_micros(), "TaskExit received");
-    }
+    // containerd's exited_at is real wall time: only the real wall clock compares with it.
+    #[allow(clippy::disallowed_methods)]
+    let delay = jiff::Timestamp::now().duration_since(exited);
+    tracing::trace!(container_id, delay_us = delay.as_micros(), "TaskExit received");
 }

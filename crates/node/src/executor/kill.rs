@@ -68,7 +68,7 @@ impl Executor {
         };
         match self.ctx.runtime.remove_container(id).await {
             Ok(()) | Err(podwright_runtime::RuntimeError::NotFound(_)) => {
-                self.dispatcher.unregister(id);
+                self.forget(id);
                 Some(ended.filter(|c| c.state == RunState::Exited).map(|c| status::terminated(&c)))
             }
             Err(e) => {

@@ -21,7 +21,8 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStateTerminated, Pod};
 use podwright_planner::pod;
 use podwright_planner::{Action, Eviction, Observed, StartFailure};
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
 
 /// What one pass of actions did that the runtime will not show on the next observation.
@@ -49,6 +50,8 @@ pub struct SyncResult {
     /// Instances a reset (`RestartAllContainers`) removed, by container name, and how they
     /// ended.
     pub reset: Vec<(String, ContainerStateTerminated)>,
+    /// Containers (by name) whose preparation failed.
+    pub prepare_failed: Vec<String>,
 }
 
 /// The doing half of the kubelet's `SyncPod`, for every pod of the node; only
@@ -61,6 +64,9 @@ pub(crate) struct Executor {
     pub dispatcher: Arc<Dispatcher>,
     /// Where to announce containers whose output should be followed, and hooks' output.
     pub log_sink: Option<UnboundedSender<Output>>,
+    /// Instances prepared ahead of their turn and not yet started: their `Created` event is
+    /// recorded when they start.
+    pub prepared: Mutex<HashSet<String>>,
 }
 
 /// The pod a pass acts on, and what it acts with.
@@ -78,6 +84,12 @@ impl PodSync<'_> {
 }
 
 impl Executor {
+    /// A container removed: its events go nowhere, and it is no longer prepared.
+    fn forget(&self, id: &str) {
+        self.dispatcher.unregister(id);
+        self.prepared.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+    }
+
     /// Runs the actions in order, each to its end: container starts one after another, as
     /// the kubelet's `SyncPod` does (the next is pulled, created and started only once the one
     /// before has started and its `postStart` hook has completed; a proxy's hook may hold its
@@ -117,7 +129,25 @@ impl Executor {
                     if let Err(e) = self.ctx.runtime.remove_container(&id).await {
                         tracing::debug!(%e, "remove failed");
                     }
-                    self.dispatcher.unregister(&id);
+                    self.forget(&id);
+                }
+                Action::PrepareContainer { kind, index, restart_count, pull } => {
+                    // Its turn comes after a start of this pass, which must have happened.
+                    let (Some(sc), Some(sandbox)) = (pod::find(pod, kind, index), observed.sandbox.as_ref()) else {
+                        continue;
+                    };
+                    if !result.start_failures.is_empty() {
+                        continue;
+                    }
+                    match Box::pin(self.create_container(&sync, sc, restart_count, pull, sandbox)).await {
+                        Ok(made) => {
+                            self.prepared.lock().unwrap_or_else(|e| e.into_inner()).insert(made.id);
+                        }
+                        Err(f) => {
+                            tracing::debug!(container = sc.name(), reason = f.reason.as_str(), message = %f.message, "preparation failed");
+                            result.prepare_failed.push(sc.name().to_string());
+                        }
+                    }
                 }
                 Action::ResizeContainers { containers } => {
                     let names = containers
@@ -135,7 +165,7 @@ impl Executor {
                     let name = sc.name().to_string();
                     self.ctx.metrics.container_starting(kind);
                     let started = match created {
-                        Some(id) => Box::pin(self.start_existing(&sync, sc, &id, restart_count, sandbox)).await,
+                        Some(id) => Box::pin(self.start_existing(&sync, sc, &id, restart_count)).await,
                         None => Box::pin(self.start_container(&sync, sc, restart_count, pull, sandbox)).await,
                     };
                     match started {

@@ -10,7 +10,14 @@ use crate::termination_message;
 use crate::volumes;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use podwright_planner::pod::SpecContainer;
-use podwright_planner::{Eviction, ObservedSandbox, PullPolicy, StartFailure, StartFailureReason};
+use podwright_planner::{ContainerKind, Eviction, ObservedSandbox, PullPolicy, StartFailure, StartFailureReason};
+
+/// A container created and not yet started.
+pub(super) struct Made {
+    pub id: String,
+    /// Its log file, relative to the pod's log directory.
+    pub log_path: String,
+}
 
 /// Why a sandbox was not made.
 enum NotMade {
@@ -118,6 +125,22 @@ impl Executor {
         pull: PullPolicy,
         sandbox: &ObservedSandbox,
     ) -> Result<(), StartFailure> {
+        let made = self.create_container(sync, sc, restart_count, pull, sandbox).await?;
+        self.ctx.event(sync.pod, Some(&sc), EventType::Normal, "Created", wording::created(sc.name()));
+        self.start_created(sync, sc, &made.id, &made.log_path).await
+    }
+
+    /// Pull per policy and create: a start's first half, and the whole of a preparation (the
+    /// pipelined start), whose `Created` event waits for its start (it may never have one: the
+    /// init container before may fail), which [`Self::start_existing`] records.
+    pub(super) async fn create_container(
+        &self,
+        sync: &PodSync<'_>,
+        sc: SpecContainer<'_>,
+        restart_count: i32,
+        pull: PullPolicy,
+        sandbox: &ObservedSandbox,
+    ) -> Result<Made, StartFailure> {
         let pod = sync.pod;
         let name = sc.name().to_string();
         // The sandbox exists, so its host name was made once already: the same pod and domain
@@ -164,15 +187,13 @@ impl Executor {
         for message in skipped {
             self.ctx.event(pod, None, EventType::Warning, "InvalidEnvironmentVariableNames", message);
         }
-        let id = match self.ctx.runtime.create_container(&sandbox.id, &config, &sandbox_config).await {
-            Ok(id) => id,
+        match self.ctx.runtime.create_container(&sandbox.id, &config, &sandbox_config).await {
+            Ok(id) => Ok(Made { id, log_path: config.log_path }),
             Err(e) => {
                 self.ctx.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {e}"));
-                return Err(self.ctx.failure(StartFailureReason::CreateContainerError, e.to_string()));
+                Err(self.ctx.failure(StartFailureReason::CreateContainerError, e.to_string()))
             }
-        };
-        self.ctx.event(pod, Some(&sc), EventType::Normal, "Created", wording::created(&name));
-        self.start_created(sync, sc, &id, &config.log_path, &ip).await
+        }
     }
 
     /// Whether the runtime says the handler of `pod`'s RuntimeClass makes recursive read-only
@@ -197,19 +218,21 @@ impl Executor {
         self.ctx.failure(StartFailureReason::CreateContainerConfigError, msg)
     }
 
-    /// Starts an instance that was created and never started (a podwright that created it
-    /// died before starting it), as the tail of [`Self::start_container`].
+    /// Starts an instance that was created and never started, as the tail of
+    /// [`Self::start_container`]: one prepared ahead of its turn, or one whose creator died
+    /// before starting it (that one's `Created` event was recorded then).
     pub(super) async fn start_existing(
         &self,
         sync: &PodSync<'_>,
         sc: SpecContainer<'_>,
         id: &str,
         restart_count: i32,
-        sandbox: &ObservedSandbox,
     ) -> Result<(), StartFailure> {
-        let ip = sandbox.ip.clone().unwrap_or_default();
+        if self.prepared.lock().unwrap_or_else(|e| e.into_inner()).remove(id) {
+            self.ctx.event(sync.pod, Some(&sc), EventType::Normal, "Created", wording::created(sc.name()));
+        }
         let log_path = layout::container_log_relative(sc.name(), restart_count);
-        self.start_created(sync, sc, id, &log_path, &ip).await
+        self.start_created(sync, sc, id, &log_path).await
     }
 
     /// Follows the created instance's events and output, starts it and runs its `postStart`
@@ -220,12 +243,15 @@ impl Executor {
         sc: SpecContainer<'_>,
         id: &str,
         log_path: &str,
-        ip: &str,
     ) -> Result<(), StartFailure> {
         let pod = sync.pod;
+        let ip = sync.pod_ip();
         let name = sc.name().to_string();
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         self.dispatcher.register_for_pod(id, uid);
+        if sc.kind == ContainerKind::Init {
+            self.dispatcher.await_completion(id);
+        }
         if let Some(sink) = &self.log_sink {
             let path = layout::log_directory(&self.ctx.root, uid).join(log_path);
             let _ = sink.send(crate::logs::LogTarget { container: name.clone(), path }.into());

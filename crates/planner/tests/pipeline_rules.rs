@@ -1,0 +1,188 @@
+//! The pipelined start: while a regular init container runs, the next one is pulled and created
+//! (`PrepareContainer`), started the moment the one before has exited 0, and until then nothing:
+//! invisible in the status, no evidence of progress, never started out of order, removed when
+//! the pod will not go on.
+
+mod common;
+use common::*;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use podwright_planner::{
+    Action, ContainerKind::*, ObservedContainer, PullPolicy, RunState, StartFailure, StartFailureReason,
+};
+
+/// An instance created ahead of its turn: created, never started.
+fn created(p: &Pod, name: &str, restart_count: i32, at: i64) -> ObservedContainer {
+    ObservedContainer { state: RunState::Created, started_at: None, ..running(p, name, restart_count, at) }
+}
+
+fn prepare(index: usize, restart_count: i32) -> Action {
+    Action::PrepareContainer { kind: Init, index, restart_count, pull: PullPolicy::IfNotPresent }
+}
+
+fn prepares(plan: &podwright_planner::Plan) -> Vec<&Action> {
+    plan.actions.iter().filter(|a| matches!(a, Action::PrepareContainer { .. })).collect()
+}
+
+fn removes(plan: &podwright_planner::Plan) -> Vec<String> {
+    let ids = plan.actions.iter().filter_map(|a| match a {
+        Action::RemoveContainer { id, .. } => Some(id.clone()),
+        _ => None,
+    });
+    ids.collect()
+}
+
+fn init_status(w: &World, name: &str) -> ContainerStatus {
+    let s = w.status();
+    s.init_container_statuses.unwrap().into_iter().find(|c| c.name == name).unwrap()
+}
+
+/// What a container that has no instance yet shows: waiting `PodInitializing`, no ID.
+fn assert_not_there(st: &ContainerStatus, restart_count: i32) {
+    let waiting = st.state.as_ref().and_then(|s| s.waiting.as_ref());
+    assert_eq!(waiting.and_then(|w| w.reason.as_deref()), Some("PodInitializing"), "{st:?}");
+    assert_eq!(st.container_id, None, "{st:?}");
+    assert_eq!(st.restart_count, restart_count, "{st:?}");
+    assert!(!st.ready && st.last_state.is_none(), "{st:?}");
+}
+
+#[test]
+fn the_next_init_container_is_prepared_after_the_start_of_the_one_before() {
+    let p = pod(&["i1", "i2", "i3"], &["app"], "Always");
+    let w = World::new(p.clone()).with_sandbox();
+    let plan = w.plan();
+    assert_eq!(starts(&plan), vec![(Init, 0, 0)]);
+    assert_eq!(plan.actions.last(), Some(&prepare(1, 0)), "after the start: {plan:?}");
+    // Once i1 runs, i2 is prepared (a pass whose preparation did not happen, or failed and was
+    // forgotten), and only i2: one container ahead, never more.
+    let w = w.with(running(&p, "i1", 0, 1)).at(2);
+    assert_eq!(w.plan().actions, vec![prepare(1, 0)]);
+}
+
+#[test]
+fn a_prepared_container_waits_for_the_one_before_to_exit_0() {
+    let p = pod(&["i1", "i2", "i3"], &["app"], "Always");
+    let w = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1)).with(created(&p, "i2", 0, 2)).at(3);
+    // i1 runs: nothing to do, i3 not prepared (i2 is not running).
+    assert_eq!(w.plan().actions, vec![]);
+    // i1 exited 0: i2 starts as it is, and i3 is prepared behind it.
+    let done = World { observed: Default::default(), ..w.clone() }
+        .with_sandbox()
+        .with(exited(&p, "i1", 0, 0, 1, 4))
+        .with(created(&p, "i2", 0, 2))
+        .at(4);
+    let plan = done.plan();
+    assert_eq!(
+        plan.actions,
+        vec![
+            Action::StartContainer {
+                kind: Init,
+                index: 1,
+                restart_count: 0,
+                pull: PullPolicy::IfNotPresent,
+                created: Some("i2-0".into())
+            },
+            prepare(2, 0),
+        ]
+    );
+}
+
+#[test]
+fn a_prepared_container_is_invisible_in_the_status() {
+    let p = pod(&["i1", "i2"], &["app"], "Always");
+    let mut w = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1)).with(created(&p, "i2", 0, 2)).at(3);
+    assert_not_there(&init_status(&w, "i2"), 0);
+    let s = w.status();
+    assert_eq!(s.phase.as_deref(), Some("Pending"));
+    let initialized = s.conditions.unwrap().into_iter().find(|c| c.type_ == "Initialized").unwrap();
+    assert_eq!(initialized.message.as_deref(), Some("containers with incomplete status: [i1 i2]"));
+    // In a later sandbox it was prepared with the count it will run with; until it runs the
+    // count shown is the one before.
+    w.observed.containers[1].restart_count = 3;
+    w.observed.restart_counts.insert("i2".into(), 2);
+    assert_not_there(&init_status(&w, "i2"), 2);
+    // The one before exited 0: it is an instance that never started, shown as such.
+    let turn = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 4)).with(created(&p, "i2", 0, 2));
+    assert_eq!(init_status(&turn, "i2").container_id.as_deref(), Some("containerd://i2-0"));
+}
+
+#[test]
+fn a_prepared_container_is_no_evidence_that_the_one_before_succeeded() {
+    // A podwright restarted after preparing i2: i1 failed meanwhile and restarts (OnFailure);
+    // i2 is left for when i1 succeeds, neither started nor prepared again.
+    let p = pod(&["i1", "i2"], &["app"], "OnFailure");
+    let w = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 1, 1, 3)).with(created(&p, "i2", 0, 2)).at(4);
+    let plan = w.plan();
+    assert_eq!(starts(&plan), vec![(Init, 0, 1)]);
+    assert_eq!(prepares(&plan), Vec::<&Action>::new());
+    assert_eq!(removes(&plan), Vec::<String>::new());
+    // Its predecessor's records gone (an old sandbox's, not counted): still no evidence; the
+    // first init container runs again.
+    let mut gone = World::new(p.clone()).with_sandbox().with(created(&p, "i2", 0, 2)).at(4);
+    gone.observed.restart_counts.insert("i1".into(), 0);
+    assert_eq!(starts(&gone.plan()), vec![(Init, 0, 1)]);
+    // An app container never starts beside it.
+    let two = pod(&["i1", "i2", "i3"], &["app"], "Always");
+    let w = World::new(two.clone()).with_sandbox().with(running(&two, "i1", 0, 1)).with(created(&two, "i2", 0, 2));
+    let w = w.with(created(&two, "i3", 0, 2)).at(3);
+    assert_eq!(w.plan().actions, vec![]);
+}
+
+#[test]
+fn a_prepared_container_goes_when_the_pod_will_not_go_on() {
+    // i1 failed under Never: the pod fails, i2 never has a turn.
+    let p = pod(&["i1", "i2"], &["app"], "Never");
+    let w = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 1, 1, 3)).with(created(&p, "i2", 0, 2)).at(4);
+    let plan = w.plan();
+    assert_eq!(removes(&plan), vec!["i2-0".to_string()]);
+    assert_eq!(starts(&plan), vec![]);
+    assert_eq!(w.status().phase.as_deref(), Some("Failed"));
+    // It is not reported lost: it never was there.
+    assert_not_there(&init_status(&w, "i2"), 0);
+    // Deleted while i1 runs: stopped, and the prepared one removed.
+    let mut deleted = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1)).with(created(&p, "i2", 0, 2));
+    deleted.deleting = true;
+    let plan = deleted.plan();
+    assert!(matches!(plan.actions[0], Action::KillPod { .. }), "{plan:?}");
+    assert_eq!(removes(&plan), vec!["i2-0".to_string()]);
+}
+
+#[test]
+fn a_prepared_container_of_a_changed_definition_is_removed_not_the_pods_restart() {
+    let p = pod(&["i1", "i2"], &["app"], "Always");
+    let mut stale = created(&p, "i2", 0, 2);
+    stale.hash = "0000000000000001".into();
+    let w = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1)).with(stale).at(3);
+    let plan = w.plan();
+    assert_eq!(removes(&plan), vec!["i2-0".to_string()]);
+    assert!(!plan.actions.iter().any(|a| matches!(a, Action::KillPod { .. } | Action::CreateSandbox { .. })));
+}
+
+#[test]
+fn nothing_is_prepared_behind_a_sidecar_or_the_last_init_container_or_a_held_back_one() {
+    // Behind a sidecar: its turn comes with the sidecar's start, which is no exit.
+    let p = pod(&["+side", "i2"], &["app"], "Always");
+    let w = World::new(p.clone()).with_sandbox();
+    assert_eq!(prepares(&w.plan()), Vec::<&Action>::new());
+    // Behind the last init container: app containers are not prepared.
+    let p = pod(&["i1"], &["app"], "Always");
+    let w = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1));
+    assert_eq!(w.plan().actions, vec![]);
+    // A sidecar after a regular one is prepared like any init container.
+    let p = pod(&["i1", "+side"], &["app"], "Always");
+    let w = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1));
+    assert_eq!(
+        w.plan().actions,
+        vec![Action::PrepareContainer { kind: Sidecar, index: 1, restart_count: 0, pull: PullPolicy::IfNotPresent }]
+    );
+    // Held back by an image back-off: its start will pull, not a preparation now.
+    let p = pod(&["i1", "i2"], &["app"], "Always");
+    let mut w = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1)).at(3);
+    let failure = StartFailure { reason: StartFailureReason::ErrImagePull, message: "no such image".into(), at: t(2) };
+    w.observed.start_failures.insert("i2".into(), failure);
+    w.backoff.next(&podwright_planner::decide::pull_key("localhost/i2:1"), t(2), t(2));
+    assert_eq!(w.plan().actions, vec![]);
+    // A preparation that failed is not tried again before the container starts.
+    let mut w = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1)).at(3);
+    w.observed.prepare_failed.insert("i2".into());
+    assert_eq!(w.plan().actions, vec![]);
+}
