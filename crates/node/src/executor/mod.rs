@@ -13,6 +13,7 @@ mod start;
 
 use crate::context::NodeContext;
 use crate::cri::pod_configs::PodConfigs;
+use crate::events::Deferring;
 use crate::images::ImagePuller;
 use crate::logs::Output;
 use crate::pleg::Dispatcher;
@@ -21,7 +22,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStateTerminated, Pod};
 use podwright_planner::pod;
 use podwright_planner::{Action, Eviction, Observed, StartFailure};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -64,9 +65,11 @@ pub(crate) struct Executor {
     pub dispatcher: Arc<Dispatcher>,
     /// Where to announce containers whose output should be followed, and hooks' output.
     pub log_sink: Option<UnboundedSender<Output>>,
-    /// Instances prepared ahead of their turn and not yet started: their `Created` event is
-    /// recorded when they start.
-    pub prepared: Mutex<HashSet<String>>,
+    /// The node's event sink, which holds back a prepared container's events until it starts.
+    pub deferred: Arc<Deferring>,
+    /// Instances prepared ahead of their turn and not yet started, with their pod's UID and
+    /// their field path: their events (their `Created` one included) wait for their start.
+    pub prepared: Mutex<HashMap<String, (String, String)>>,
 }
 
 /// The pod a pass acts on, and what it acts with.
@@ -87,7 +90,14 @@ impl Executor {
     /// A container removed: its events go nowhere, and it is no longer prepared.
     fn forget(&self, id: &str) {
         self.dispatcher.unregister(id);
-        self.prepared.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        if let Some((uid, path)) = self.unprepare(id) {
+            self.deferred.discard(&uid, path);
+        }
+    }
+
+    /// Takes `id` out of the prepared instances: whose pod and field path it was, if it was one.
+    fn unprepare(&self, id: &str) -> Option<(String, String)> {
+        self.prepared.lock().unwrap_or_else(|e| e.into_inner()).remove(id)
     }
 
     /// Runs the actions in order, each to its end: container starts one after another, as
@@ -139,11 +149,14 @@ impl Executor {
                     if !result.start_failures.is_empty() {
                         continue;
                     }
+                    let (uid, path) = (pod.metadata.uid.clone().unwrap_or_default(), sc.field_path());
+                    self.deferred.hold(&uid, path.clone());
                     match Box::pin(self.create_container(&sync, sc, restart_count, pull, sandbox)).await {
                         Ok(made) => {
-                            self.prepared.lock().unwrap_or_else(|e| e.into_inner()).insert(made.id);
+                            self.prepared.lock().unwrap_or_else(|e| e.into_inner()).insert(made.id, (uid, path));
                         }
                         Err(f) => {
+                            self.deferred.discard(&uid, path);
                             tracing::debug!(container = sc.name(), reason = f.reason.as_str(), message = %f.message, "preparation failed");
                             result.prepare_failed.push(sc.name().to_string());
                         }

@@ -131,8 +131,8 @@ impl Executor {
     }
 
     /// Pull per policy and create: a start's first half, and the whole of a preparation (the
-    /// pipelined start), whose `Created` event waits for its start (it may never have one: the
-    /// init container before may fail), which [`Self::start_existing`] records.
+    /// pipelined start), whose events wait for its start (it may never have one: the init
+    /// container before may fail), which [`Self::start_existing`] records.
     pub(super) async fn create_container(
         &self,
         sync: &PodSync<'_>,
@@ -228,7 +228,8 @@ impl Executor {
         id: &str,
         restart_count: i32,
     ) -> Result<(), StartFailure> {
-        if self.prepared.lock().unwrap_or_else(|e| e.into_inner()).remove(id) {
+        if let Some((uid, path)) = self.unprepare(id) {
+            self.deferred.release(&uid, path);
             self.ctx.event(sync.pod, Some(&sc), EventType::Normal, "Created", wording::created(sc.name()));
         }
         let log_path = layout::container_log_relative(sc.name(), restart_count);
