@@ -33,8 +33,10 @@ pub enum Action {
     /// The pipelined start: pull (per `pull`) and create, never start, a new instance of the
     /// init container after the regular one that runs (or starts earlier in this pass), so that
     /// once that one has exited 0 a later pass only has to start it (`StartContainer` with
-    /// `created`). Skipped when a start of this pass failed; a failure is no start failure
-    /// (the start itself pulls and creates again and says why).
+    /// `created`). Right after that one's start, it is done during it (the executor overlaps
+    /// them once that one is pulled and created, and skips it if that fails); should that start
+    /// fail later, the prepared instance is simply early. A failure is no start failure (the
+    /// start itself pulls and creates again and says why).
     PrepareContainer {
         kind: ContainerKind,
         index: usize,

@@ -11,6 +11,8 @@ pub(crate) mod remove;
 mod resize;
 mod start;
 
+use start::Next;
+
 use crate::context::NodeContext;
 use crate::cri::pod_configs::PodConfigs;
 use crate::events::Deferring;
@@ -104,6 +106,8 @@ impl Executor {
     /// the kubelet's `SyncPod` does (the next is pulled, created and started only once the one
     /// before has started and its `postStart` hook has completed; a proxy's hook may hold its
     /// app back). A failed start does not stop the ones after it; a failed kill stops the pass.
+    /// One overlap: a preparation right after a start is done while that one starts (after its
+    /// pull), never started before it.
     pub(crate) async fn execute(
         &self,
         pod: &Pod,
@@ -113,7 +117,8 @@ impl Executor {
     ) -> SyncResult {
         let sync = PodSync { pod, observed, cancel };
         let mut result = SyncResult::default();
-        for action in actions {
+        let mut actions = actions.into_iter().peekable();
+        while let Some(action) = actions.next() {
             match action {
                 Action::KillPod { grace } => {
                     if !self.kill_pod(&sync, grace).await {
@@ -142,24 +147,15 @@ impl Executor {
                     self.forget(&id);
                 }
                 Action::PrepareContainer { kind, index, restart_count, pull } => {
-                    // Its turn comes after a start of this pass, which must have happened.
+                    // After a start of this pass, which went with it unless it failed.
                     let (Some(sc), Some(sandbox)) = (pod::find(pod, kind, index), observed.sandbox.as_ref()) else {
                         continue;
                     };
                     if !result.start_failures.is_empty() {
                         continue;
                     }
-                    let (uid, path) = (pod.metadata.uid.clone().unwrap_or_default(), sc.field_path());
-                    self.deferred.hold(&uid, path.clone());
-                    match Box::pin(self.create_container(&sync, sc, restart_count, pull, sandbox)).await {
-                        Ok(made) => {
-                            self.prepared.lock().unwrap_or_else(|e| e.into_inner()).insert(made.id, (uid, path));
-                        }
-                        Err(f) => {
-                            self.deferred.discard(&uid, path);
-                            tracing::debug!(container = sc.name(), reason = f.reason.as_str(), message = %f.message, "preparation failed");
-                            result.prepare_failed.push(sc.name().to_string());
-                        }
+                    if !Box::pin(self.prepare(&sync, Next { sc, restart_count, pull }, sandbox)).await {
+                        result.prepare_failed.push(sc.name().to_string());
                     }
                 }
                 Action::ResizeContainers { containers } => {
@@ -177,10 +173,18 @@ impl Executor {
                     };
                     let name = sc.name().to_string();
                     self.ctx.metrics.container_starting(kind);
-                    let started = match created {
-                        Some(id) => Box::pin(self.start_existing(&sync, sc, &id, restart_count)).await,
-                        None => Box::pin(self.start_container(&sync, sc, restart_count, pull, sandbox)).await,
-                    };
+                    // The next init container, prepared while this one starts.
+                    let next =
+                        actions.next_if(|a| matches!(a, Action::PrepareContainer { .. })).and_then(|a| match a {
+                            Action::PrepareContainer { kind, index, restart_count, pull } => {
+                                pod::find(pod, kind, index).map(|sc| Next { sc, restart_count, pull })
+                            }
+                            _ => None,
+                        });
+                    let next_name = next.as_ref().map(|n| n.sc.name().to_string());
+                    let (started, prepare_failed) =
+                        Box::pin(self.start(&sync, sc, (restart_count, pull, created), sandbox, next)).await;
+                    result.prepare_failed.extend(next_name.filter(|_| prepare_failed));
                     match started {
                         Ok(()) => {
                             result.first_start.get_or_insert_with(|| self.ctx.clock.now());

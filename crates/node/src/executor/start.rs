@@ -13,10 +13,17 @@ use podwright_planner::pod::SpecContainer;
 use podwright_planner::{ContainerKind, Eviction, ObservedSandbox, PullPolicy, StartFailure, StartFailureReason};
 
 /// A container created and not yet started.
-pub(super) struct Made {
-    pub id: String,
+struct Made {
+    id: String,
     /// Its log file, relative to the pod's log directory.
-    pub log_path: String,
+    log_path: String,
+}
+
+/// A container to prepare (`Action::PrepareContainer`).
+pub(super) struct Next<'a> {
+    pub sc: SpecContainer<'a>,
+    pub restart_count: i32,
+    pub pull: PullPolicy,
 }
 
 /// Why a sandbox was not made.
@@ -116,24 +123,69 @@ impl Executor {
         errors.is_empty()
     }
 
-    /// Pull per policy, create, start, run the `postStart` hook.
-    pub(super) async fn start_container(
+    /// Pulls per policy and creates `sc` (unless `created`: an instance never started), starts
+    /// it and runs its `postStart` hook; prepares `next` meanwhile, once this one's pull is done
+    /// (never two pulls of one pod at once), so that its `CreateContainer` is off the critical
+    /// path. Returns whether the start succeeded, and whether the preparation failed.
+    pub(super) async fn start(
         &self,
         sync: &PodSync<'_>,
         sc: SpecContainer<'_>,
-        restart_count: i32,
-        pull: PullPolicy,
+        (restart_count, pull, created): (i32, PullPolicy, Option<String>),
         sandbox: &ObservedSandbox,
-    ) -> Result<(), StartFailure> {
-        let made = self.create_container(sync, sc, restart_count, pull, sandbox).await?;
-        self.ctx.event(sync.pod, Some(&sc), EventType::Normal, "Created", wording::created(sc.name()));
-        self.start_created(sync, sc, &made.id, &made.log_path).await
+        next: Option<Next<'_>>,
+    ) -> (Result<(), StartFailure>, bool) {
+        let made = match created {
+            Some(id) => {
+                // Prepared ahead of its turn: its events were held back until now. One whose
+                // creator died before starting it had its `Created` event then.
+                if let Some((uid, path)) = self.unprepare(&id) {
+                    self.deferred.release(&uid, path);
+                    self.ctx.event(sync.pod, Some(&sc), EventType::Normal, "Created", wording::created(sc.name()));
+                }
+                Made { id, log_path: layout::container_log_relative(sc.name(), restart_count) }
+            }
+            None => match self.create_container(sync, sc, restart_count, pull, sandbox).await {
+                Ok(made) => {
+                    self.ctx.event(sync.pod, Some(&sc), EventType::Normal, "Created", wording::created(sc.name()));
+                    made
+                }
+                Err(f) => return (Err(f), false),
+            },
+        };
+        let start = self.start_created(sync, sc, &made.id, &made.log_path);
+        match next {
+            // Polled in a fixed order: a seeded simulation replays the same interleaving.
+            Some(next) => {
+                let (started, prepared) = futures_util::future::join(start, self.prepare(sync, next, sandbox)).await;
+                (started, !prepared)
+            }
+            None => (start.await, false),
+        }
     }
 
-    /// Pull per policy and create: a start's first half, and the whole of a preparation (the
-    /// pipelined start), whose events wait for its start (it may never have one: the init
-    /// container before may fail), which [`Self::start_existing`] records.
-    pub(super) async fn create_container(
+    /// The pipelined start's first half: pulls per policy and creates `next`, its events held
+    /// back until it starts (it may never: the init container before may fail). Returns
+    /// whether it was created.
+    pub(super) async fn prepare(&self, sync: &PodSync<'_>, next: Next<'_>, sandbox: &ObservedSandbox) -> bool {
+        let Next { sc, restart_count, pull } = next;
+        let (uid, path) = (sync.pod.metadata.uid.clone().unwrap_or_default(), sc.field_path());
+        self.deferred.hold(&uid, path.clone());
+        match self.create_container(sync, sc, restart_count, pull, sandbox).await {
+            Ok(made) => {
+                self.prepared.lock().unwrap_or_else(|e| e.into_inner()).insert(made.id, (uid, path));
+                true
+            }
+            Err(f) => {
+                self.deferred.discard(&uid, path);
+                tracing::debug!(container = sc.name(), reason = f.reason.as_str(), message = %f.message, "preparation failed");
+                false
+            }
+        }
+    }
+
+    /// Pull per policy and create: a start's first half, and the whole of a preparation.
+    async fn create_container(
         &self,
         sync: &PodSync<'_>,
         sc: SpecContainer<'_>,
@@ -216,24 +268,6 @@ impl Executor {
     fn config_error(&self, pod: &Pod, sc: &SpecContainer<'_>, msg: String) -> StartFailure {
         self.ctx.event(pod, Some(sc), EventType::Warning, "Failed", format!("Error: {msg}"));
         self.ctx.failure(StartFailureReason::CreateContainerConfigError, msg)
-    }
-
-    /// Starts an instance that was created and never started, as the tail of
-    /// [`Self::start_container`]: one prepared ahead of its turn, or one whose creator died
-    /// before starting it (that one's `Created` event was recorded then).
-    pub(super) async fn start_existing(
-        &self,
-        sync: &PodSync<'_>,
-        sc: SpecContainer<'_>,
-        id: &str,
-        restart_count: i32,
-    ) -> Result<(), StartFailure> {
-        if let Some((uid, path)) = self.unprepare(id) {
-            self.deferred.release(&uid, path);
-            self.ctx.event(sync.pod, Some(&sc), EventType::Normal, "Created", wording::created(sc.name()));
-        }
-        let log_path = layout::container_log_relative(sc.name(), restart_count);
-        self.start_created(sync, sc, id, &log_path).await
     }
 
     /// Follows the created instance's events and output, starts it and runs its `postStart`
