@@ -529,10 +529,7 @@ impl PodWorker {
             // Counted once the planner has said which instances were created ahead of their
             // turn: those say nothing yet, not even their count. An interrupted instance never
             // ran either: its replacement takes its restart count.
-            let early: Vec<String> = pod::init_containers(&self.running)
-                .filter_map(|sc| decide::early(&ctx, &sc))
-                .map(|c| c.id.clone())
-                .collect();
+            let early: Vec<String> = decide::early_instances(&ctx).map(|c| c.id.clone()).collect();
             self.memory.count_restarts(observed.containers.iter().filter(|c| !early.contains(&c.id)));
             let finished = phase.is_terminal() && p.actions.is_empty();
             if previous.as_deref() != Some(&status) || finished {

@@ -31,7 +31,8 @@ pub enum Action {
         created: Option<String>,
     },
     /// The pipelined start: pull (per `pull`) and create, never start, a new instance of the
-    /// init container after the regular one that runs (or starts earlier in this pass), so that
+    /// init container after the regular one that runs (or starts earlier in this pass), or of
+    /// an app container when that one is the last init container, so that
     /// once that one has exited 0 a later pass only has to start it (`StartContainer` with
     /// `created`). Right after that one's start, it is done during it (the executor overlaps
     /// them once that one is pulled and created, and skips it if that fails); should that start
@@ -159,7 +160,7 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
             p.actions.push(Action::KillPod { grace });
         }
         // What was created ahead of its turn will never have one.
-        for c in pod::init_containers(ctx.pod).filter_map(|sc| decide::early(ctx, &sc)) {
+        for c in decide::early_instances(ctx) {
             p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
         }
         return p;
@@ -194,7 +195,7 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
     for sc in init.to_act.iter().filter_map(|&i| inits.get(i)) {
         apply(ctx, sc, &mut p);
     }
-    prepare_next(ctx, &inits, &mut p);
+    prepare_next(ctx, &inits, init.initialized, &mut p);
     if init.initialized {
         for sc in pod::app_containers(ctx.pod) {
             apply(ctx, &sc, &mut p);
@@ -392,13 +393,18 @@ fn never_started<'a>(ctx: &'a PodContext, sc: &SpecContainer) -> Option<&'a Obse
 
 /// The pipelined start (after the pass's own actions, which it never delays): while a regular
 /// init container runs, or once it has started in this pass, the init container after it is
-/// pulled and created, so that the moment the running one exits 0 only its start remains.
-/// Nothing is prepared for a container already created, with an instance in this sandbox, held
-/// back (a start failure's wait, an image back-off), or whose preparation failed since it last
-/// started. An instance created ahead of its turn from a definition since changed goes.
-fn prepare_next(ctx: &PodContext, inits: &[SpecContainer], p: &mut Plan) {
-    for sc in inits {
-        if let Some(c) = decide::early(ctx, sc).filter(|c| definition_changed(sc, c)) {
+/// pulled and created, so that the moment the running one exits 0 only its start remains. With
+/// the start of the last init container, when that is a regular one, the app containers are
+/// (the kubelet starts them all, in order, once it has exited 0), in that pass only: a pod whose
+/// last init container runs has nothing else to do, and one found so by a restarted podwright
+/// creates its app containers after that exit, as the kubelet does. After a sidecar, nothing
+/// (its turn comes with the sidecar's start, which is no exit). Nothing is prepared for a container already
+/// created, with an instance in this sandbox, held back (a start failure's wait, an image
+/// back-off), or whose preparation failed since it last started. An instance created ahead of
+/// its turn from a definition since changed goes.
+fn prepare_next(ctx: &PodContext, inits: &[SpecContainer], initialized: bool, p: &mut Plan) {
+    for sc in pod::all_containers(ctx.pod) {
+        if let Some(c) = decide::early(ctx, &sc).filter(|c| definition_changed(&sc, c)) {
             p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
         }
     }
@@ -408,18 +414,26 @@ fn prepare_next(ctx: &PodContext, inits: &[SpecContainer], p: &mut Plan) {
             .any(|a| matches!(a, Action::StartContainer { kind: ContainerKind::Init, index, .. } if *index == sc.index))
     };
     let runs = |sc: &SpecContainer| ctx.observed.newest(sc.name()).is_some_and(|c| c.state == RunState::Running);
-    let current = inits.iter().position(|sc| sc.kind == ContainerKind::Init && (runs(sc) || starting(sc)));
-    let Some(next) = current.and_then(|i| inits.get(i + 1)) else { return };
-    if ctx.observed.newest(next.name()).is_some() || ctx.observed.prepare_failed.contains(next.name()) {
+    let Some(current) = inits.iter().position(|sc| sc.kind == ContainerKind::Init && (runs(sc) || starting(sc))) else {
         return;
-    }
-    if let Decision::Start { restart_count } = decide::start_or_wait(ctx, next) {
-        p.actions.push(Action::PrepareContainer {
-            kind: next.kind,
-            index: next.index,
-            restart_count,
-            pull: PullPolicy::of(next.container),
-        });
+    };
+    let next: Vec<SpecContainer> = match inits.get(current + 1) {
+        Some(next) => vec![*next],
+        None if !initialized && starting(&inits[current]) => pod::app_containers(ctx.pod).collect(),
+        None => vec![],
+    };
+    for next in next {
+        if ctx.observed.newest(next.name()).is_some() || ctx.observed.prepare_failed.contains(next.name()) {
+            continue;
+        }
+        if let Decision::Start { restart_count } = decide::start_or_wait(ctx, &next) {
+            p.actions.push(Action::PrepareContainer {
+                kind: next.kind,
+                index: next.index,
+                restart_count,
+                pull: PullPolicy::of(next.container),
+            });
+        }
     }
 }
 

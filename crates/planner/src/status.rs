@@ -109,8 +109,9 @@ fn volume_mount_statuses(
 
 /// [`container_status`] but for the resources.
 fn container_state_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStatus {
-    // An instance created ahead of its turn is not there yet, as far as the status goes.
-    let early = decide::early(ctx, sc).map(|c| c.id.as_str());
+    // An instance created ahead of its turn is not there yet, as far as the status goes, until
+    // it starts.
+    let early = decide::created_behind(ctx, sc).map(|(c, _)| c.id.as_str());
     let mut instances = ctx.observed.instances(sc.name());
     instances.retain(|c| Some(c.id.as_str()) != early);
     let newest = instances.first().copied();

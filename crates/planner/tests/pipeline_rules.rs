@@ -100,9 +100,10 @@ fn a_prepared_container_is_invisible_in_the_status() {
     w.observed.containers[1].restart_count = 3;
     w.observed.restart_counts.insert("i2".into(), 2);
     assert_not_there(&init_status(&w, "i2"), 2);
-    // The one before exited 0: it is an instance that never started, shown as such.
+    // The one before exited 0: its turn has come, and it is shown once it has started; until
+    // then it waits `PodInitializing`, as a container not yet created.
     let turn = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 4)).with(created(&p, "i2", 0, 2));
-    assert_eq!(init_status(&turn, "i2").container_id.as_deref(), Some("containerd://i2-0"));
+    assert_not_there(&init_status(&turn, "i2"), 0);
 }
 
 #[test]
@@ -146,27 +147,33 @@ fn a_prepared_container_goes_when_the_pod_will_not_go_on() {
     assert_eq!(removes(&plan), vec!["i2-0".to_string()]);
 }
 
-#[test]
-fn a_prepared_container_of_a_changed_definition_is_removed_not_the_pods_restart() {
-    let p = pod(&["i1", "i2"], &["app"], "Always");
-    let mut stale = created(&p, "i2", 0, 2);
+/// An instance of `name` prepared from a definition since changed, while `runs` runs: removed,
+/// and neither the pod restarted nor a new sandbox made.
+fn assert_stale_goes_alone(inits: &[&str], name: &str, runs: &str) {
+    let p = pod(inits, &["app"], "Always");
+    let mut stale = created(&p, name, 0, 2);
     stale.hash = "0000000000000001".into();
-    let w = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1)).with(stale).at(3);
+    let w = World::new(p.clone()).with_sandbox().with(running(&p, runs, 0, 1)).with(stale).at(3);
     let plan = w.plan();
-    assert_eq!(removes(&plan), vec!["i2-0".to_string()]);
+    assert_eq!(removes(&plan), vec![format!("{name}-0")]);
     assert!(!plan.actions.iter().any(|a| matches!(a, Action::KillPod { .. } | Action::CreateSandbox { .. })));
 }
 
 #[test]
-fn nothing_is_prepared_behind_a_sidecar_or_the_last_init_container_or_a_held_back_one() {
+fn a_prepared_container_of_a_changed_definition_is_removed_not_the_pods_restart() {
+    assert_stale_goes_alone(&["i1", "i2"], "i2", "i1");
+}
+
+#[test]
+fn nothing_is_prepared_behind_a_sidecar_or_a_held_back_one() {
     // Behind a sidecar: its turn comes with the sidecar's start, which is no exit.
     let p = pod(&["+side", "i2"], &["app"], "Always");
     let w = World::new(p.clone()).with_sandbox();
     assert_eq!(prepares(&w.plan()), Vec::<&Action>::new());
-    // Behind the last init container: app containers are not prepared.
-    let p = pod(&["i1"], &["app"], "Always");
-    let w = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1));
-    assert_eq!(w.plan().actions, vec![]);
+    // Nor are app containers behind a sidecar that is the last init container.
+    let p = pod(&["i1", "+side"], &["app"], "Always");
+    let w = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 2)).with(running(&p, "side", 0, 2));
+    assert_eq!(prepares(&w.at(3).plan()), Vec::<&Action>::new());
     // A sidecar after a regular one is prepared like any init container.
     let p = pod(&["i1", "+side"], &["app"], "Always");
     let w = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1));
@@ -185,4 +192,96 @@ fn nothing_is_prepared_behind_a_sidecar_or_the_last_init_container_or_a_held_bac
     let mut w = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1)).at(3);
     w.observed.prepare_failed.insert("i2".into());
     assert_eq!(w.plan().actions, vec![]);
+}
+
+fn prepare_app(index: usize, restart_count: i32) -> Action {
+    Action::PrepareContainer { kind: App, index, restart_count, pull: PullPolicy::IfNotPresent }
+}
+
+fn app_status(w: &World, name: &str) -> ContainerStatus {
+    let s = w.status();
+    s.container_statuses.unwrap().into_iter().find(|c| c.name == name).unwrap()
+}
+
+#[test]
+fn the_app_containers_are_prepared_behind_the_last_init_container() {
+    // Every app container, in order, after the start of the last init container.
+    let p = pod(&["i1"], &["a", "b"], "Always");
+    let w = World::new(p.clone()).with_sandbox();
+    let plan = w.plan();
+    assert_eq!(starts(&plan), vec![(Init, 0, 0)]);
+    assert_eq!(prepares(&plan), vec![&prepare_app(0, 0), &prepare_app(1, 0)]);
+    // With its start only: while it runs, nothing (a restarted podwright creates them after
+    // its exit, as the kubelet does).
+    let w = w.with(running(&p, "i1", 0, 1)).with(created(&p, "a", 0, 2)).at(2);
+    assert_eq!(w.plan().actions, vec![]);
+    let w = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1)).at(2);
+    assert_eq!(w.plan().actions, vec![]);
+    // Behind an init container before the last one: none.
+    let two = pod(&["i1", "i2"], &["app"], "Always");
+    let w = World::new(two.clone()).with_sandbox().with(running(&two, "i1", 0, 1)).with(created(&two, "i2", 0, 2));
+    assert_eq!(w.at(3).plan().actions, vec![]);
+    // The pod initialized (written down), its init containers' records pruned: apps start.
+    let mut done = World::new(p.clone()).with_sandbox().at(3);
+    done.observed.initialized_in = Some("sb1".into());
+    assert_eq!(starts(&done.plan()), vec![(App, 0, 0), (App, 1, 0)]);
+    assert_eq!(prepares(&done.plan()), Vec::<&Action>::new());
+}
+
+#[test]
+fn a_prepared_app_container_waits_for_the_last_init_container_to_exit_0_unseen() {
+    let p = pod(&["i1"], &["app"], "Always");
+    let w = World::new(p.clone()).with_sandbox().with(running(&p, "i1", 0, 1)).with(created(&p, "app", 0, 2)).at(3);
+    assert_eq!(w.plan().actions, vec![]);
+    // Invisible: the pod is not initialized, the app waits PodInitializing with no ID.
+    assert!(!w.plan().initialized);
+    assert_not_there(&app_status(&w, "app"), 0);
+    let s = w.status();
+    assert_eq!(s.phase.as_deref(), Some("Pending"));
+    let initialized = s.conditions.unwrap().into_iter().find(|c| c.type_ == "Initialized").unwrap();
+    assert_eq!(initialized.status, "False");
+    // i1 exited 0: the app starts as it is, and waits `PodInitializing` until it has.
+    let done = World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 0, 1, 4)).with(created(&p, "app", 0, 2));
+    assert_not_there(&app_status(&done, "app"), 0);
+    let plan = done.at(4).plan();
+    let start = Action::StartContainer {
+        kind: App,
+        index: 0,
+        restart_count: 0,
+        pull: PullPolicy::IfNotPresent,
+        created: Some("app-0".into()),
+    };
+    assert_eq!(plan.actions, vec![start.clone()]);
+    assert!(plan.initialized);
+    // So does it once the pod is written down as initialized here, the init records pruned.
+    let mut pruned = World::new(p.clone()).with_sandbox().with(created(&p, "app", 0, 2)).at(5);
+    pruned.observed.initialized_in = Some("sb1".into());
+    assert_eq!(pruned.plan().actions, vec![start]);
+}
+
+#[test]
+fn a_prepared_app_container_is_no_evidence_of_initialization() {
+    // A podwright restarted after preparing the app: i1 failed meanwhile and restarts
+    // (OnFailure); the app is left for when i1 succeeds, neither started nor prepared again.
+    let p = pod(&["i1"], &["app"], "OnFailure");
+    let w =
+        World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 1, 1, 3)).with(created(&p, "app", 0, 2)).at(4);
+    let plan = w.plan();
+    assert!(!plan.initialized);
+    assert_eq!(starts(&plan), vec![(Init, 0, 1)]);
+    assert_eq!(removes(&plan), Vec::<String>::new());
+    // Its init container's records gone: it runs again, the app still waits.
+    let mut gone = World::new(p.clone()).with_sandbox().with(created(&p, "app", 0, 2)).at(4);
+    gone.observed.restart_counts.insert("i1".into(), 0);
+    assert_eq!(starts(&gone.plan()), vec![(Init, 0, 1)]);
+    // Under Never the pod fails, and the app goes, never shown.
+    let p = pod(&["i1"], &["app"], "Never");
+    let w =
+        World::new(p.clone()).with_sandbox().with(exited(&p, "i1", 0, 1, 1, 3)).with(created(&p, "app", 0, 2)).at(4);
+    assert_eq!(removes(&w.plan()), vec!["app-0".to_string()]);
+    assert_eq!(starts(&w.plan()), vec![]);
+    assert_eq!(w.status().phase.as_deref(), Some("Failed"));
+    assert_not_there(&app_status(&w, "app"), 0);
+    // A definition changed since: removed (created again from the new one after i1's exit).
+    assert_stale_goes_alone(&["i1"], "app", "i1");
 }

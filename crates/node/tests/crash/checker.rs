@@ -400,8 +400,9 @@ impl Checker {
     }
 
     /// An instance created ahead of its turn (the pipelined start: created, never started,
-    /// while the regular init container before it has not succeeded in its sandbox) is not in
-    /// any status: the container shows as not yet created.
+    /// while the regular init container before it, or for an app container the last init
+    /// container, has not succeeded in its sandbox) is not in any status: the container shows
+    /// as not yet created.
     fn check_prepared_unseen(&mut self, st: &PodStatus) {
         let seen = statuses(st).filter_map(|cs| {
             let id = cs.container_id.as_deref()?.strip_prefix("containerd://")?;
@@ -411,7 +412,7 @@ impl Checker {
             let c = &self.containers[*i];
             let before = match self.kind(name) {
                 Kind::Init(k) | Kind::Sidecar(k) => k.checked_sub(1).map(|b| &self.inits[b]),
-                Kind::App => None,
+                Kind::App => self.inits.last(),
             };
             let Some((before, false)) = before else { return false };
             let turn = self.containers.iter().any(|p| &p.name == before && p.sandbox == c.sandbox && p.succeeded());
