@@ -15,6 +15,7 @@ use crate::pleg::Dispatcher;
 use crate::pod_update::{Cancel, Desired, PodUpdate};
 use crate::probes::prober::Prober;
 use crate::sinks::StatusSink;
+use crate::termination_message;
 use crate::volumes;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStateTerminated, HostIP, Pod, PodStatus};
@@ -466,7 +467,7 @@ impl PodWorker {
             for c in &containers {
                 self.deps.dispatcher.register(&c.id, &bell);
             }
-            let containers = self.take_completions(containers);
+            let containers = self.take_completions(&uid, containers);
             let now = self.deps.ctx.clock.now();
             // The eviction manager acts on active pods only: not on one being deleted or ended.
             let ended =
@@ -615,17 +616,23 @@ impl PodWorker {
         }
     }
 
-    /// Init containers that exited 0 by the runtime's event while its record still shows them
-    /// running (or starting): exited, as the record will say tens of ms later, so that the next
-    /// init container (prepared ahead, or not) starts now. Other exits wait for the record,
-    /// which alone says `OOMKilled`, and for which nothing waits as much.
-    fn take_completions(&self, mut containers: Vec<ObservedContainer>) -> Vec<ObservedContainer> {
+    /// Containers (init and app, not sidecars) that exited 0 by the runtime's event while its
+    /// record still shows them running (or starting): exited, as the record will say tens of ms
+    /// later, with the termination message it will carry, so that the next init container
+    /// (prepared ahead, or not), the app containers, or the pod's end come now. Other exits wait
+    /// for the record, which alone says `OOMKilled`, and for which nothing waits as much.
+    fn take_completions(&self, uid: &str, mut containers: Vec<ObservedContainer>) -> Vec<ObservedContainer> {
         let dispatcher = &self.deps.dispatcher;
-        for c in containers.iter_mut().filter(|c| c.kind == ContainerKind::Init && c.state.is_live()) {
+        for c in containers.iter_mut().filter(|c| c.kind != ContainerKind::Sidecar && c.state.is_live()) {
             dispatcher.await_completion(&c.id);
             if let Some(at) = dispatcher.completed(&c.id) {
                 (c.state, c.exit_code, c.reason, c.finished_at) = (RunState::Exited, 0, "Completed".into(), Some(at));
                 c.started_at.get_or_insert(at);
+                // Exit 0: the file alone, whatever the policy.
+                let message = termination_message::read(&self.deps.ctx.root, uid, &c.name, c.restart_count, "File", 0);
+                if let Some(m) = message {
+                    c.message = m;
+                }
             }
         }
         containers

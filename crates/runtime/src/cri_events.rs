@@ -10,13 +10,14 @@
 //! right after the event can still say RUNNING. So an exit is broadcast only once CRI shows it
 //! (the state containerd's own CRI `GetContainerEvents` reports in later versions), and a caller
 //! that relists on `Exited` sees the container exited; an exit 0 is also broadcast at once, as
-//! `Completed`, for a caller that acts on it before the record. `Started` is passed on at once: it can
-//! arrive before StartContainer returns, while CRI still says CREATED.
+//! `Completed`, for a caller that acts on it before the record, unless the container had an OOM
+//! kill (`TaskOOM`: CRI will say `OOMKilled`). `Started` is passed on at once: it can arrive
+//! before StartContainer returns, while CRI still says CREATED.
 
 use crate::cri_api::runtime_service_client::RuntimeServiceClient;
 use crate::cri_api::{ContainerState, ContainerStatusRequest, PodSandboxState, PodSandboxStatusRequest};
 use crate::{RuntimeEvent, RuntimeEventKind};
-use containerd_client::events::{TaskExit, TaskStart};
+use containerd_client::events::{TaskExit, TaskOom, TaskStart};
 use containerd_client::services::v1::SubscribeRequest;
 use containerd_client::services::v1::events_client::EventsClient;
 use prost::Message;
@@ -29,6 +30,7 @@ use tonic::{Code, Request};
 const CRI_NAMESPACE: &str = "k8s.io";
 const TOPIC_EXIT: &str = "/tasks/exit";
 const TOPIC_START: &str = "/tasks/start";
+const TOPIC_OOM: &str = "/tasks/oom";
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// How long an exit may take to show in CRI before it is broadcast anyway. A loaded machine
@@ -105,7 +107,7 @@ async fn stream_once(
     events: &broadcast::Sender<RuntimeEvent>,
     state: &watch::Sender<EventStreamState>,
 ) -> Result<u64, tonic::Status> {
-    let filters = [TOPIC_EXIT, TOPIC_START]
+    let filters = [TOPIC_EXIT, TOPIC_START, TOPIC_OOM]
         .iter()
         .map(|topic| format!("namespace==\"{CRI_NAMESPACE}\",topic==\"{topic}\""))
         .collect();
@@ -115,6 +117,8 @@ async fn stream_once(
     let mut stream = EventsClient::new(channel.clone()).subscribe(request).await?.into_inner();
     let _ = state.send(EventStreamState::Live);
     let mut received = 0;
+    // Containers that had an OOM kill: CRI records their exit as `OOMKilled`, even an exit 0.
+    let mut oom_killed = std::collections::HashSet::new();
     while let Some(envelope) = stream.message().await? {
         let Some(any) = envelope.event else { continue };
         let event = match envelope.topic.as_str() {
@@ -126,8 +130,10 @@ async fn stream_once(
                     if let Some(at) = finished_at {
                         log_delay(&exit.container_id, at);
                         // Now, not once CRI shows it: a successor waiting for this exit 0
-                        // (a pipelined init container) starts that much earlier.
-                        if exit.exit_status == 0 {
+                        // (a pipelined init or app container), or the pod's end, comes that
+                        // much earlier.
+                        let oom = oom_killed.remove(&exit.container_id);
+                        if exit.exit_status == 0 && !oom {
                             let kind = RuntimeEventKind::Completed { finished_at: at };
                             let _ = events.send(RuntimeEvent { container_id: exit.container_id.clone(), kind });
                         }
@@ -140,6 +146,15 @@ async fn stream_once(
                     continue;
                 }
             },
+            TOPIC_OOM => {
+                match TaskOom::decode(any.value.as_slice()) {
+                    Ok(oom) => {
+                        oom_killed.insert(oom.container_id);
+                    }
+                    Err(e) => tracing::debug!(error = %e, "undecodable TaskOOM"),
+                }
+                continue;
+            }
             TOPIC_START => match TaskStart::decode(any.value.as_slice()) {
                 Ok(start) => RuntimeEvent { container_id: start.container_id, kind: RuntimeEventKind::Started },
                 Err(e) => {

@@ -284,7 +284,9 @@ impl Executor {
         let name = sc.name().to_string();
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         self.dispatcher.register_for_pod(id, uid);
-        if sc.kind == ContainerKind::Init {
+        // Its exit 0 is acted on as soon as the runtime publishes it: a sidecar's starts
+        // nothing.
+        if sc.kind != ContainerKind::Sidecar {
             self.dispatcher.await_completion(id);
         }
         if let Some(sink) = &self.log_sink {

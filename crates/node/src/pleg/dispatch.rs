@@ -14,7 +14,7 @@ pub(crate) struct Dispatcher {
     /// Every worker's bell by pod UID: for when events were lost and everyone must observe
     /// again, and for the node-wide relist, which finds changes by pod.
     pods: Mutex<HashMap<String, Weak<Notify>>>,
-    /// Init containers whose exit 0 their worker acts on before the runtime's record shows it
+    /// Containers (init and app) whose exit 0 their worker acts on before the runtime's record shows it
     /// (`RuntimeEventKind::Completed`), and when they finished, once they have.
     completions: Mutex<HashMap<String, Option<Timestamp>>>,
 }
@@ -91,7 +91,7 @@ impl Dispatcher {
         self.completions.lock().unwrap_or_else(|e| e.into_inner()).remove(container_id);
     }
 
-    /// Wakes the owner of `container_id` (an init container) at its exit 0 as soon as the
+    /// Wakes the owner of `container_id` (an init or app container) at its exit 0 as soon as the
     /// runtime publishes it, and keeps when it finished for [`Self::completed`].
     pub fn await_completion(&self, container_id: &str) {
         self.completions.lock().unwrap_or_else(|e| e.into_inner()).entry(container_id.to_string()).or_default();
