@@ -97,6 +97,11 @@ impl Executor {
         }
     }
 
+    /// Whether `id` is an instance this executor prepared ahead of its turn and has not started.
+    fn is_prepared(&self, id: &str) -> bool {
+        self.prepared.lock().unwrap_or_else(|e| e.into_inner()).contains_key(id)
+    }
+
     /// Takes `id` out of the prepared instances: whose pod and field path it was, if it was one.
     fn unprepare(&self, id: &str) -> Option<(String, String)> {
         self.prepared.lock().unwrap_or_else(|e| e.into_inner()).remove(id)
