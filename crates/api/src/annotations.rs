@@ -2,6 +2,8 @@
 //! the API server reads on their mirror pods, with the sources they name
 //! (`pkg/kubelet/types/pod_update.go`).
 
+use k8s_openapi::api::core::v1::Pod;
+
 /// Where a pod came from: [`FILE_SOURCE`] for static pods, [`API_SOURCE`] for the API's.
 pub const CONFIG_SOURCE: &str = "kubernetes.io/config.source";
 /// The static pod's UID, which its mirror pod carries as [`CONFIG_MIRROR`].
@@ -14,3 +16,9 @@ pub const CONFIG_MIRROR: &str = "kubernetes.io/config.mirror";
 pub const FILE_SOURCE: &str = "file";
 /// The [`CONFIG_SOURCE`] of the pods the API server gave.
 pub const API_SOURCE: &str = "api";
+
+/// Whether the pod came from a file rather than the API server (`kubetypes.IsStaticPod`).
+pub fn is_static(pod: &Pod) -> bool {
+    let source = pod.metadata.annotations.as_ref().and_then(|a| a.get(CONFIG_SOURCE));
+    source.is_some_and(|s| s != API_SOURCE)
+}

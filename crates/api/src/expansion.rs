@@ -9,6 +9,12 @@ pub fn expand(s: &str, env: &BTreeMap<String, String>) -> String {
     expand_with(s, |name| env.get(name).map(String::as_str))
 }
 
+/// [`expand`] looking in `env` first, then in `fallback` (the kubelet's
+/// `MappingFuncFor(tmpEnv, serviceEnv)`: a container's own variables, then the Services').
+pub fn expand_over(s: &str, env: &BTreeMap<String, String>, fallback: &BTreeMap<String, String>) -> String {
+    expand_with(s, |name| env.get(name).or_else(|| fallback.get(name)).map(String::as_str))
+}
+
 /// Kubernetes' `expansion.Expand` with `lookup` as its mapping: `None` leaves the reference as
 /// written.
 fn expand_with<'a>(s: &str, mut lookup: impl FnMut(&str) -> Option<&'a str>) -> String {

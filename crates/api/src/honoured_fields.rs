@@ -116,7 +116,9 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             // without cluster DNS resolves ClusterFirst as Default (the host's resolv.conf), with
             // its MissingClusterDNS event.
             ("dnsPolicy", Honoured),
-            ("enableServiceLinks", Inert("there are no services to link")),
+            // The Services' variables: the API server's in a cluster, the local API's in `serve`,
+            // none in `run`.
+            ("enableServiceLinks", Honoured),
             ("ephemeralContainers", Inert("validation forbids them on create")),
             // Responders of the Eviction API (alpha in 1.37), which no node acts on for them.
             ("evictionResponders", UNSET),

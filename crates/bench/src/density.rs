@@ -7,7 +7,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use crate::child;
-use crate::http::{self, Watch};
+use crate::http::Watch;
 use crate::measure::{self, proc_cpu};
 use crate::pod;
 use crate::real::DEFAULT_ROOT;
@@ -174,8 +174,7 @@ impl Density<'_> {
     /// Creates the pods by concurrent requests; returns when each request was sent.
     fn create_all(&self, names: &[String], label: &str) -> Result<HashMap<String, Instant>, String> {
         let (key, value) = label.split_once('=').unwrap_or_default();
-        let addr = self.daemon.addr;
-        let tasks: Vec<_> = names
+        let pods = names
             .iter()
             .map(|name| {
                 let pod = json!({
@@ -183,26 +182,12 @@ impl Density<'_> {
                     "metadata": {"name": name, "namespace": "default", "labels": {key: value}},
                     "spec": {"terminationGracePeriodSeconds": 0,
                         "containers": [{"name": "sleep", "image": pod::IMAGE, "command": ["sleep", "3600"]}]},
-                })
-                .to_string();
-                let name = name.clone();
-                self.handle.spawn(async move {
-                    let sent = Instant::now();
-                    let r = http::exchange(addr, "POST", "/api/v1/namespaces/default/pods", Some(&pod)).await;
-                    (name, sent, r)
-                })
+                });
+                (name.clone(), pod.to_string())
             })
             .collect();
-        let mut sent = HashMap::new();
-        for task in tasks {
-            let (name, at, r) = self.handle.block_on(task).map_err(|e| format!("a create request failed: {e}"))?;
-            let r = r?;
-            if r.status != 201 {
-                return Err(format!("creating {name}: HTTP {}: {}", r.status, String::from_utf8_lossy(&r.body)));
-            }
-            sent.insert(name, at);
-        }
-        Ok(sent)
+        let created = self.daemon.create_all(&self.handle, pods)?;
+        Ok(created.into_iter().map(|(name, (sent, _))| (name, sent)).collect())
     }
 
     fn wait_running(&self, label: &str, count: usize) -> Result<(), String> {

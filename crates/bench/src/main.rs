@@ -20,6 +20,8 @@
 //!   answered queries per second, and the server's peak RSS.
 //! - `api`: serve's local API in a process of its own, under 1, 10 and 100 clients at once:
 //!   creates and lists per second, and the memory an open watch costs.
+//! - `soak`: `podwright serve` takes many pods through its API in waves, created and deleted:
+//!   what they left behind on the node, and what the daemon's memory, open files and store kept.
 //!
 //! Prints a table for people, then `name: value` lines for scripts. Asserts nothing.
 
@@ -38,6 +40,7 @@ mod probes;
 mod pulls;
 mod real;
 mod serve;
+mod soak;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -69,6 +72,8 @@ enum Command {
     Kubelet(kubelet::KubeletArgs),
     /// Serve's local API under many clients at once: creates and lists per second, RSS per watch.
     Api(api::ApiArgs),
+    /// `podwright serve` takes many pods in waves: leaks, RSS and open files, the store's size.
+    Soak(soak::SoakArgs),
     /// The server process of `api` (started by it).
     #[command(hide = true)]
     ApiServer,
@@ -108,6 +113,7 @@ fn main() -> ExitCode {
             Command::DnsServer(args) => dns::serve(args).await,
             Command::Api(args) => api::run(args).await.map(|r| r.print()),
             Command::ApiServer => api::serve().await,
+            Command::Soak(args) => soak::run(args).await.map(|r| r.print()),
         }
     });
     match result {

@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::Pod;
 use podwright_containerd::EmbeddedRuntime;
 use podwright_runtime::Runtime;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -311,6 +312,36 @@ impl Daemon {
             .iter()
             .map(|p| (str_at(p, "/metadata/name"), str_at(p, "/status/phase")))
             .collect::<Vec<(String, String)>>())
+    }
+
+    /// Creates the pods (name and JSON body each) by concurrent requests on `handle`; returns
+    /// when each request was sent, and the object created.
+    pub(crate) fn create_all(
+        &self,
+        handle: &tokio::runtime::Handle,
+        pods: Vec<(String, String)>,
+    ) -> Result<HashMap<String, (Instant, Value)>, String> {
+        let addr = self.addr;
+        let tasks: Vec<_> = pods
+            .into_iter()
+            .map(|(name, pod)| {
+                handle.spawn(async move {
+                    let sent = Instant::now();
+                    let r = http::exchange(addr, "POST", "/api/v1/namespaces/default/pods", Some(&pod)).await;
+                    (name, sent, r)
+                })
+            })
+            .collect();
+        let mut created = HashMap::new();
+        for task in tasks {
+            let (name, at, r) = handle.block_on(task).map_err(|e| format!("a create request failed: {e}"))?;
+            let r = r?;
+            if r.status != 201 {
+                return Err(format!("creating {name}: HTTP {}: {}", r.status, String::from_utf8_lossy(&r.body)));
+            }
+            created.insert(name, (at, r.json()?));
+        }
+        Ok(created)
     }
 
     /// Deletes a pod at once (grace 0: `sleep` ignores SIGTERM as PID 1); a pod already gone

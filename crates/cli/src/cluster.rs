@@ -66,6 +66,7 @@ pub(crate) async fn join_and_run(args: &ServeArgs, settings: Settings) -> Result
     node = node
         .image_pulls(settings.config.image_pulls)
         .image_gc(settings.config.image_gc)
+        .image_verification(settings.config.image_verification.clone())
         .cluster_dns(cluster_dns(&settings));
     if let Some(max) = settings.config.max_container_restart_period {
         node = node.max_container_restart_period(max);

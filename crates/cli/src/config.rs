@@ -8,7 +8,7 @@ use podwright_node::PluginConfig;
 use podwright_node::cri::dns::DEFAULT_CLUSTER_DOMAIN;
 use podwright_node::log_rotation::LogPolicy;
 use podwright_node::static_pods::DEFAULT_CHECK_FREQUENCY;
-use podwright_node::{ImageGcPolicy, ImagePulls};
+use podwright_node::{ImageGcPolicy, ImagePulls, VerificationPolicy};
 use podwright_server::kubelet::{AuthSettings, Authorization, auth};
 use serde::Deserialize;
 use std::net::IpAddr;
@@ -55,6 +55,14 @@ pub struct ServeConfig {
     /// What the four above make, validated.
     #[serde(skip)]
     pub(crate) image_gc: ImageGcPolicy,
+    /// Which images already on the node a pod must pull with its own credentials before using
+    /// them (KEP-2535).
+    image_pull_credentials_verification_policy: Option<String>,
+    /// The images `NeverVerifyAllowlistedImages` lets every pod use.
+    preloaded_images_verification_allowlist: Option<Vec<String>>,
+    /// What the two above make, validated.
+    #[serde(skip)]
+    pub(crate) image_verification: VerificationPolicy,
     /// The container restart back-off's cap (KEP-5593, beta since 1.35).
     crash_loop_back_off: Option<CrashLoopBackOff>,
     /// Its `maxContainerRestartPeriod`, validated.
@@ -206,6 +214,11 @@ pub(crate) fn read_config(path: &Path) -> Result<ServeConfig, String> {
         c.image_maximum_gc_age.as_deref(),
     )
     .map_err(|e| format!("{}: {e}", path.display()))?;
+    c.image_verification = VerificationPolicy::from_config(
+        c.image_pull_credentials_verification_policy.as_deref(),
+        c.preloaded_images_verification_allowlist.as_deref().unwrap_or_default(),
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))?;
     let period = c.crash_loop_back_off.as_ref().and_then(|b| b.max_container_restart_period.as_deref());
     c.max_container_restart_period =
         max_container_restart_period(period).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -225,6 +238,8 @@ impl ServeConfig {
             ("staticPodPath", self.static_pod_path.is_some()),
             ("fileCheckFrequency", self.file_check_frequency.is_some()),
             ("crashLoopBackOff", self.crash_loop_back_off.is_some()),
+            ("imagePullCredentialsVerificationPolicy", self.image_pull_credentials_verification_policy.is_some()),
+            ("preloadedImagesVerificationAllowlist", self.preloaded_images_verification_allowlist.is_some()),
         ];
         let mut fields: Vec<&str> = given.into_iter().filter(|(_, set)| *set).map(|(name, _)| name).collect();
         fields.extend(self.cluster_only_fields());
@@ -456,6 +471,53 @@ mod tests {
                 "{}: invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 60 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 50",
                 f.display()
             )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_image_credentials_verification_policy_is_read_and_refused_with_the_kubelets_messages() {
+        let dir = std::env::temp_dir().join(format!("podwright-serve-verify-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("c.yaml");
+        assert_eq!(ServeConfig::default().image_verification, VerificationPolicy::NeverVerifyPreloadedImages);
+        std::fs::write(&f, "kind: KubeletConfiguration\n").unwrap();
+        assert_eq!(read_config(&f).unwrap().image_verification, VerificationPolicy::NeverVerifyPreloadedImages);
+        std::fs::write(&f, "imagePullCredentialsVerificationPolicy: AlwaysVerify\n").unwrap();
+        assert_eq!(read_config(&f).unwrap().image_verification, VerificationPolicy::AlwaysVerify);
+        std::fs::write(
+            &f,
+            "imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\npreloadedImagesVerificationAllowlist: [docker.io/library/busybox, \"reg.io/team/*\"]\n",
+        )
+        .unwrap();
+        let allowlisted = read_config(&f).unwrap().image_verification;
+        assert!(!allowlisted.requires_verification("reg.io/team/app", true));
+        assert!(allowlisted.requires_verification("reg.io/other/app", false));
+        for (text, error) in [
+            (
+                "imagePullCredentialsVerificationPolicy: Never\n",
+                "invalid configuration: option \"Never\" specified for imagePullCredentialsVerificationPolicy. Valid options are \"NeverVerify\", \"NeverVerifyPreloadedImages\", \"NeverVerifyAllowlistedImages\" or \"AlwaysVerify\"",
+            ),
+            (
+                "preloadedImagesVerificationAllowlist: [docker.io/library/busybox]\n",
+                "invalid configuration: can't set `preloadedImagesVerificationAllowlist` if `imagePullCredentialsVertificationPolicy` is not \"NeverVerifyAllowlistedImages\"",
+            ),
+            (
+                "imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\npreloadedImagesVerificationAllowlist: [\"reg.io/*/app\"]\n",
+                "invalid configuration: invalid image pattern in `preloadedImagesVerificationAllowlist`: not a valid wildcard pattern, only patterns ending with '/*' are allowed: reg.io/*/app",
+            ),
+        ] {
+            std::fs::write(&f, text).unwrap();
+            assert_eq!(read_config(&f).unwrap_err(), format!("{}: {error}", f.display()), "{text}");
+        }
+        // `run` keeps the kubelet's default.
+        std::fs::write(&f, "imagePullCredentialsVerificationPolicy: NeverVerify\n").unwrap();
+        assert_eq!(
+            image_settings(Some(&f)),
+            Err(format!(
+                "{}: imagePullCredentialsVerificationPolicy: Forbidden: only `podwright serve` honours it",
+                f.display()
+            ))
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -34,7 +34,9 @@ pub struct ServeArgs {
     /// A KubeletConfiguration-style YAML file (address, port, containerLogMaxSize,
     /// containerLogMaxFiles, clusterDNS, clusterDomain, staticPodPath, fileCheckFrequency,
     /// serializeImagePulls, maxParallelImagePulls, imageGCHighThresholdPercent,
-    /// imageGCLowThresholdPercent, imageMinimumGCAge, imageMaximumGCAge; with --kubeconfig also
+    /// imageGCLowThresholdPercent, imageMinimumGCAge, imageMaximumGCAge,
+    /// imagePullCredentialsVerificationPolicy, preloadedImagesVerificationAllowlist; with
+    /// --kubeconfig also
     /// authentication, authorization, tlsCertFile, tlsPrivateKeyFile); flags override it.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -366,7 +368,8 @@ fn start_node(
         .objects(api.objects())
         .facts(NodeFacts::of_this_machine(identity.node_name.clone(), identity.host_ip.clone()))
         .image_pulls(config.image_pulls)
-        .image_gc(config.image_gc);
+        .image_gc(config.image_gc)
+        .image_verification(config.image_verification.clone());
     if let Some(max) = config.max_container_restart_period {
         node = node.max_container_restart_period(max);
     }

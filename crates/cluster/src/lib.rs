@@ -227,7 +227,7 @@ impl Joined {
             tracing::warn!("the node has no pod CIDR yet; pods get addresses from the runtime's own network");
         }
         let objects = ClusterObjects::new(client.clone(), clock);
-        tokio::spawn(objects.clone().follow_runtime_classes());
+        tokio::spawn(objects.clone().follow_listings());
         let (statics, source) = statics.unwrap_or_else(|| {
             let none = Arc::new(StaticPods::new(Box::new(pods.mirrors(Vec::new())), clock));
             (none, None)

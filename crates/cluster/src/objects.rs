@@ -4,11 +4,13 @@
 //! allows a node), started when the first pod refers to the object and stopped when the last
 //! one goes; an immutable object is not watched once read. Projected service account tokens
 //! are asked for bound to their pod (`serviceaccounts/<name>/token`, as the kubelet's token
-//! manager does) and asked for again once 80 % of their life has passed.
+//! manager does) and asked for again once 80 % of their life has passed. Every Service of the
+//! cluster is kept by one watch (the kubelet's service informer), for the containers' service
+//! variables.
 
 use futures_util::StreamExt;
 use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, ServiceAccount, ServiceAccountTokenProjection};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount, ServiceAccountTokenProjection};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
@@ -47,11 +49,15 @@ struct Watched {
     task: Option<AbortHandle>,
 }
 
+/// Every object of one kind in the cluster, by namespace and name; `None` until first listed.
+type Listing<K> = Mutex<Option<HashMap<(String, String), K>>>;
+
 /// The objects the node's pods refer to, kept current by watches.
 pub struct ClusterObjects {
     client: kube::Client,
     watched: Mutex<HashMap<Key, Watched>>,
-    runtime_classes: Mutex<HashMap<String, RuntimeClass>>,
+    runtime_classes: Listing<RuntimeClass>,
+    services: Listing<Service>,
     /// Service account tokens, and the tasks that renew them (per pod UID).
     tokens: Mutex<HashMap<TokenKey, String>>,
     renewals: Mutex<HashMap<String, Vec<AbortHandle>>>,
@@ -70,6 +76,7 @@ impl ClusterObjects {
             client,
             watched: Mutex::default(),
             runtime_classes: Mutex::default(),
+            services: Mutex::default(),
             tokens: Mutex::default(),
             renewals: Mutex::default(),
             clock,
@@ -246,28 +253,12 @@ impl ClusterObjects {
         }
     }
 
-    /// Keeps the cluster's RuntimeClasses current until the node stops.
-    pub async fn follow_runtime_classes(self: Arc<Self>) {
-        let api: Api<RuntimeClass> = Api::all(self.client.clone());
-        let mut stream = watcher(api, watcher::Config::default()).boxed();
-        let mut listing: HashMap<String, RuntimeClass> = HashMap::new();
-        while let Some(event) = stream.next().await {
-            let name = |rc: &RuntimeClass| rc.metadata.name.clone().unwrap_or_default();
-            match event {
-                Ok(watcher::Event::Init) => listing.clear(),
-                Ok(watcher::Event::InitApply(rc)) => {
-                    listing.insert(name(&rc), rc);
-                }
-                Ok(watcher::Event::InitDone) => *lock(&self.runtime_classes) = std::mem::take(&mut listing),
-                Ok(watcher::Event::Apply(rc)) => {
-                    lock(&self.runtime_classes).insert(name(&rc), rc);
-                }
-                Ok(watcher::Event::Delete(rc)) => {
-                    lock(&self.runtime_classes).remove(&name(&rc));
-                }
-                Err(e) => tracing::debug!(%e, "watch of RuntimeClasses failed"),
-            }
-        }
+    /// Keeps the cluster's RuntimeClasses and Services current until the node stops.
+    pub async fn follow_listings(self: Arc<Self>) {
+        tokio::join!(
+            follow_all(Api::<RuntimeClass>::all(self.client.clone()), &self.runtime_classes),
+            follow_all(Api::<Service>::all(self.client.clone()), &self.services),
+        );
     }
 
     fn get<T: serde::de::DeserializeOwned>(&self, kind: Kind, ns: &str, name: &str) -> Option<T> {
@@ -287,7 +278,11 @@ impl Objects for ClusterObjects {
     }
 
     fn runtime_class(&self, name: &str) -> Option<RuntimeClass> {
-        lock(&self.runtime_classes).get(name).cloned()
+        lock(&self.runtime_classes).as_ref()?.get(&(String::new(), name.to_string())).cloned()
+    }
+
+    fn services(&self) -> Option<Vec<Service>> {
+        Some(lock(&self.services).as_ref()?.values().cloned().collect())
     }
 
     fn service_account_token(&self, pod: &Pod, source: &ServiceAccountTokenProjection) -> Option<String> {
@@ -298,6 +293,32 @@ impl Objects for ClusterObjects {
 
 /// When a token issued at `issued` and expiring at `expires` is asked for again: at 80 % of its
 /// life, and at least once a day (the kubelet's `requiresRefresh`).
+/// Keeps `listing` equal to every `K` of the cluster, by a watch, until the node stops.
+async fn follow_all<K>(api: Api<K>, listing: &Listing<K>)
+where
+    K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    let key = |o: &K| (o.meta().namespace.clone().unwrap_or_default(), o.meta().name.clone().unwrap_or_default());
+    let mut stream = watcher(api, watcher::Config::default()).boxed();
+    let mut relisting = HashMap::new();
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(watcher::Event::Init) => relisting.clear(),
+            Ok(watcher::Event::InitApply(o)) => {
+                relisting.insert(key(&o), o);
+            }
+            Ok(watcher::Event::InitDone) => *lock(listing) = Some(std::mem::take(&mut relisting)),
+            Ok(watcher::Event::Apply(o)) => {
+                lock(listing).get_or_insert_default().insert(key(&o), o);
+            }
+            Ok(watcher::Event::Delete(o)) => {
+                lock(listing).get_or_insert_default().remove(&key(&o));
+            }
+            Err(e) => tracing::debug!(%e, kind = K::kind(&()).as_ref(), "watch failed"),
+        }
+    }
+}
+
 fn renewal_time(issued: jiff::Timestamp, expires: jiff::Timestamp) -> jiff::Timestamp {
     let life = expires.duration_since(issued);
     let at = issued + life * 4 / 5;

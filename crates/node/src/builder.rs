@@ -7,10 +7,11 @@ use crate::cri::pod_configs::PodConfigs;
 use crate::downward::{NodeFacts, NodeStorage};
 use crate::events::{Deferring, EventLog, EventSink};
 use crate::executor::{Executor, remove};
-use crate::images::ImagePuller;
 use crate::images::credentials::{CredentialPlugins, DockerConfigPaths, PluginConfig};
 use crate::images::gc::{ImageGc, ImageGcPolicy};
 use crate::images::queue::{ImagePulls, PullQueue};
+use crate::images::verification::VerificationPolicy;
+use crate::images::{ImagePuller, PullRecords};
 use crate::logs::Output;
 use crate::metrics::Metrics;
 use crate::objects::{FixedObjects, Objects};
@@ -59,6 +60,7 @@ pub struct Node {
     credential_plugins: Option<PluginConfig>,
     cgroups: Option<PodCgroups>,
     image_gc: Option<ImageGcPolicy>,
+    image_verification: VerificationPolicy,
     restart_curve: Curve,
 }
 
@@ -80,6 +82,7 @@ impl Node {
             credential_plugins: None,
             cgroups: None,
             image_gc: None,
+            image_verification: VerificationPolicy::default(),
             restart_curve: Curve::default(),
         }
     }
@@ -168,6 +171,14 @@ impl Node {
         self
     }
 
+    /// `imagePullCredentialsVerificationPolicy`: which images already on the node a pod must
+    /// pull with its own credentials before using them; `NeverVerifyPreloadedImages` unless
+    /// given.
+    pub fn image_verification(mut self, policy: VerificationPolicy) -> Self {
+        self.image_verification = policy;
+        self
+    }
+
     /// Remove unused images as the kubelet's image garbage collection does, by `policy`, with
     /// its events on the Node; images are never removed unless given.
     pub fn image_gc(mut self, policy: ImageGcPolicy) -> Self {
@@ -228,6 +239,7 @@ impl Node {
             plugins: self.credential_plugins.map(|c| CredentialPlugins::new(c, clock)),
             queue: PullQueue::new(self.image_pulls),
             gc,
+            records: PullRecords::new(&self.root, self.image_verification),
         };
         let executor = Executor {
             ctx: ctx.clone(),

@@ -8,6 +8,8 @@
 //! <root>/pods/<uid>/termination/<name>-<restart count>   each instance's termination message
 //! <root>/pods/<uid>/volumes/kubernetes.io~empty-dir/<v>  emptyDir volumes
 //! <root>/seccomp/                                        `Localhost` seccomp profiles
+//! <root>/image_manager/pulling/sha256-<image>            a pull begun and not yet ended
+//! <root>/image_manager/pulled/sha256-<image ref>         the credentials that pulled an image
 //! ```
 //!
 //! The embedded containerd keeps its own files under `<root>/containerd` and `<root>/cni`.
@@ -28,6 +30,16 @@ pub fn pod_dir(root: &Path, uid: &str) -> PathBuf {
 /// `seccompProfileRoot`).
 pub fn seccomp_dir(root: &Path) -> PathBuf {
     root.join("seccomp")
+}
+
+/// The image pull intents (the kubelet's `image_manager/pulling`).
+pub fn image_pull_intents(root: &Path) -> PathBuf {
+    root.join("image_manager").join("pulling")
+}
+
+/// The records of who pulled each image (the kubelet's `image_manager/pulled`).
+pub fn image_pulled_records(root: &Path) -> PathBuf {
+    root.join("image_manager").join("pulled")
 }
 
 pub fn checkpoint(root: &Path, uid: &str) -> PathBuf {

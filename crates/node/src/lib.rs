@@ -15,6 +15,7 @@
 //! | `kubelet_pods.go` (`HandlePodCleanups`, removal)      | [`executor`]`::remove`                  |
 //! | `pleg/` (generic PLEG, relist)                        | [`pleg`]                                |
 //! | `images/` (image manager, puller, GC)                 | [`images`] (`puller`, `queue`, `gc`)    |
+//! | `images/pullmanager/` (who pulled which image)        | [`images::verification`] (records on disk) |
 //! | `pkg/credentialprovider/` (keyring, exec plugins)     | [`images::credentials`]                 |
 //! | `prober/`                                             | [`probes`]                              |
 //! | `lifecycle/` (admission), `sysctl/`                   | [`admission`]                           |
@@ -74,6 +75,7 @@ pub use executor::remove::{managed_pods, remove_managed};
 pub use images::credentials::{DockerConfigPaths, PluginConfig, PluginConfigError};
 pub use images::gc::ImageGcPolicy;
 pub use images::queue::ImagePulls;
+pub use images::verification::VerificationPolicy;
 pub use metrics::Metrics;
 pub use pod_cgroup::PodCgroups;
 pub use pod_update::PodUpdate;

@@ -1,8 +1,8 @@
-//! The ConfigMaps and Secrets pods refer to (environment variables and volumes) and the
-//! RuntimeClasses they run with, wherever the mode keeps them: the manifest file of `run`, the
-//! local API's store in `serve`.
+//! The ConfigMaps and Secrets pods refer to (environment variables and volumes), the
+//! RuntimeClasses they run with and the Services their environment names, wherever the mode
+//! keeps them: the manifest file of `run`, the local API's store in `serve`.
 
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, ServiceAccountTokenProjection};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccountTokenProjection};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use std::collections::BTreeMap;
 
@@ -12,6 +12,11 @@ pub trait Objects: Send + Sync {
     fn secret(&self, namespace: &str, name: &str) -> Option<Secret>;
     /// A RuntimeClass, by name (they are cluster-scoped).
     fn runtime_class(&self, name: &str) -> Option<RuntimeClass>;
+    /// Every Service, of every namespace, for the containers' service variables; `None` until
+    /// the mode has read them once. A mode without Services (`run`) has none.
+    fn services(&self) -> Option<Vec<Service>> {
+        Some(Vec::new())
+    }
     /// The token of the pod's service account for a projected `serviceAccountToken` source,
     /// bound to the pod; only an API server issues them (none unless the mode has one).
     fn service_account_token(&self, _pod: &Pod, _source: &ServiceAccountTokenProjection) -> Option<String> {

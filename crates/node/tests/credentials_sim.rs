@@ -158,3 +158,64 @@ async fn pod_secrets_are_tried_before_node_credentials() {
     assert!(out.started(), "{:?}", out.events);
     assert_eq!(out.pulls, 2, "the secret's wrong credential first, then the node's");
 }
+
+/// A pod named `name` in `namespace` asking for the private image with `policy`.
+fn pod_in(namespace: &str, name: &str, policy: &str, pull_secrets: &[&str]) -> Pod {
+    let mut pod = pod(pull_secrets);
+    pod.metadata.name = Some(name.into());
+    pod.metadata.namespace = Some(namespace.into());
+    pod.metadata.uid = Some(format!("uid-{namespace}-{name}"));
+    pod.spec.as_mut().unwrap().containers[0].image_pull_policy = Some(policy.into());
+    pod
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_private_image_one_pod_pulled_is_not_lent_to_a_pod_without_its_credentials() {
+    let clock = Clock::starting_at(epoch());
+    let fake = FakeRuntime::new(clock);
+    fake.allow_pull_with_auth(IMAGE, "u", RIGHT);
+    let root = std::env::temp_dir().join(format!("pw-borrow-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let events = Arc::new(EventLog::default());
+    let nowhere = PathBuf::from("/nonexistent-podwright-test");
+    let mut owners = secret("right", "127.0.0.1:5000", RIGHT);
+    owners.metadata.namespace = Some("team-a".into());
+    owners.metadata.uid = Some("uid-secret-a".into());
+    let workers = Node::new(fake.clone(), root.clone())
+        .clock(clock)
+        .events(events.clone())
+        .objects(Arc::new(FixedObjects::new([], vec![owners])))
+        .node_credentials(DockerConfigPaths::kubelet(&root, &nowhere, &nowhere))
+        .build();
+    workers.update(pod_in("team-a", "owner", "IfNotPresent", &["right"])).unwrap();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    workers.update(pod_in("team-b", "borrower", "IfNotPresent", &[])).unwrap();
+    workers.update(pod_in("team-b", "never", "Never", &[])).unwrap();
+    workers.update(pod_in("team-a", "sibling", "Never", &["right"])).unwrap();
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    workers.delete_all(None);
+    workers.wait_finished().await;
+    let of = |name: &str, reason: &str| -> Vec<String> {
+        events
+            .snapshot()
+            .iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(name) && e.reason.as_deref() == Some(reason))
+            .map(|e| e.message.clone().unwrap_or_default())
+            .collect()
+    };
+    assert_eq!(of("owner", "Started").len(), 1);
+    // The image is on the node, but the borrower must pull it itself, and is refused.
+    assert!(of("borrower", "Started").is_empty());
+    assert!(of("borrower", "Failed").iter().any(|m| m.contains("401 Unauthorized")), "{:?}", of("borrower", "Failed"));
+    assert_eq!(
+        of("never", "ErrImageNeverPull"),
+        [format!("Container image \"{IMAGE}\" is not present with pull policy of Never")]
+    );
+    // A pod with the owner's secret uses it as it is.
+    assert_eq!(
+        of("sibling", "Pulled"),
+        [format!("Container image \"{IMAGE}\" already present on machine and can be accessed by the pod")]
+    );
+    assert_eq!(of("sibling", "Started").len(), 1);
+    std::fs::remove_dir_all(&root).unwrap();
+}

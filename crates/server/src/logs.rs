@@ -22,6 +22,24 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt};
 /// How often a follower looks for more output once it has read everything.
 const FOLLOW_INTERVAL: Duration = Duration::from_millis(100);
 
+/// How long after its data the kubelet port ends a log's body ([`BodyEnd::Apart`]): longer than
+/// the API server takes to read the response's head, which comes with the first data.
+const END_GAP: Duration = Duration::from_millis(100);
+
+/// How a log's body ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyEnd {
+    /// With its data: one `Content-Length` body unless followed (the local API, read by kubectl).
+    WithData,
+    /// Chunked, the head written with the first data and the end [`END_GAP`] later (the kubelet
+    /// port). The 1.20 API server relays a log to a websocket with a read loop that drops the
+    /// bytes a read returns together with `io.EOF` (`wsstream`'s `messageCopy`), which its
+    /// HTTP/1.1 client does when the end of the body was received with them: always for a
+    /// `Content-Length` body, and for a chunked one whose last chunk came in the same read. The
+    /// Go kubelet flushes each line and ends the body after, as this does.
+    Apart,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct LogParams {
@@ -264,7 +282,7 @@ pub async fn get(s: &ApiServer, ns: &str, name: &str, uri: &axum::http::Uri) -> 
     let o = options(&p, s.now())?;
     let pod = s.store().get(Resource::Pods, ns, name)?;
     let container = pick_container(&pod, p.container.as_deref(), name)?;
-    serve(Arc::new(s.clone()), &pod, ns, name, &container, &p, o)
+    serve(Arc::new(s.clone()), &pod, ns, name, &container, &p, o, BodyEnd::WithData)
 }
 
 /// The kubelet's `GET /containerLogs/{ns}/{name}/{container}` (`getContainerLogs`): the same
@@ -288,7 +306,7 @@ pub(crate) async fn container_logs(
     if container_spec(&pod, container).is_none() {
         return Err(KubeletError::not_found(format!("container {container:?} not found in pod {name:?}")));
     }
-    Ok(serve(host, &pod, ns, name, container, &p, o)?)
+    Ok(serve(host, &pod, ns, name, container, &p, o, BodyEnd::Apart)?)
 }
 
 fn params(uri: &axum::http::Uri) -> ApiResult<LogParams> {
@@ -298,7 +316,8 @@ fn params(uri: &axum::http::Uri) -> ApiResult<LogParams> {
 }
 
 /// The container's log as asked, and then what it goes on writing while it runs if asked to
-/// follow.
+/// follow; its body ends as `end` says.
+#[allow(clippy::too_many_arguments)]
 fn serve(
     host: Arc<dyn PodHost>,
     pod: &Value,
@@ -307,36 +326,32 @@ fn serve(
     container: &str,
     p: &LogParams,
     o: Options,
+    end: BodyEnd,
 ) -> ApiResult<Response> {
     let (path, live) = choose(pod, container, name, is_set(&p.previous), host.root())?;
     let (first, offset) = read_all(&path, &o);
-    if !(is_set(&p.follow) && live) {
+    let following = is_set(&p.follow) && live;
+    if !following && end == BodyEnd::WithData {
         return Ok(([(header::CONTENT_TYPE, "text/plain")], first).into_response());
     }
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(16);
+    let sent = first.len();
+    // Queued before the response goes: hyper writes it with the head.
+    if !first.is_empty() {
+        let _ = tx.try_send(Ok(Bytes::from(first)));
+    }
     let (ns, name, container) = (ns.to_string(), name.to_string(), container.to_string());
     tokio::spawn(async move {
-        let mut sent = first.len();
-        if !first.is_empty() && tx.send(Ok(Bytes::from(first))).await.is_err() {
-            return;
+        if following {
+            let mut follow = Follow { path, offset, buf: vec![], dec: Decoder::default(), o };
+            if !follow.send_until_done(&*host, (&ns, &name, &container), sent, &tx).await {
+                return;
+            }
         }
-        let mut follow = Follow { path, offset, buf: vec![], dec: Decoder::default(), o };
-        loop {
-            let still_running = instance_running(&*host, &ns, &name, &container, &follow.path);
-            let mut chunk = follow.more().await;
-            if let Some(limit) = follow.o.limit {
-                chunk.truncate(limit.saturating_sub(sent));
-            }
-            sent += chunk.len();
-            if !chunk.is_empty() && tx.send(Ok(Bytes::from(chunk))).await.is_err() {
-                return;
-            }
-            if !still_running || follow.o.limit.is_some_and(|l| sent >= l) {
-                return;
-            }
+        if end == BodyEnd::Apart {
             tokio::select! {
-                _ = tokio::time::sleep(FOLLOW_INTERVAL) => {}
-                _ = tx.closed() => return,
+                _ = tokio::time::sleep(END_GAP) => {}
+                _ = tx.closed() => {}
             }
         }
     });
@@ -361,6 +376,35 @@ struct Follow {
 }
 
 impl Follow {
+    /// Sends what the instance writes until it stops running or the limit is reached (`sent`
+    /// bytes went before); false when the client went away.
+    async fn send_until_done(
+        &mut self,
+        host: &dyn PodHost,
+        (ns, name, container): (&str, &str, &str),
+        mut sent: usize,
+        tx: &tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
+    ) -> bool {
+        loop {
+            let still_running = instance_running(host, ns, name, container, &self.path);
+            let mut chunk = self.more().await;
+            if let Some(limit) = self.o.limit {
+                chunk.truncate(limit.saturating_sub(sent));
+            }
+            sent += chunk.len();
+            if !chunk.is_empty() && tx.send(Ok(Bytes::from(chunk))).await.is_err() {
+                return false;
+            }
+            if !still_running || self.o.limit.is_some_and(|l| sent >= l) {
+                return true;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(FOLLOW_INTERVAL) => {}
+                _ = tx.closed() => return false,
+            }
+        }
+    }
+
     /// What was written since the last read, rendered (tail does not apply any more).
     async fn more(&mut self) -> Vec<u8> {
         let mut out = vec![];
@@ -387,6 +431,7 @@ impl Follow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use axum::body::HttpBody;
     use serde_json::json;
 
     #[test]
@@ -446,5 +491,78 @@ mod tests {
         assert_eq!(e.message, "container \"app\" in pod \"web\" is waiting to start: image can't be pulled");
         let e = choose(&pod, "app", "web", true, Path::new("/nonexistent")).unwrap_err();
         assert_eq!(e.message, "previous terminated container \"app\" in pod \"web\" not found");
+    }
+
+    /// A node with one pod whose container `app` ran and wrote `hello`.
+    struct Host {
+        pod: Arc<Value>,
+        root: PathBuf,
+        runtime: Arc<podwright_runtime::FakeRuntime>,
+    }
+
+    impl PodHost for Host {
+        fn pod(&self, _: &str, _: &str) -> Option<Arc<Value>> {
+            Some(self.pod.clone())
+        }
+        fn pods(&self) -> Vec<Arc<Value>> {
+            vec![self.pod.clone()]
+        }
+        fn runtime(&self) -> &dyn podwright_runtime::Runtime {
+            &*self.runtime
+        }
+        fn root(&self) -> &Path {
+            &self.root
+        }
+        fn now(&self) -> Timestamp {
+            Timestamp::UNIX_EPOCH
+        }
+    }
+
+    fn host(name: &str) -> Arc<dyn PodHost> {
+        let root = std::env::temp_dir().join(format!("podwright-logs-{name}-{}", std::process::id()));
+        let dir = podwright_node::layout::log_directory(&root, "u-1").join("app");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("0.log"), "2026-01-01T00:00:00Z stdout F hello\n").unwrap();
+        let pod = json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u-1"},
+            "spec": {"containers": [{"name": "app"}]},
+            "status": {"containerStatuses": [{"name": "app", "state": {"terminated": {"exitCode": 0}}}]}});
+        let runtime = podwright_runtime::FakeRuntime::new(podwright_runtime::Clock::new());
+        Arc::new(Host { pod: Arc::new(pod), root, runtime })
+    }
+
+    fn log_of(host: Arc<dyn PodHost>, end: BodyEnd) -> Response {
+        let p = LogParams::default();
+        let pod = host.pod("ns", "p").unwrap();
+        serve(host, &pod, "ns", "p", "app", &p, Options::default(), end).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_local_apis_log_is_one_body_with_its_length() {
+        let host = host("whole");
+        let answer = log_of(host.clone(), BodyEnd::WithData);
+        // A body of known size: hyper gives it a Content-Length.
+        assert_eq!(answer.body().size_hint().exact(), Some(6));
+        let body = axum::body::to_bytes(answer.into_body(), 1024).await.unwrap();
+        assert_eq!(&body[..], b"hello\n");
+        std::fs::remove_dir_all(host.root()).unwrap();
+    }
+
+    // Tokio's paused clock: the instants are virtual.
+    #[allow(clippy::disallowed_methods)]
+    #[tokio::test(start_paused = true)]
+    async fn the_kubelet_ports_log_ends_apart_from_its_data() {
+        use tokio_stream::StreamExt;
+        let host = host("apart");
+        let answer = log_of(host.clone(), BodyEnd::Apart);
+        // No known size: hyper sends it chunked, so the API server's client cannot end the
+        // body with the data.
+        assert_eq!(answer.body().size_hint().exact(), None);
+        let mut body = answer.into_body().into_data_stream();
+        let started = tokio::time::Instant::now();
+        assert_eq!(&body.next().await.unwrap().unwrap()[..], b"hello\n");
+        assert_eq!(started.elapsed(), Duration::ZERO);
+        assert!(body.next().await.is_none());
+        assert_eq!(started.elapsed(), END_GAP);
+        std::fs::remove_dir_all(host.root()).unwrap();
     }
 }

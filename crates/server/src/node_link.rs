@@ -2,6 +2,7 @@
 //! and deleted through the API, and what the API learns back of their end (the sinks that
 //! write the workers' reports into the store are in `sinks`).
 
+use crate::store::lock;
 use k8s_openapi::api::core::v1::Pod;
 use podwright_node::{PodChange, PodSource};
 use std::collections::HashSet;
@@ -32,10 +33,6 @@ impl PodSource for ApiSource {
     async fn next(&mut self) -> Option<PodChange> {
         self.0.recv().await
     }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl NodeLink {

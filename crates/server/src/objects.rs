@@ -1,11 +1,12 @@
-//! The ConfigMaps, Secrets and RuntimeClasses of the local API as the node layer looks them up, and the
-//! changes to them that the pods referring to them follow.
+//! The ConfigMaps, Secrets, RuntimeClasses and Services of the local API as the node layer looks
+//! them up, and the changes to them that the pods referring to them follow.
 
 use crate::resources::Resource;
 use crate::store::Store;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use podwright_node::objects::Objects;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
@@ -31,6 +32,14 @@ impl Objects for StoreObjects {
 
     fn runtime_class(&self, name: &str) -> Option<RuntimeClass> {
         self.get(Resource::RuntimeClasses, "", name)
+    }
+
+    /// The services created in the local API: their variables name the cluster IPs its DNS
+    /// answers with. It has no `kubernetes` service of its own (pods read the API through the
+    /// node's address), so only these.
+    fn services(&self) -> Option<Vec<Service>> {
+        let (services, _) = self.0.list(Resource::Services, None);
+        Some(services.iter().filter_map(|s| Service::deserialize(s.as_ref()).ok()).collect())
     }
 }
 

@@ -5,6 +5,7 @@ use crate::mirror::mirrored_uid;
 use crate::node_link::{NodeFeed, NodeLink};
 use crate::persist::DiskError;
 use crate::resources::Resource;
+pub use crate::sinks::event_last_seen;
 use crate::sinks::{StoreEvents, StoreStatus};
 use crate::static_pods::StaticPods;
 use crate::store::Store;

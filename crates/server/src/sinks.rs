@@ -2,10 +2,10 @@
 //! store, where kubectl reads it.
 
 use crate::mirror::node_uid;
-use crate::node_link::{NodeLink, lock};
+use crate::node_link::NodeLink;
 use crate::resources::Resource;
 use crate::static_pods::StaticPods;
-use crate::store::{Store, meta_str};
+use crate::store::{Store, Wait, lock, meta_str};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{EventSource, HostIP, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -44,7 +44,7 @@ impl StatusSink for StoreStatus {
             let value = serde_json::to_value(&status).unwrap_or(Value::Null);
             let mut found = false;
             // Queued: the worker goes on at once; the status is visible once committed.
-            let written = self.store.update_queued(Resource::Pods, ns, name, |old| {
+            let written = self.store.update_with(Wait::Queued, Resource::Pods, ns, name, |old| {
                 if !ours(old) {
                     return Ok(None);
                 }
@@ -61,7 +61,7 @@ impl StatusSink for StoreStatus {
             }
         }
         if self.link.on_status(uid, update.finished) {
-            let _ = self.store.delete_if_queued(Resource::Pods, ns, name, ours);
+            let _ = self.store.delete_with(Wait::Queued, Resource::Pods, ns, name, ours);
         }
     }
 }
@@ -89,9 +89,7 @@ impl StoreEvents {
         let cutoff = now - ttl;
         let mut gone = HashSet::new();
         for e in self.store.list(Resource::Events, None).0 {
-            let seen = ["lastTimestamp", "eventTime", "firstTimestamp"]
-                .iter()
-                .find_map(|f| e.get(*f).and_then(Value::as_str).and_then(|t| t.parse::<Timestamp>().ok()));
+            let seen = event_last_seen(&e);
             let (Some(ns), Some(name)) = (meta_str(&e, "namespace"), meta_str(&e, "name")) else { continue };
             if seen.is_some_and(|t| t < cutoff) && self.store.delete(Resource::Events, ns, name).is_ok() {
                 gone.insert((ns.to_string(), name.to_string()));
@@ -100,6 +98,14 @@ impl StoreEvents {
         lock(&self.names).retain(|_, at| !gone.contains(at));
         gone.len()
     }
+}
+
+/// When an Event object was last seen: its `lastTimestamp`, else its `eventTime`, else its
+/// `firstTimestamp`. Its TTL counts from then.
+pub fn event_last_seen(event: &Value) -> Option<Timestamp> {
+    ["lastTimestamp", "eventTime", "firstTimestamp"]
+        .iter()
+        .find_map(|f| event.get(*f).and_then(Value::as_str).and_then(|t| t.parse::<Timestamp>().ok()))
 }
 
 impl EventSink for StoreEvents {
@@ -129,7 +135,7 @@ impl StoreEvents {
         let now_v = serde_json::to_value(Time(now)).unwrap_or(Value::Null);
         let mut names = lock(&self.names);
         if let Some((ens, ename)) = names.get(&key) {
-            let bumped = self.store.update_queued(Resource::Events, ens, ename, |old| {
+            let bumped = self.store.update_with(Wait::Queued, Resource::Events, ens, ename, |old| {
                 let mut new = old.clone();
                 new["count"] = json!(old["count"].as_i64().unwrap_or(1) + 1);
                 new["lastTimestamp"] = now_v.clone();
@@ -149,7 +155,7 @@ impl StoreEvents {
         // an instant, so a taken name moves on by a nanosecond.
         for _ in 0..16 {
             let name = meta_str(&event, "name").unwrap_or_default().to_string();
-            match self.store.create_queued(Resource::Events, event.clone()) {
+            match self.store.create_with(Wait::Queued, Resource::Events, event.clone()) {
                 Ok(_) => {
                     names.insert(key, (ns, name));
                     return;

@@ -89,8 +89,6 @@ struct Shared {
     /// Rung when changes have settled.
     settled: Condvar,
     changes: broadcast::Sender<Change>,
-    /// Where every change is written before it is visible, when the store outlives the process.
-    disk: Option<Disk>,
 }
 
 /// Every object of the local API. Cheap to share; all methods take `&self`.
@@ -122,13 +120,15 @@ fn set_meta(obj: &mut Value, field: &str, value: Value) {
     obj["metadata"][field] = value;
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// The mutex's value, also after a holder panicked: every change under these locks is
+/// whole before it is stored.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Whether the caller waits until its change is committed.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Wait {
+pub(crate) enum Wait {
     Committed,
     Queued,
 }
@@ -168,21 +168,19 @@ impl Store {
             failures: VecDeque::new(),
             closing: false,
         };
-        let on_disk = disk.is_some();
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner { rv, objects, history: VecDeque::new() }),
             pending: Mutex::new(pending),
             queued: Condvar::new(),
             settled: Condvar::new(),
             changes,
-            disk,
         });
         // In memory, a change is visible as soon as it is made: there is nothing to wait for.
-        let writer = on_disk.then(|| {
+        let writer = disk.map(|disk| {
             let shared = shared.clone();
             std::thread::Builder::new()
                 .name("store-writer".into())
-                .spawn(move || shared.write_until_closed())
+                .spawn(move || shared.write_until_closed(&disk))
                 .expect("a thread for the store's writer")
         });
         Store { shared, clock, writer }
@@ -195,10 +193,6 @@ impl Store {
     /// The current time as a `metav1.Time` value.
     pub fn now_value(&self) -> Value {
         serde_json::to_value(Time(self.clock.now())).unwrap_or(Value::Null)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        lock(&self.shared.inner)
     }
 
     fn key(resource: Resource, ns: &str, name: &str) -> Key {
@@ -225,9 +219,12 @@ impl Store {
         if wait == Wait::Queued {
             return Ok(result);
         }
-        while pending.settled < rv {
-            pending = self.shared.settled.wait(pending).unwrap_or_else(|e| e.into_inner());
-        }
+        let pending = blocking(|| {
+            while pending.settled < rv {
+                pending = self.shared.settled.wait(pending).unwrap_or_else(|e| e.into_inner());
+            }
+            pending
+        });
         match pending.failures.iter().find(|(rvs, _)| rvs.contains(&rv)) {
             Some((_, why)) => Err(ApiError::internal(why.clone())),
             None => Ok(result),
@@ -240,12 +237,8 @@ impl Store {
         self.create_with(Wait::Committed, resource, obj)
     }
 
-    /// [`Store::create`] without waiting for the commit.
-    pub fn create_queued(&self, resource: Resource, obj: Value) -> ApiResult<Value> {
-        self.create_with(Wait::Queued, resource, obj)
-    }
-
-    fn create_with(&self, wait: Wait, resource: Resource, mut obj: Value) -> ApiResult<Value> {
+    /// [`Store::create`], waiting for the commit or not.
+    pub(crate) fn create_with(&self, wait: Wait, resource: Resource, mut obj: Value) -> ApiResult<Value> {
         let ns = meta_str(&obj, "namespace").unwrap_or_default().to_string();
         let name = meta_str(&obj, "name").unwrap_or_default().to_string();
         let key = Self::key(resource, &ns, &name);
@@ -266,7 +259,8 @@ impl Store {
     }
 
     pub fn get(&self, resource: Resource, ns: &str, name: &str) -> ApiResult<Arc<Value>> {
-        self.lock()
+        self.shared
+            .lock_inner()
             .objects
             .get(&Self::key(resource, ns, name))
             .cloned()
@@ -275,13 +269,13 @@ impl Store {
 
     /// The resourceVersion of the newest change: what was read at it is still current.
     pub fn revision(&self) -> u64 {
-        self.lock().rv
+        self.shared.lock_inner().rv
     }
 
     /// Every object of a resource (in one namespace, or all), in key order, and the
     /// resourceVersion the list is current at.
     pub fn list(&self, resource: Resource, ns: Option<&str>) -> (Vec<Arc<Value>>, u64) {
-        let inner = self.lock();
+        let inner = self.shared.lock_inner();
         // Keys sort by resource first: read only this one's.
         let items = inner
             .objects
@@ -306,19 +300,9 @@ impl Store {
         self.update_with(Wait::Committed, resource, ns, name, change)
     }
 
-    /// [`Store::update`] without waiting for the commit: `change` still runs before this
-    /// returns, on the newest object.
-    pub fn update_queued(
-        &self,
-        resource: Resource,
-        ns: &str,
-        name: &str,
-        change: impl FnOnce(&Value) -> ApiResult<Option<Value>>,
-    ) -> ApiResult<Value> {
-        self.update_with(Wait::Queued, resource, ns, name, change)
-    }
-
-    fn update_with(
+    /// [`Store::update`], waiting for the commit or not: `change` runs before this returns
+    /// either way, on the newest object.
+    pub(crate) fn update_with(
         &self,
         wait: Wait,
         resource: Resource,
@@ -366,18 +350,8 @@ impl Store {
         self.delete_with(Wait::Committed, resource, ns, name, wanted)
     }
 
-    /// [`Store::delete_if`] without waiting for the commit.
-    pub fn delete_if_queued(
-        &self,
-        resource: Resource,
-        ns: &str,
-        name: &str,
-        wanted: impl FnOnce(&Value) -> bool,
-    ) -> ApiResult<Value> {
-        self.delete_with(Wait::Queued, resource, ns, name, wanted)
-    }
-
-    fn delete_with(
+    /// [`Store::delete_if`], waiting for the commit or not.
+    pub(crate) fn delete_with(
         &self,
         wait: Wait,
         resource: Resource,
@@ -387,13 +361,11 @@ impl Store {
     ) -> ApiResult<Value> {
         let key = Self::key(resource, ns, name);
         self.change(wait, |p| {
-            match p.objects.get(&key) {
-                Some(old) if wanted(old) => {}
-                _ => return Err(ApiError::not_found(resource, name)),
-            }
-            let old = p.objects.remove(&key).ok_or_else(|| ApiError::not_found(resource, name))?;
+            let Some(old) = p.objects.get(&key).filter(|old| wanted(old)) else {
+                return Err(ApiError::not_found(resource, name));
+            };
             let rv = p.rv + 1;
-            let mut gone = (*old).clone();
+            let mut gone = (**old).clone();
             set_meta(&mut gone, "resourceVersion", Value::String(rv.to_string()));
             let gone = Arc::new(gone);
             p.push(key, resource, ChangeKind::Deleted, gone.clone());
@@ -409,7 +381,7 @@ impl Store {
     /// Starts a watch: the changes after `from` still kept (none when `from` is `None`), and
     /// a receiver of every later change, with nothing lost in between.
     pub fn watch(&self, from: Option<u64>) -> ApiResult<(Vec<Change>, broadcast::Receiver<Change>)> {
-        let inner = self.lock();
+        let inner = self.shared.lock_inner();
         let rx = self.shared.changes.subscribe();
         let Some(from) = from else { return Ok((vec![], rx)) };
         if let Some(oldest) = inner.history.front()
@@ -421,7 +393,7 @@ impl Store {
     }
 
     pub fn resource_version(&self) -> u64 {
-        self.lock().rv
+        self.shared.lock_inner().rv
     }
 }
 
@@ -429,16 +401,17 @@ impl Pending {
     /// Makes a change at the next resourceVersion and queues it for the writer.
     fn push(&mut self, key: Key, resource: Resource, kind: ChangeKind, object: Arc<Value>) {
         self.rv += 1;
-        if kind != ChangeKind::Deleted {
-            self.objects.insert(key.clone(), object.clone());
-        }
+        match kind {
+            ChangeKind::Deleted => self.objects.remove(&key),
+            _ => self.objects.insert(key.clone(), object.clone()),
+        };
         self.queue.push(Write { key, change: Change { rv: self.rv, resource, kind, object } });
     }
 }
 
 impl Shared {
     /// The writer: commits what has queued up, in one transaction, until the store is dropped.
-    fn write_until_closed(&self) {
+    fn write_until_closed(&self, disk: &Disk) {
         loop {
             let mut pending = lock(&self.pending);
             while pending.queue.is_empty() && !pending.closing {
@@ -448,7 +421,7 @@ impl Shared {
             let closing = pending.closing;
             drop(pending);
             if !batch.is_empty() {
-                self.commit(batch);
+                self.commit(disk, batch);
             }
             if closing && lock(&self.pending).queue.is_empty() {
                 return;
@@ -458,19 +431,16 @@ impl Shared {
 
     /// Writes `batch` to disk, then makes it visible; on a failure, forgets it and every
     /// change queued since (made on top of it) and tells their writers.
-    fn commit(&self, batch: Vec<Write>) {
+    fn commit(&self, disk: &Disk, batch: Vec<Write>) {
         let last = batch.last().map_or(0, |w| w.change.rv);
-        let written = match &self.disk {
-            Some(disk) => disk.commit(
-                last,
-                batch.iter().map(|w| {
-                    let (resource, ns, name) = &w.key;
-                    let obj = (w.change.kind != ChangeKind::Deleted).then_some(&*w.change.object);
-                    (*resource, ns.as_str(), name.as_str(), obj)
-                }),
-            ),
-            None => Ok(()),
-        };
+        let written = disk.commit(
+            last,
+            batch.iter().map(|w| {
+                let (resource, ns, name) = &w.key;
+                let obj = (w.change.kind != ChangeKind::Deleted).then_some(&*w.change.object);
+                (*resource, ns.as_str(), name.as_str(), obj)
+            }),
+        );
         match written {
             Ok(()) => {
                 self.publish(batch);
@@ -515,6 +485,17 @@ impl Shared {
             // Nobody watching is fine.
             let _ = self.changes.send(change);
         }
+    }
+}
+
+/// Runs `wait`, which blocks until the writer commits, without holding up the other tasks of
+/// the runtime worker it may be called on (an API request waits for its commit, as the API
+/// server's waits for etcd's).
+fn blocking<T>(wait: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(wait),
+        // A runtime of one thread has no other worker to hand its tasks to.
+        _ => wait(),
     }
 }
 
@@ -587,8 +568,9 @@ mod tests {
     }
 
     /// The API's writes are visible (and on disk) when they return; the node's queued
-    /// reports once the writer has committed them, and they survive the store too.
-    #[tokio::test]
+    /// reports once the writer has committed them, and they survive the store too. On a
+    /// runtime of many threads, as `serve`'s, a write waits off the worker's other tasks.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn queued_changes_are_committed_in_order_and_kept() {
         let dir = OnDisk::new("queued");
         let rv = {
@@ -598,16 +580,19 @@ mod tests {
             let (_, mut rx) = store.watch(Some(object_rv(&a).unwrap())).unwrap();
             for i in 0..20 {
                 store
-                    .update_queued(Resource::Pods, "default", "a", |old| {
+                    .update_with(Wait::Queued, Resource::Pods, "default", "a", |old| {
                         let mut new = old.clone();
                         new["status"] = json!({"n": i});
                         Ok(Some(new))
                     })
                     .unwrap();
             }
-            store.create_queued(Resource::Events, pod("e")).unwrap();
+            store.create_with(Wait::Queued, Resource::Events, pod("e")).unwrap();
             // Made on the write side at once: a second create of the same name is refused.
-            assert_eq!(store.create_queued(Resource::Events, pod("e")).unwrap_err().reason, "AlreadyExists");
+            assert_eq!(
+                store.create_with(Wait::Queued, Resource::Events, pod("e")).unwrap_err().reason,
+                "AlreadyExists"
+            );
             store.flush();
             assert_eq!(store.get(Resource::Pods, "default", "a").unwrap()["status"], json!({"n": 19}));
             let mut seen = vec![];

@@ -121,7 +121,10 @@ fn if_not_present_uses_a_present_image_without_asking_the_registry() {
         let asked = registry.manifest_requests("present/busybox");
         assert!(!asked.is_empty(), "the image never came from the registry:\n{}", registry.log());
         let (_, pulled) = run_to_completion(&manifest, &name, "Pulled");
-        assert_eq!(pulled, [format!("Container image \"{image}\" already present on machine")]);
+        assert_eq!(
+            pulled,
+            [format!("Container image \"{image}\" already present on machine and can be accessed by the pod")]
+        );
         assert_eq!(registry.manifest_requests("present/busybox"), asked, "the registry was asked again");
     }
 }

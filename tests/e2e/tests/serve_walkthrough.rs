@@ -175,7 +175,10 @@ fn the_documentations_init_containers_walk_through() {
             "no {reason} event {message:?} in:\n{describe}"
         )
     };
-    event("Pulled", "kubelet Container image \"localhost/busybox:1.36\" already present on machine");
+    event(
+        "Pulled",
+        "kubelet Container image \"localhost/busybox:1.36\" already present on machine and can be accessed by the pod",
+    );
     event("Created", "kubelet Created container: init-myservice");
     event("Started", "kubelet Started container init-myservice");
 

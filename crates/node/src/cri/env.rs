@@ -1,13 +1,15 @@
 //! A container's environment: its `envFrom` and `env` entries resolved from the pod, the node,
-//! ConfigMaps and Secrets, and `$(VAR)` references expanded, as the kubelet's
-//! `makeEnvironmentVariables` does.
+//! ConfigMaps and Secrets, `$(VAR)` references expanded, and the Services' variables, as the
+//! kubelet's `makeEnvironmentVariables` does.
 
 use super::env_file;
+use super::service_env::service_env;
 use crate::downward::{NodeFacts, field_value, resource_value};
 use crate::layout;
 use crate::objects::{FixedObjects, Objects};
 use k8s_openapi::api::core::v1::{Container, EnvVar, FileKeySelector, Pod};
-use podwright_api::expansion::expand;
+use podwright_api::annotations::is_static;
+use podwright_api::expansion::expand_over;
 use podwright_api::formats::is_env_var_name;
 use podwright_api::go;
 use std::collections::BTreeMap;
@@ -119,10 +121,12 @@ impl Lookups<'_> {
 
 /// The container's environment as the kubelet's `makeEnvironmentVariables` makes it: every
 /// `envFrom` source in order, then every `env` entry, a later one replacing an earlier of the
-/// same name; a value sees only the variables before it. Err: why the container cannot be
+/// same name; a value sees only the variables before it, then the Services' variables, which
+/// the container gets unless it sets their names itself. Err: why the container cannot be
 /// created (`CreateContainerConfigError`), in the kubelet's words.
 pub fn container_env(src: &EnvSources, c: &Container) -> Result<Env, String> {
     let ns = src.pod.metadata.namespace.as_deref().unwrap_or("default");
+    let services = pod_service_env(src.pod, src.objects)?;
     let mut lookups = Lookups { objects: src.objects, ns, seen: BTreeMap::new() };
     let mut env = Env::default();
     for from in c.env_from.iter().flatten() {
@@ -152,11 +156,28 @@ pub fn container_env(src: &EnvSources, c: &Container) -> Result<Env, String> {
         }
     }
     for var in c.env.iter().flatten() {
-        if let Some(v) = env_value(src, &mut lookups, c, var, &env.vars)? {
+        if let Some(v) = env_value(src, &mut lookups, c, var, &env.vars, &services)? {
             env.vars.insert(var.name.clone(), v);
         }
     }
+    for (k, v) in services {
+        env.vars.entry(k).or_insert(v);
+    }
     Ok(env)
+}
+
+/// The Services' variables for the pod's containers. A pod from the API server waits for the
+/// Services' first reading, so that no container misses `KUBERNETES_SERVICE_HOST` (which
+/// in-cluster clients read) for a node that has just started; a static pod does not.
+fn pod_service_env(pod: &Pod, objects: &dyn Objects) -> Result<BTreeMap<String, String>, String> {
+    let services = match objects.services() {
+        Some(services) => services,
+        None if is_static(pod) => Vec::new(),
+        None => return Err("services have not yet been read at least once, cannot construct envvars".into()),
+    };
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let links = pod.spec.as_ref().and_then(|s| s.enable_service_links).unwrap_or(true);
+    Ok(service_env(&services, ns, links))
 }
 
 /// The value of an `env` entry: literal (with earlier variables expanded), or from its source;
@@ -168,10 +189,11 @@ fn env_value(
     c: &Container,
     var: &EnvVar,
     env: &BTreeMap<String, String>,
+    services: &BTreeMap<String, String>,
 ) -> Result<Option<String>, String> {
     let value = var.value.as_deref().unwrap_or_default();
     let Some(from) = var.value_from.as_ref().filter(|_| value.is_empty()) else {
-        return Ok(Some(expand(value, env)));
+        return Ok(Some(expand_over(value, env, services)));
     };
     if let Some(f) = &from.field_ref {
         return field_value(src.pod, &f.field_path, src.pod_ips, src.node).map(Some);
@@ -359,5 +381,71 @@ mod tests {
         let no_volume = Err("cannot find the volume \"h\" referenced by FileKeyRef".to_string());
         assert_eq!(env("h", "app.env", "DB", None), no_volume);
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// Objects with Services, or with Services not read yet (`None`).
+    struct WithServices(Option<Vec<k8s_openapi::api::core::v1::Service>>);
+
+    impl Objects for WithServices {
+        fn config_map(&self, _: &str, _: &str) -> Option<k8s_openapi::api::core::v1::ConfigMap> {
+            None
+        }
+        fn secret(&self, _: &str, _: &str) -> Option<k8s_openapi::api::core::v1::Secret> {
+            None
+        }
+        fn runtime_class(&self, _: &str) -> Option<k8s_openapi::api::node::v1::RuntimeClass> {
+            None
+        }
+        fn services(&self) -> Option<Vec<k8s_openapi::api::core::v1::Service>> {
+            self.0.clone()
+        }
+    }
+
+    fn with_services(pod: &Pod, objects: &WithServices, c: serde_json::Value) -> Result<Env, String> {
+        let c: Container = serde_json::from_value(c).unwrap();
+        let mut src = EnvSources::bare(pod);
+        src.objects = objects;
+        container_env(&src, &c)
+    }
+
+    fn fooservice() -> WithServices {
+        let s = serde_json::from_value(json!({"metadata": {"name": "fooservice", "namespace": "ns"},
+            "spec": {"clusterIP": "10.0.0.11", "ports": [{"port": 8765}]}}))
+        .unwrap();
+        WithServices(Some(vec![s]))
+    }
+
+    #[test]
+    fn services_variables_are_added_seen_by_values_and_give_way_to_the_containers_own() {
+        let c = json!({"name": "c", "env": [
+            {"name": "FOOSERVICE_SERVICE_PORT", "value": "mine"},
+            {"name": "URL", "value": "http://$(FOOSERVICE_SERVICE_HOST):$(FOOSERVICE_SERVICE_PORT)"},
+        ]});
+        let env = with_services(&pod(), &fooservice(), c).unwrap();
+        assert_eq!(get(&env, "FOOSERVICE_SERVICE_HOST"), Some("10.0.0.11"));
+        assert_eq!(get(&env, "FOOSERVICE_PORT_8765_TCP_PROTO"), Some("tcp"));
+        assert_eq!(get(&env, "FOOSERVICE_SERVICE_PORT"), Some("mine"));
+        assert_eq!(get(&env, "URL"), Some("http://10.0.0.11:mine"));
+    }
+
+    #[test]
+    fn enable_service_links_false_leaves_the_namespaces_services_out() {
+        let mut p = pod();
+        p.spec.as_mut().unwrap().enable_service_links = Some(false);
+        let env = with_services(&p, &fooservice(), json!({"name": "c"})).unwrap();
+        assert_eq!(env, Env::default());
+    }
+
+    #[test]
+    fn an_api_pod_waits_for_the_services_first_reading_a_static_pod_does_not() {
+        let unread = WithServices(None);
+        assert_eq!(
+            with_services(&pod(), &unread, json!({"name": "c"})).unwrap_err(),
+            "services have not yet been read at least once, cannot construct envvars"
+        );
+        let mut p = pod();
+        p.metadata.annotations =
+            Some([(podwright_api::annotations::CONFIG_SOURCE.to_string(), "file".to_string())].into());
+        assert_eq!(with_services(&p, &unread, json!({"name": "c"})).unwrap(), Env::default());
     }
 }

@@ -1,5 +1,5 @@
 //! podwright's side of the CRI: the sandbox and container configs it asks for, the labels it
-//! puts on them, the containers' environment, the pods' DNS, host names, hosts files and port
+//! puts on them, the containers' environment (with the Services' variables), the pods' DNS, host names, hosts files and port
 //! mappings, and reading them back as the planner's `Observed`.
 
 pub mod config;
@@ -12,3 +12,4 @@ pub(crate) mod observe;
 pub(crate) mod pod_configs;
 pub(crate) mod ports;
 pub(crate) mod security;
+pub mod service_env;

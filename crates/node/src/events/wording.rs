@@ -31,9 +31,10 @@ pub fn pulled(image: &str, pull: Duration, including_waiting: Duration, size: u6
     )
 }
 
-/// `Pulled` without a pull.
-pub fn already_present(image: &str) -> String {
-    format!("Container image {image:?} already present on machine")
+/// `Pulled` without a pull: the image is present and the pod may use it (the kubelet's words
+/// since KubeletEnsureSecretPulledImages is on, 1.35, whoever pulled the image).
+pub fn accessible(image: &str) -> String {
+    format!("Container image {image:?} already present on machine and can be accessed by the pod")
 }
 
 /// `Unhealthy` for a probe that ran and failed.
@@ -68,7 +69,11 @@ mod tests {
                 pulled("busybox:1.36", ms(1_234), ms(1_234), 2_154_321),
                 "Successfully pulled image \"busybox:1.36\" in 1.234s (1.234s including waiting). Image size: 2154321 bytes.",
             ),
-            ("Pulled", already_present("busybox:1.36"), "Container image \"busybox:1.36\" already present on machine"),
+            (
+                "Pulled",
+                accessible("busybox:1.36"),
+                "Container image \"busybox:1.36\" already present on machine and can be accessed by the pod",
+            ),
             ("Unhealthy", probe_failed(ProbeKind::Liveness, "boom"), "Liveness probe failed: boom"),
             (
                 "Unhealthy",

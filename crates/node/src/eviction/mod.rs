@@ -22,7 +22,7 @@ use crate::layout;
 use crate::volumes::{projection, usage};
 use k8s_openapi::api::core::v1::Pod;
 use local_storage::{Limits, Usage};
-use podwright_api::annotations::{API_SOURCE, CONFIG_MIRROR, CONFIG_SOURCE};
+use podwright_api::annotations::{CONFIG_MIRROR, is_static};
 use podwright_planner::Eviction;
 use podwright_runtime::Runtime;
 use podwright_runtime::cri_api::ContainerStats;
@@ -45,10 +45,8 @@ const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
 /// The kubelet never evicts a critical pod (`IsCriticalPod`): a static or mirror pod, or one of
 /// system-critical priority.
 fn is_critical(pod: &Pod) -> bool {
-    let annotations = pod.metadata.annotations.as_ref();
-    let source = annotations.and_then(|a| a.get(CONFIG_SOURCE));
-    let static_or_mirror =
-        source.is_some_and(|s| s != API_SOURCE) || annotations.is_some_and(|a| a.contains_key(CONFIG_MIRROR));
+    let mirror = pod.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(CONFIG_MIRROR));
+    let static_or_mirror = is_static(pod) || mirror;
     let priority = pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
     static_or_mirror || priority >= SYSTEM_CRITICAL_PRIORITY
 }
@@ -185,6 +183,7 @@ impl Drop for Watch {
 mod tests {
     use super::*;
     use local_storage::Limit;
+    use podwright_api::annotations::CONFIG_SOURCE;
     use podwright_runtime::cri_api::{ContainerAttributes, ContainerMetadata, FilesystemUsage, UInt64Value};
 
     fn pod(yaml: &str) -> Pod {

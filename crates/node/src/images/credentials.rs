@@ -31,6 +31,16 @@ const DOCKERCFG_KEY: &str = ".dockercfg";
 pub struct Credential {
     pub username: String,
     pub password: String,
+    /// The pull secret it came from; none for the node's own (its files, its plugins).
+    pub source: Option<SecretSource>,
+}
+
+/// Where a pull secret is (upstream's `SecretCoordinates`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SecretSource {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
 }
 
 impl fmt::Debug for Credential {
@@ -77,7 +87,7 @@ struct Entry {
 impl Entry {
     fn credential(self) -> Result<Credential, CredentialsError> {
         if self.auth.is_empty() {
-            return Ok(Credential { username: self.username, password: self.password });
+            return Ok(Credential { username: self.username, password: self.password, source: None });
         }
         // As Go: padded input is decoded as padded base64, anything else as unpadded.
         let decoded = if self.auth.trim().ends_with('=') {
@@ -88,7 +98,7 @@ impl Entry {
         .map_err(|_| CredentialsError::AuthEncoding)?;
         let decoded = String::from_utf8(decoded).map_err(|_| CredentialsError::AuthFormat)?;
         let (username, password) = decoded.split_once(':').ok_or(CredentialsError::AuthFormat)?;
-        Ok(Credential { username: username.to_string(), password: password.to_string() })
+        Ok(Credential { username: username.to_string(), password: password.to_string(), source: None })
     }
 }
 
@@ -218,7 +228,8 @@ fn is_default_registry(repository: &str) -> bool {
 
 /// The keyring of a pod's pull secrets: those of type `kubernetes.io/dockerconfigjson` (with a
 /// non-empty `.dockerconfigjson`) or `kubernetes.io/dockercfg` (`.dockercfg`), all in one
-/// keyring; other secrets are ignored (upstream's `MakeDockerKeyring`).
+/// keyring, each credential knowing its secret; other secrets are ignored (upstream's
+/// `MakeDockerKeyring`).
 pub fn secrets_keyring(secrets: &[Secret]) -> Result<Keyring, CredentialsError> {
     let mut keyring = Keyring::default();
     for secret in secrets {
@@ -228,7 +239,18 @@ pub fn secrets_keyring(secrets: &[Secret]) -> Result<Keyring, CredentialsError> 
             (Some(DOCKERCFG_TYPE), _, Some(cfg)) => parse_dockercfg(&cfg.0)?,
             _ => continue,
         };
-        keyring.add(config);
+        let meta = &secret.metadata;
+        let source = SecretSource {
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+            uid: meta.uid.clone().unwrap_or_default(),
+        };
+        keyring.add(
+            config
+                .into_iter()
+                .map(|(registry, c)| (registry, Credential { source: Some(source.clone()), ..c }))
+                .collect(),
+        );
     }
     Ok(keyring)
 }

@@ -1,11 +1,14 @@
-//! The kubelet's image manager (`EnsureImageExists`): whether to pull by the planner's policy,
-//! the credentials to pull with (the pod's pull secrets, the node's files, the credential
+//! The kubelet's image manager (`EnsureImageExists`): whether to pull by the planner's policy
+//! and, for a present image, by whether the pod may use it (the records of the credentials
+//! that pulled it), the credentials to pull with (the pod's pull secrets, the node's files, the credential
 //! plugins, in that order), the node-wide pull queue, the collector's hold on the image until
 //! its container exists, and giving up when the pod is deleted.
 
 use super::credentials::{self, CredentialPlugins, DockerConfigPaths};
 use super::gc::{Hold, ImageGc};
+use super::pull_records::PullRecords;
 use super::queue::PullQueue;
+use super::verification::{PullCredentials, PullSecret, Verdict};
 use crate::context::NodeContext;
 use crate::events::{EventType, wording};
 use crate::objects::Objects;
@@ -29,6 +32,8 @@ pub(crate) struct ImagePuller {
     pub queue: PullQueue,
     /// The image garbage collector, when the node collects images.
     pub gc: Option<Arc<ImageGc>>,
+    /// Which credentials pulled each image, and the policy on present images.
+    pub records: PullRecords,
 }
 
 impl ImagePuller {
@@ -63,21 +68,23 @@ impl ImagePuller {
                 return Err(self.ctx.failure(StartFailureReason::InvalidImageName, msg));
             }
         };
+        // Read once: their warnings are given once, and both the check and the pull use them.
+        let secrets = self.pull_secrets(pod);
         if pull != PullPolicy::Always {
             match self.ctx.runtime.image_status(image).await {
-                Ok(Some(image_ref)) => {
-                    if let Some(hold) = &mut hold {
-                        hold.add(&image_ref);
+                Ok(Some(image_ref)) => match self.may_use(image, &repository, &image_ref, &secrets) {
+                    Ok(message) => {
+                        if let Some(hold) = &mut hold {
+                            hold.add(&image_ref);
+                        }
+                        self.ctx.event(pod, Some(sc), EventType::Normal, "Pulled", message);
+                        return Ok((hold, image_ref));
                     }
-                    self.ctx.event(pod, Some(sc), EventType::Normal, "Pulled", wording::already_present(image));
-                    return Ok((hold, image_ref));
-                }
-                Ok(None) if pull == PullPolicy::Never => {
-                    let msg = format!("Container image \"{image}\" is not present with pull policy of Never");
-                    self.ctx.event(pod, Some(sc), EventType::Warning, "ErrImageNeverPull", msg.clone());
-                    self.ctx.event(pod, Some(sc), EventType::Warning, "Failed", "Error: ErrImageNeverPull".into());
-                    return Err(self.ctx.failure(StartFailureReason::ErrImageNeverPull, msg));
-                }
+                    // Present, but not this pod's to use: as if absent.
+                    Err(()) if pull == PullPolicy::Never => return Err(self.never_pull(pod, sc, image)),
+                    Err(()) => {}
+                },
+                Ok(None) if pull == PullPolicy::Never => return Err(self.never_pull(pod, sc, image)),
                 Ok(None) => {}
                 Err(e) => {
                     self.ctx.event(
@@ -91,7 +98,6 @@ impl ImagePuller {
                 }
             }
         }
-        let secrets = self.pull_secrets(pod);
         // As the kubelet, credentials (plugins' included) are looked up before `Pulling`, and
         // neither pull time counts the lookup.
         let tries = tokio::select! {
@@ -100,6 +106,11 @@ impl ImagePuller {
             _ = cancel.requested() => Err(CANCELED.to_string()),
         }
         .map_err(|e| self.pull_failed(pod, sc, &e))?;
+        // Before the pull, so that an image whose pull a crash interrupted is still the node's.
+        if let Err(e) = self.records.pull_begins(image) {
+            let msg = format!("Failed to record image pull intent for container image \"{image}\": {e}");
+            return Err(self.pull_failed(pod, sc, &msg));
+        }
         self.ctx.event(pod, Some(sc), EventType::Normal, "Pulling", wording::pulling(image));
         let asked = self.ctx.clock.now();
         let turn = tokio::select! {
@@ -108,6 +119,7 @@ impl ImagePuller {
             // As the kubelet, which cancels a pod's sync when the pod is to stop: a pull still
             // waiting for its turn fails as a cancelled call, without reaching the runtime.
             _ = cancel.requested() => {
+                self.records.pull_failed(image);
                 return Err(self.pull_failed(pod, sc, CANCELED));
             }
         };
@@ -128,8 +140,15 @@ impl ImagePuller {
         };
         let finished = self.ctx.clock.now();
         drop(turn);
+        match &pulled {
+            Ok((image_ref, used)) => {
+                let secret = used.as_ref().and_then(|c| Some(PullSecret::new(c.source.as_ref()?, c)));
+                self.records.pulled(image, &repository, image_ref, &PullCredentials::of_pull(secret));
+            }
+            Err(_) => self.records.pull_failed(image),
+        }
         match pulled {
-            Ok(image_ref) => {
+            Ok((image_ref, _)) => {
                 if let (Some(hold), Some(gc)) = (&mut hold, &self.gc) {
                     hold.add(&image_ref);
                     gc.pulled();
@@ -186,27 +205,59 @@ impl ImagePuller {
     }
 
     /// Pulls with each credential in turn until one succeeds, or anonymously when there are
-    /// none (the kubelet's `PullImage`). Ok: the image's reference. Err: the runtime's errors,
-    /// as Go's aggregate error words them.
+    /// none (the kubelet's `PullImage`). Ok: the image's reference, and the credential that
+    /// pulled it (none: anonymously). Err: the runtime's errors, as Go's aggregate error words
+    /// them.
     async fn pull_trying(
         &self,
         image: &ImageSpec,
         tries: Vec<credentials::Credential>,
         sandbox_config: &PodSandboxConfig,
-    ) -> Result<String, String> {
+    ) -> Result<(String, Option<credentials::Credential>), String> {
         if tries.is_empty() {
-            return self.ctx.runtime.pull_image(image, None, sandbox_config).await.map_err(|e| e.to_string());
+            let pulled = self.ctx.runtime.pull_image(image, None, sandbox_config).await;
+            return pulled.map(|image_ref| (image_ref, None)).map_err(|e| e.to_string());
         }
         let mut errors = Vec::new();
         for credential in tries {
-            let auth =
-                AuthConfig { username: credential.username, password: credential.password, ..Default::default() };
+            let auth = AuthConfig {
+                username: credential.username.clone(),
+                password: credential.password.clone(),
+                ..Default::default()
+            };
             match self.ctx.runtime.pull_image(image, Some(&auth), sandbox_config).await {
-                Ok(image_ref) => return Ok(image_ref),
+                Ok(image_ref) => return Ok((image_ref, Some(credential))),
                 Err(e) => errors.push(e.to_string()),
             }
         }
         Err(podwright_api::go::aggregate(errors))
+    }
+
+    /// Whether the pod holding `secrets` may use `image` (repository `repository`), present
+    /// as `image_ref`, without pulling it (the kubelet's `MustAttemptImagePull`). Ok: the
+    /// `Pulled` event's message.
+    fn may_use(&self, image: &str, repository: &str, image_ref: &str, secrets: &[Secret]) -> Result<String, ()> {
+        // Only the pod's own secrets' credentials can prove anything: the node's are every pod's.
+        let presented: Vec<PullSecret> = match credentials::secrets_keyring(secrets) {
+            Ok(keyring) => {
+                keyring.lookup(repository).iter().filter_map(|c| Some(PullSecret::new(c.source.as_ref()?, c))).collect()
+            }
+            // The pull that follows words the error.
+            Err(_) => Vec::new(),
+        };
+        match self.records.check(image, repository, image_ref, &presented) {
+            Verdict::MustPull => Err(()),
+            Verdict::PodCredentials { .. } | Verdict::Exempt | Verdict::NodeWide => Ok(wording::accessible(image)),
+        }
+    }
+
+    /// A pod with pull policy `Never` cannot have `image`: absent, or not its to use (the
+    /// kubelet words both alike, so as not to tell a pod what another pulled).
+    fn never_pull(&self, pod: &Pod, sc: &SpecContainer<'_>, image: &str) -> StartFailure {
+        let msg = format!("Container image \"{image}\" is not present with pull policy of Never");
+        self.ctx.event(pod, Some(sc), EventType::Warning, "ErrImageNeverPull", msg.clone());
+        self.ctx.event(pod, Some(sc), EventType::Warning, "Failed", "Error: ErrImageNeverPull".into());
+        self.ctx.failure(StartFailureReason::ErrImageNeverPull, msg)
     }
 
     /// A pull that failed with `error`: the kubelet's events and `ErrImagePull`.

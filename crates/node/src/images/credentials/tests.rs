@@ -3,7 +3,7 @@ use k8s_openapi::ByteString;
 use std::path::Path;
 
 fn cred(user: &str, password: &str) -> Credential {
-    Credential { username: user.into(), password: password.into() }
+    Credential { username: user.into(), password: password.into(), source: None }
 }
 
 fn keyring(config: &[(&str, Credential)]) -> Keyring {

@@ -65,7 +65,7 @@ mod tests {
     }
 
     fn response(password: &str, duration: Option<u64>) -> Response {
-        let credential = Credential { username: "u".into(), password: password.into() };
+        let credential = Credential { username: "u".into(), password: password.into(), source: None };
         Response {
             cache_key_type: "Image".into(),
             cache_duration: duration.map(Duration::from_secs),

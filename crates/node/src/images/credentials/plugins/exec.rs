@@ -113,7 +113,7 @@ pub(super) fn parse_response(api_version: &str, stdout: &[u8]) -> Result<Respons
     let auth = raw
         .auth
         .into_iter()
-        .map(|(pattern, a)| (pattern, Credential { username: a.username, password: a.password }))
+        .map(|(pattern, a)| (pattern, Credential { username: a.username, password: a.password, source: None }))
         .collect();
     Ok(Response { cache_key_type: raw.cache_key_type, cache_duration, auth })
 }
