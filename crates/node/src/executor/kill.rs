@@ -134,17 +134,10 @@ impl Executor {
     /// stops the sandboxes. Returns whether every stop succeeded.
     pub(super) async fn kill_pod(&self, sync: &PodSync<'_>, grace: Duration) -> bool {
         let pod = sync.pod;
-        // One prepared ahead of its turn never ran: nothing to stop, as the kubelet stops only
-        // the containers that run. It is removed instead, so that none is left behind in a
-        // sandbox that goes with the pod's stop (a new sandbox's status would show it).
-        let (prepared, running): (Vec<&ObservedContainer>, Vec<&ObservedContainer>) =
-            sync.observed.containers.iter().filter(|c| c.state.is_live()).partition(|c| self.is_prepared(&c.id));
-        for c in prepared {
-            if let Err(e) = self.ctx.runtime.remove_container(&c.id).await {
-                tracing::debug!(%e, container = %c.name, "could not remove a container prepared ahead of its turn");
-            }
-            self.forget(&c.id);
-        }
+        // One prepared ahead of its turn never ran: nothing to stop (the plan removes it), as
+        // the kubelet stops only the containers that run.
+        let running: Vec<&ObservedContainer> =
+            sync.observed.containers.iter().filter(|c| c.state.is_live() && !self.is_prepared(&c.id)).collect();
         let ip = sync.pod_ip();
         let waits = termination_waits(pod, &running);
         let (done_tx, done_rx): (Vec<_>, Vec<_>) = running.iter().map(|_| watch::channel(false)).unzip();
