@@ -528,10 +528,11 @@ impl PodWorker {
             }
             let p = plan_in_phase(&ctx, phase);
             // Counted once the planner has said which instances were created ahead of their
-            // turn: those say nothing yet, not even their count. An interrupted instance never
-            // ran either: its replacement takes its restart count.
+            // turn: those say nothing yet, not even their count, and a stranded one never will.
+            // An interrupted instance never ran either: its replacement takes its restart count.
             let early: Vec<String> = decide::early_instances(&ctx).map(|c| c.id.clone()).collect();
-            self.memory.count_restarts(observed.containers.iter().filter(|c| !early.contains(&c.id)));
+            let said = |c: &&ObservedContainer| !early.contains(&c.id) && !observed.stranded(c);
+            self.memory.count_restarts(observed.containers.iter().filter(said));
             let finished = phase.is_terminal() && p.actions.is_empty();
             if previous.as_deref() != Some(&status) || finished {
                 // The kubelet's pod start: its first status in phase Running after Pending.

@@ -230,8 +230,19 @@ impl Observed {
     /// in the current sandbox, since a new sandbox runs every init container again whatever
     /// records of an older one are left (a removal that failed, an agent killed before it
     /// removed them: kubernetes #124002 and #137710); an app container's in any sandbox.
+    /// An instance [stranded](Self::stranded) in an older sandbox counts for nothing.
     pub fn counts(&self, c: &ObservedContainer) -> bool {
-        !c.kind.is_init_list() || self.sandbox.as_ref().is_none_or(|s| s.id == c.sandbox_id)
+        !self.stranded(c) && (!c.kind.is_init_list() || self.sandbox.as_ref().is_none_or(|s| s.id == c.sandbox_id))
+    }
+
+    /// Whether `c` was created and never started in a sandbox that is not the pod's current one
+    /// (or with no sandbox left): one prepared ahead of its turn (the pipelined start), or whose
+    /// creator died before starting it, when its sandbox died, and whose removal failed or has
+    /// not happened yet. It can never run: the planner removes it, at every pass until that
+    /// succeeds, and never starts it; the status never shows it, neither as the state nor as
+    /// the last state, nor its restart count.
+    pub fn stranded(&self, c: &ObservedContainer) -> bool {
+        c.state == RunState::Created && self.sandbox.as_ref().is_none_or(|s| s.id != c.sandbox_id)
     }
 
     /// Instances of `name` that count, newest first.
@@ -249,16 +260,21 @@ impl Observed {
 
     /// Container `name`'s restart count: the highest of its instances', whichever sandbox
     /// they are in, or that of the last instance it had when the runtime holds none any more;
-    /// `None` for a container that never had one.
+    /// `None` for a container that never had one. Every instance the runtime holds counts here,
+    /// so that a new one never takes the attempt of one still there.
     pub fn restart_count(&self, name: &str) -> Option<i32> {
-        self.restart_count_beside(name, None)
+        self.highest_restart_count(name, |_| true)
     }
 
-    /// [`Self::restart_count`] as if instance `hidden` were not there (one created ahead of its
-    /// turn, which says nothing yet).
+    /// The restart count the status shows: [`Self::restart_count`] as if instance `hidden` (one
+    /// created ahead of its turn, which says nothing yet) and the [stranded](Self::stranded)
+    /// ones (which never will) were not there.
     pub fn restart_count_beside(&self, name: &str, hidden: Option<&str>) -> Option<i32> {
-        let shown = |c: &&ObservedContainer| c.name == name && Some(c.id.as_str()) != hidden;
-        let seen = self.containers.iter().filter(shown).map(|c| c.restart_count).max();
+        self.highest_restart_count(name, |c| Some(c.id.as_str()) != hidden && !self.stranded(c))
+    }
+
+    fn highest_restart_count(&self, name: &str, shown: impl Fn(&ObservedContainer) -> bool) -> Option<i32> {
+        let seen = self.containers.iter().filter(|c| c.name == name && shown(c)).map(|c| c.restart_count).max();
         seen.max(self.restart_counts.get(name).copied())
     }
 

@@ -159,8 +159,10 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
             }
             p.actions.push(Action::KillPod { grace });
         }
-        // What was created ahead of its turn will never have one.
-        for c in decide::early_instances(ctx) {
+        // What was created ahead of its turn will never have one, and what is stranded in an
+        // older sandbox never runs.
+        let stranded = ctx.observed.containers.iter().filter(|c| ctx.observed.stranded(c));
+        for c in decide::early_instances(ctx).chain(stranded) {
             p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
         }
         return p;
@@ -549,7 +551,8 @@ fn restart_all(ctx: &PodContext, source: &SpecContainer, p: &mut Plan) {
 /// and the newest exited one before it (`state` and `lastState`, for kubectl's `RESTARTS 1 (5s
 /// ago)` and `logs --previous`); older dead ones are removed, as the kubelet's pruning and
 /// container GC do, and so are init containers and sidecars of an older sandbox, not running,
-/// that a new sandbox's removal left behind.
+/// that a new sandbox's removal left behind, and instances of any container stranded there
+/// (`Observed::stranded`), created and never started.
 fn prune_dead(ctx: &PodContext, p: &mut Plan) {
     let stale = ctx.observed.containers.iter().filter(|c| !ctx.observed.counts(c) && c.state != RunState::Running);
     for c in stale {

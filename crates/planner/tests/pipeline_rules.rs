@@ -285,3 +285,89 @@ fn a_prepared_app_container_is_no_evidence_of_initialization() {
     // A definition changed since: removed (created again from the new one after i1's exit).
     assert_stale_goes_alone(&["i1"], "app", "i1");
 }
+
+/// The pod's second sandbox, made after the first (`sb1`, where the helpers' instances are) died.
+fn second_sandbox(w: World) -> World {
+    let sb2 = podwright_planner::ObservedSandbox { id: "sb2".into(), attempt: 1, ..sandbox() };
+    World { observed: podwright_planner::Observed { sandbox: Some(sb2), ..w.observed }, ..w }
+}
+
+/// `c`, made in the second sandbox.
+fn in_sb2(c: ObservedContainer) -> ObservedContainer {
+    ObservedContainer { sandbox_id: "sb2".into(), ..c }
+}
+
+#[test]
+fn a_prepared_container_stranded_in_a_dead_sandbox_is_removed_at_every_pass_never_started_nor_shown() {
+    // The app was prepared in sb1 with i1's start; sb1 died, the removal of the app failed,
+    // and sb2 runs the pod again: i1 has exited 0 there.
+    let p = pod(&["i1"], &["app"], "Always");
+    let stranded = created(&p, "app", 0, 2);
+    let w = second_sandbox(World::new(p.clone()).with(stranded)).with(in_sb2(exited(&p, "i1", 1, 0, 5, 6))).at(7);
+    let plan = w.plan();
+    assert!(plan.initialized);
+    // Removed again, before a new instance is made (never started as it is, nor stopped): its
+    // attempt is not taken again while it is there.
+    let new_app =
+        Action::StartContainer { kind: App, index: 0, restart_count: 1, pull: PullPolicy::IfNotPresent, created: None };
+    assert_eq!(plan.actions, vec![Action::RemoveContainer { id: "app-0".into(), name: "app".into() }, new_app]);
+    // Not shown: the app waits, as one not yet created.
+    assert_not_there(&app_status(&w, "app"), 0);
+    // The new instance's start failed and left it created in sb2, the removal failed once more:
+    // removed again, the new one started as it is once the failure's wait is over, and neither
+    // shows (neither as the state nor as the last state) until the new one runs.
+    let mut w = w.with(in_sb2(created(&p, "app", 1, 7))).at(8);
+    let failure = StartFailure { reason: StartFailureReason::RunContainerError, message: "no".into(), at: t(7) };
+    w.observed.start_failures.insert("app".into(), failure);
+    let st = app_status(&w, "app");
+    assert_eq!(st.container_id, None, "{st:?}");
+    assert_eq!(st.last_state, None, "{st:?}");
+    assert_eq!(st.restart_count, 0, "{st:?}");
+    assert_eq!(removes(&w.plan()), vec!["app-0".to_string()]);
+    assert_eq!(starts(&w.plan()), vec![]);
+    let later = w.clone().at(20);
+    let plan = later.plan();
+    assert_eq!(removes(&plan), vec!["app-0".to_string()]);
+    let started: Vec<_> = plan.actions.iter().filter(|a| matches!(a, Action::StartContainer { .. })).collect();
+    assert_eq!(
+        started,
+        vec![&Action::StartContainer {
+            kind: App,
+            index: 0,
+            restart_count: 1,
+            pull: PullPolicy::IfNotPresent,
+            created: Some("app-1".into()),
+        }]
+    );
+    // Once the new one runs, it is the one shown; the stranded one is no last state.
+    let mut runs = later.at(22);
+    runs.observed.containers[2] = in_sb2(running(&p, "app", 1, 21));
+    runs.observed.start_failures.clear();
+    let st = app_status(&runs, "app");
+    assert_eq!(st.container_id.as_deref(), Some("containerd://app-1"), "{st:?}");
+    assert_eq!(st.last_state, None, "{st:?}");
+    assert_eq!(removes(&runs.plan()), vec!["app-0".to_string()]);
+}
+
+#[test]
+fn a_container_stranded_in_a_dead_sandbox_goes_whatever_the_pod_does() {
+    let p = pod(&["i1", "i2"], &["app"], "Always");
+    // A prepared init container, while i1 runs in sb2: removed, and prepared again in sb2 with
+    // the next attempt (not the one it still takes), and not shown.
+    let w =
+        second_sandbox(World::new(p.clone()).with(created(&p, "i2", 0, 2))).with(in_sb2(running(&p, "i1", 1, 5))).at(6);
+    assert_eq!(w.plan().actions, vec![Action::RemoveContainer { id: "i2-0".into(), name: "i2".into() }, prepare(1, 1)]);
+    assert_not_there(&init_status(&w, "i2"), 0);
+    // The pod deleted: stopped, and the stranded one removed too (it is nothing to stop).
+    let mut deleted = w.clone();
+    deleted.deleting = true;
+    let plan = deleted.plan();
+    assert!(matches!(plan.actions[0], Action::KillPod { .. }), "{plan:?}");
+    assert_eq!(removes(&plan), vec!["i2-0".to_string()]);
+    // No sandbox left at all: every created instance is stranded; a finished pod still
+    // removes it, and shows nothing of it.
+    let mut gone = World::new(p.clone()).with(exited(&p, "i1", 0, 1, 1, 2)).with(created(&p, "app", 3, 2)).at(3);
+    gone.deleting = true;
+    assert_eq!(removes(&gone.plan()), vec!["app-3".to_string()]);
+    assert_not_there(&app_status(&gone, "app"), 0);
+}

@@ -134,10 +134,11 @@ impl Executor {
     /// stops the sandboxes. Returns whether every stop succeeded.
     pub(super) async fn kill_pod(&self, sync: &PodSync<'_>, grace: Duration) -> bool {
         let pod = sync.pod;
-        // One prepared ahead of its turn never ran: nothing to stop (the plan removes it), as
-        // the kubelet stops only the containers that run.
+        // One prepared ahead of its turn, or stranded in an older sandbox, never ran: nothing to
+        // stop (the plan removes it), as the kubelet stops only the containers that run.
+        let never_ran = |c: &ObservedContainer| self.is_prepared(&c.id) || sync.observed.stranded(c);
         let running: Vec<&ObservedContainer> =
-            sync.observed.containers.iter().filter(|c| c.state.is_live() && !self.is_prepared(&c.id)).collect();
+            sync.observed.containers.iter().filter(|c| c.state.is_live() && !never_ran(c)).collect();
         let ip = sync.pod_ip();
         let waits = termination_waits(pod, &running);
         let (done_tx, done_rx): (Vec<_>, Vec<_>) = running.iter().map(|_| watch::channel(false)).unzip();

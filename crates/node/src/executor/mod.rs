@@ -71,7 +71,8 @@ pub(crate) struct Executor {
     pub deferred: Arc<Deferring>,
     /// Instances prepared ahead of their turn and not yet started, with their pod's UID and
     /// their field path: their events (their `Created` one included) wait for their start.
-    pub prepared: Mutex<HashMap<String, (String, String)>>,
+    /// `None` once the removal of one failed: still there, never to start, its events gone.
+    pub prepared: Mutex<HashMap<String, Option<(String, String)>>>,
 }
 
 /// The pod a pass acts on, and what it acts with.
@@ -102,9 +103,22 @@ impl Executor {
         self.prepared.lock().unwrap_or_else(|e| e.into_inner()).contains_key(id)
     }
 
-    /// Takes `id` out of the prepared instances: whose pod and field path it was, if it was one.
+    /// Takes `id` out of the prepared instances: whose pod and field path its held-back events
+    /// have, if it was one and they are still held.
     fn unprepare(&self, id: &str) -> Option<(String, String)> {
-        self.prepared.lock().unwrap_or_else(|e| e.into_inner()).remove(id)
+        self.prepared.lock().unwrap_or_else(|e| e.into_inner()).remove(id).flatten()
+    }
+
+    /// A removal the plan asked for failed: the instance is still there, and the next pass's
+    /// plan removes it again, so it is not forgotten (one prepared ahead of its turn is still
+    /// no container to stop). It will never start: its held-back events go now, so that they
+    /// do not hold back those of a later instance of its container, which a later forgetting
+    /// of this one does not touch.
+    fn removal_failed(&self, id: &str) {
+        let held = self.prepared.lock().unwrap_or_else(|e| e.into_inner()).get_mut(id).and_then(Option::take);
+        if let Some((uid, path)) = held {
+            self.deferred.discard(&uid, path);
+        }
     }
 
     /// Runs the actions in order, each to its end: container starts one after another, as
@@ -145,12 +159,13 @@ impl Executor {
                     };
                     result.reset.extend(ended.map(|t| (name, t)));
                 }
-                Action::RemoveContainer { id, .. } => {
-                    if let Err(e) = self.ctx.runtime.remove_container(&id).await {
+                Action::RemoveContainer { id, .. } => match self.ctx.runtime.remove_container(&id).await {
+                    Ok(()) | Err(podwright_runtime::RuntimeError::NotFound(_)) => self.forget(&id),
+                    Err(e) => {
                         tracing::debug!(%e, "remove failed");
+                        self.removal_failed(&id);
                     }
-                    self.forget(&id);
-                }
+                },
                 Action::PrepareContainer { kind, index, restart_count, pull } => {
                     // After a start of this pass, which went with it unless it failed.
                     let (Some(sc), Some(sandbox)) = (pod::find(pod, kind, index), observed.sandbox.as_ref()) else {

@@ -173,7 +173,7 @@ impl Executor {
         self.deferred.hold(&uid, path.clone());
         match self.create_container(sync, sc, restart_count, pull, sandbox).await {
             Ok(made) => {
-                self.prepared.lock().unwrap_or_else(|e| e.into_inner()).insert(made.id, (uid, path));
+                self.prepared.lock().unwrap_or_else(|e| e.into_inner()).insert(made.id, Some((uid, path)));
                 true
             }
             Err(f) => {
