@@ -585,11 +585,12 @@ impl PodWorker {
                 if let Some(took) = result.first_start.and_then(|at| self.transition.started(at)) {
                     self.deps.ctx.metrics.transition(took);
                 }
-                let kill_failed = result.kill_failed;
+                let failed = result.kill_failed || result.removal_failed;
                 self.fold(result);
                 self.pass_done(kind, pass_start);
-                if kill_failed {
-                    // Not at once: a runtime that fails every stop would be asked in a loop.
+                if failed {
+                    // Not at once: a runtime that fails every stop or removal would be asked in
+                    // a loop.
                     tokio::select! {
                         biased;
                         _ = bell.notified() => {}

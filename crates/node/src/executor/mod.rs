@@ -48,6 +48,9 @@ pub struct SyncResult {
     /// ends there: nothing is started beside an instance that may still run, no new sandbox
     /// beside an old one, and a reset's source is not removed before the rest.
     pub kill_failed: bool,
+    /// A removal failed; the rest of the pass was done, and the next pass's plan asks for it
+    /// again.
+    pub removal_failed: bool,
     /// An in-place resize was attempted: the containers (by name) it resized, or why not.
     pub resized: Option<Result<Vec<String>, String>>,
     /// Instances a reset (`RestartAllContainers`) removed, by container name, and how they
@@ -164,6 +167,7 @@ impl Executor {
                     Err(e) => {
                         tracing::debug!(%e, "remove failed");
                         self.removal_failed(&id);
+                        result.removal_failed = true;
                     }
                 },
                 Action::PrepareContainer { kind, index, restart_count, pull } => {
