@@ -5,7 +5,7 @@ use crate::context::NodeContext;
 use crate::cri::dns::{ClusterDns, HOST_RESOLV_CONF, ResolvConf};
 use crate::cri::pod_configs::PodConfigs;
 use crate::downward::{NodeFacts, NodeStorage};
-use crate::events::{EventLog, EventSink};
+use crate::events::{Deferring, EventLog, EventSink};
 use crate::executor::{Executor, remove};
 use crate::images::credentials::{CredentialPlugins, DockerConfigPaths, PluginConfig};
 use crate::images::gc::{ImageGc, ImageGcPolicy};
@@ -223,7 +223,8 @@ impl Node {
             .filter(ImageGcPolicy::enabled)
             .map(|policy| ImageGc::start(runtime.clone(), events.clone(), facts.name.clone(), clock, policy));
         let objects = self.objects.unwrap_or_else(|| Arc::new(FixedObjects::default()));
-        let ctx = NodeContext { runtime, clock, root: self.root.clone(), events, metrics };
+        let deferred = Arc::new(Deferring::new(events));
+        let ctx = NodeContext { runtime, clock, root: self.root.clone(), events: deferred.clone(), metrics };
         let configs = PodConfigs {
             root: self.root.clone(),
             dns: self.cluster_dns.unwrap_or_else(host_dns),
@@ -240,8 +241,15 @@ impl Node {
             gc,
             records: PullRecords::new(&self.root, self.image_verification),
         };
-        let executor =
-            Executor { ctx: ctx.clone(), configs, images, dispatcher: dispatcher.clone(), log_sink: self.log_sink };
+        let executor = Executor {
+            ctx: ctx.clone(),
+            configs,
+            images,
+            dispatcher: dispatcher.clone(),
+            log_sink: self.log_sink,
+            deferred,
+            prepared: Default::default(),
+        };
         let deps = WorkerDeps {
             ctx,
             executor: Arc::new(executor),

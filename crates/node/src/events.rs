@@ -5,7 +5,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub(crate) mod wording;
 
@@ -304,6 +304,76 @@ fn hostname() -> Option<String> {
     HOST.get_or_init(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok().map(|s| s.trim().to_string())).clone()
 }
 
+/// One container's events held back: the pod, the field path, and each event as it was
+/// recorded.
+type Held = (Pod, Vec<(EventType, String, String, Timestamp)>);
+
+/// The node's event sink, holding back the events of containers prepared ahead of their turn
+/// (the pipelined start: their pull and creation happen while the init container before them
+/// runs) until they start, and dropping them should they never start: a container that never
+/// ran has no events, as with the kubelet.
+pub(crate) struct Deferring {
+    inner: Arc<dyn EventSink>,
+    /// By pod UID and field path.
+    held: Mutex<HashMap<(String, String), Option<Held>>>,
+}
+
+impl Deferring {
+    pub fn new(inner: Arc<dyn EventSink>) -> Deferring {
+        Deferring { inner, held: Mutex::default() }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Option<Held>>> {
+        self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Holds back the events of pod `uid`'s container at `field_path` from now on.
+    pub fn hold(&self, uid: &str, field_path: String) {
+        self.lock().insert((uid.to_string(), field_path), None);
+    }
+
+    /// Records what was held back, when it happened, and holds nothing back any more.
+    pub fn release(&self, uid: &str, field_path: String) {
+        let held = self.lock().remove(&(uid.to_string(), field_path.clone())).flatten();
+        if let Some((pod, events)) = held {
+            for (kind, reason, message, at) in events {
+                self.inner.record(&pod, Some(field_path.clone()), kind, &reason, message, at);
+            }
+        }
+    }
+
+    /// Forgets what was held back, and holds nothing back any more.
+    pub fn discard(&self, uid: &str, field_path: String) {
+        self.lock().remove(&(uid.to_string(), field_path));
+    }
+}
+
+impl EventSink for Deferring {
+    fn record(
+        &self,
+        pod: &Pod,
+        field_path: Option<String>,
+        kind: EventType,
+        reason: &str,
+        message: String,
+        now: Timestamp,
+    ) {
+        if let Some(path) = &field_path {
+            let key = (pod.metadata.uid.clone().unwrap_or_default(), path.clone());
+            if let Some(held) = self.lock().get_mut(&key) {
+                let (_, events) = held.get_or_insert_with(|| (pod.clone(), Vec::new()));
+                events.push((kind, reason.to_string(), message, now));
+                return;
+            }
+        }
+        self.inner.record(pod, field_path, kind, reason, message, now);
+    }
+
+    fn record_node(&self, node: &str, kind: EventType, reason: &str, message: String, now: Timestamp) {
+        self.inner.record_node(node, kind, reason, message, now);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,5 +429,34 @@ mod tests {
         assert_eq!((o.kind.as_deref(), o.name.as_deref(), o.uid.as_deref()), (Some("Node"), Some("n1"), Some("n1")));
         assert_eq!((o.namespace.as_deref(), o.api_version.as_deref()), (None, None));
         assert_eq!(evs[1].involved_object.kind.as_deref(), Some("Pod"));
+    }
+
+    #[test]
+    fn a_prepared_containers_events_wait_for_its_start_and_go_if_it_never_has_one() {
+        let log = Arc::new(EventLog::default());
+        let sink = Deferring::new(log.clone());
+        let (a, b) = (pod("a", "ua"), pod("b", "ub"));
+        let fp = "spec.initContainers{i2}".to_string();
+        sink.hold("ua", fp.clone());
+        sink.record(&a, Some(fp.clone()), EventType::Normal, "Pulled", "present".into(), t(1));
+        // Another container's, another pod's: at once.
+        sink.record(&a, Some("spec.initContainers{i1}".into()), EventType::Normal, "Started", "i1".into(), t(2));
+        sink.record(&b, Some(fp.clone()), EventType::Normal, "Pulled", "present".into(), t(2));
+        let reasons = |log: &EventLog| log.snapshot().into_iter().map(|e| e.involved_object.uid).collect::<Vec<_>>();
+        assert_eq!(reasons(&log), [Some("ua".to_string()), Some("ub".to_string())]);
+        sink.release("ua", fp.clone());
+        let evs = log.snapshot();
+        let held = evs.iter().find(|e| {
+            e.involved_object.field_path.as_deref() == Some(fp.as_str())
+                && e.involved_object.uid.as_deref() == Some("ua")
+        });
+        assert_eq!(held.map(|e| e.first_timestamp.clone()), Some(Some(Time(t(1)))), "{evs:?}");
+        // Discarded: never recorded; and nothing is held back afterwards.
+        sink.hold("ub", fp.clone());
+        sink.record(&b, Some(fp.clone()), EventType::Warning, "Failed", "no".into(), t(3));
+        sink.discard("ub", fp.clone());
+        sink.record(&b, Some(fp.clone()), EventType::Normal, "Created", "yes".into(), t(4));
+        let reasons: Vec<_> = log.snapshot().into_iter().filter_map(|e| e.reason).collect();
+        assert!(!reasons.contains(&"Failed".to_string()) && reasons.contains(&"Created".to_string()), "{reasons:?}");
     }
 }

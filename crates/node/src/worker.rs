@@ -15,18 +15,19 @@ use crate::pleg::Dispatcher;
 use crate::pod_update::{Cancel, Desired, PodUpdate};
 use crate::probes::prober::Prober;
 use crate::sinks::StatusSink;
+use crate::termination_message;
 use crate::volumes;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStateTerminated, HostIP, Pod, PodStatus};
 use podwright_planner::Curve;
-use podwright_planner::decide::pull_key;
+use podwright_planner::decide::{self, pull_key};
 use podwright_planner::pod;
 use podwright_planner::resize::{self, Allocate, Allocation, NodeRoom, POD_LEVEL, ResizeError, ResizeState};
 use podwright_planner::{
     Action, Backoff, ContainerKind, Eviction, Observed, ObservedContainer, Phase, PodContext, RunState, StartFailure,
     StartFailureReason, plan_in_phase, pod_status_and_phase,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -102,11 +103,13 @@ struct Memory {
     reset_terminations: BTreeMap<String, ContainerStateTerminated>,
     /// See `Observed::recursive_read_only_supported`, once asked.
     recursive_read_only_supported: Option<bool>,
+    /// See `Observed::prepare_failed`.
+    prepare_failed: BTreeSet<String>,
 }
 
 impl Memory {
     /// Takes in the restart counts of the instances observed.
-    fn count_restarts(&mut self, containers: &[ObservedContainer]) {
+    fn count_restarts<'a>(&mut self, containers: impl Iterator<Item = &'a ObservedContainer>) {
         for c in containers {
             match self.restart_counts.get_mut(&c.name) {
                 Some(n) if *n >= c.restart_count => continue,
@@ -233,6 +236,7 @@ impl PodWorker {
             resize: ResizeState { actuated, ..Default::default() },
             reset_terminations,
             recursive_read_only_supported: None,
+            prepare_failed: BTreeSet::new(),
         };
         let gauges = PodGauges::new(deps.ctx.metrics.clone());
         let running = pod.clone();
@@ -317,7 +321,9 @@ impl PodWorker {
             // A new instance starts with what is allocated to it.
             actuated |= actuate(m, &name);
             m.start_failures.remove(&name);
+            m.prepare_failed.remove(&name);
         }
+        m.prepare_failed.extend(result.prepare_failed);
         match result.resized {
             Some(Ok(names)) => {
                 // The pod cgroup was given the allocated pod's size too.
@@ -461,6 +467,7 @@ impl PodWorker {
             for c in &containers {
                 self.deps.dispatcher.register(&c.id, &bell);
             }
+            let containers = self.take_completions(&uid, containers);
             let now = self.deps.ctx.clock.now();
             // The eviction manager acts on active pods only: not on one being deleted or ended.
             let ended =
@@ -473,8 +480,6 @@ impl PodWorker {
             let kind = pass_kind.take().unwrap_or(if deletion.is_some() { PassKind::Kill } else { PassKind::Sync });
             let (interrupted, containers): (Vec<_>, Vec<_>) =
                 containers.into_iter().partition(|c| c.start_interrupted());
-            // An interrupted instance never ran: its replacement takes its restart count.
-            self.memory.count_restarts(&containers);
             let mut observed = Observed {
                 sandbox: sandboxes.last().cloned(),
                 containers,
@@ -488,6 +493,7 @@ impl PodWorker {
                 resize: self.memory.resize.clone(),
                 reset_terminations: self.memory.reset_terminations.clone(),
                 recursive_read_only_supported: self.recursive_read_only_supported().await,
+                prepare_failed: self.memory.prepare_failed.clone(),
             };
             // The kubelet's generateAPIPodStatus and SyncPod: a pod on the host's network has
             // the node's IP for its own, in its status and for its containers, probes and hooks.
@@ -521,6 +527,12 @@ impl PodWorker {
                 status.host_ips = Some(vec![HostIP { ip: ip.clone() }]);
             }
             let p = plan_in_phase(&ctx, phase);
+            // Counted once the planner has said which instances were created ahead of their
+            // turn: those say nothing yet, not even their count, and a stranded one never will.
+            // An interrupted instance never ran either: its replacement takes its restart count.
+            let early: Vec<String> = decide::early_instances(&ctx).map(|c| c.id.clone()).collect();
+            let said = |c: &&ObservedContainer| !early.contains(&c.id) && !observed.stranded(c);
+            self.memory.count_restarts(observed.containers.iter().filter(said));
             let finished = phase.is_terminal() && p.actions.is_empty();
             if previous.as_deref() != Some(&status) || finished {
                 // The kubelet's pod start: its first status in phase Running after Pending.
@@ -573,11 +585,12 @@ impl PodWorker {
                 if let Some(took) = result.first_start.and_then(|at| self.transition.started(at)) {
                     self.deps.ctx.metrics.transition(took);
                 }
-                let kill_failed = result.kill_failed;
+                let failed = result.kill_failed || result.removal_failed;
                 self.fold(result);
                 self.pass_done(kind, pass_start);
-                if kill_failed {
-                    // Not at once: a runtime that fails every stop would be asked in a loop.
+                if failed {
+                    // Not at once: a runtime that fails every stop or removal would be asked in
+                    // a loop.
                     tokio::select! {
                         biased;
                         _ = bell.notified() => {}
@@ -603,6 +616,28 @@ impl PodWorker {
                 _ = objects.changed(), if watches_objects => self.objects_changed(),
             }
         }
+    }
+
+    /// Containers (init and app, not sidecars) that exited 0 by the runtime's event while its
+    /// record still shows them running (or starting): exited, as the record will say tens of ms
+    /// later, with the termination message it will carry, so that the next init container
+    /// (prepared ahead, or not), the app containers, or the pod's end come now. Other exits wait
+    /// for the record, which alone says `OOMKilled`, and for which nothing waits as much.
+    fn take_completions(&self, uid: &str, mut containers: Vec<ObservedContainer>) -> Vec<ObservedContainer> {
+        let dispatcher = &self.deps.dispatcher;
+        for c in containers.iter_mut().filter(|c| c.kind != ContainerKind::Sidecar && c.state.is_live()) {
+            dispatcher.await_completion(&c.id);
+            if let Some(at) = dispatcher.completed(&c.id) {
+                (c.state, c.exit_code, c.reason, c.finished_at) = (RunState::Exited, 0, "Completed".into(), Some(at));
+                c.started_at.get_or_insert(at);
+                // Exit 0: the file alone, whatever the policy.
+                let message = termination_message::read(&self.deps.ctx.root, uid, &c.name, c.restart_count, "File", 0);
+                if let Some(m) = message {
+                    c.message = m;
+                }
+            }
+        }
+        containers
     }
 
     /// A ConfigMap or Secret changed: what failed for want of one is tried again at once, and

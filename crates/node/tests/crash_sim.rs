@@ -162,3 +162,61 @@ async fn the_checker_sees_a_phase_leave_failed_and_a_restart_count_go_down() {
     checker.status(&update("Failed", 1), 2);
     assert_eq!(checker.violation.expect("a violation").detail, "a0's restartCount went from 2 to 1");
 }
+
+/// The pipelined start's instance of `name` created ahead of its turn, in a pod of init
+/// containers i0, i1 and app a0 while `runs` runs: it must not be in a status until the init
+/// container before it (for the app, the last one) has succeeded; then it may (an instance that
+/// never started). Returns the violation's detail before.
+async fn check_created_ahead(runs: &str, name: &str, list: &str) -> String {
+    let clock = Clock::starting_at(epoch());
+    let fake = FakeRuntime::new(clock);
+    fake.add_image(crash::IMAGE);
+    fake.record_changes(true);
+    let pod = pod_with(serde_json::json!({
+        "restartPolicy": "Always",
+        "initContainers": [{"name": "i0"}, {"name": "i1"}],
+        "containers": [{"name": "a0"}],
+    }));
+    let mut checker = Checker::new(fake.clone(), &pod, Trace::new(false, clock));
+    let sb = sandbox(&fake).await;
+    if runs == "i1" {
+        let first = start(&fake, &sb, "i0", 0).await;
+        fake.exit_container(&first, 0);
+    }
+    let running = start(&fake, &sb, runs, 0).await;
+    let config = ContainerConfig {
+        metadata: Some(ContainerMetadata { name: name.into(), attempt: 0 }),
+        image: Some(ImageSpec { image: crash::IMAGE.into(), ..Default::default() }),
+        ..Default::default()
+    };
+    let prepared = fake.create_container(&sb.0, &config, &sb.1).await.unwrap();
+    let showing = |id: &str| {
+        let status: PodStatus = serde_json::from_value(serde_json::json!({
+            "phase": "Pending",
+            list: [{"name": name, "image": crash::IMAGE, "imageID": "", "ready": false,
+                "restartCount": 0, "containerID": format!("containerd://{id}"), "state": {"waiting": {}}}],
+        }))
+        .unwrap();
+        PodUpdate { spec: Arc::new(pod.clone()), status: Some(Arc::new(status)), finished: false }
+    };
+    checker.status(&showing(&prepared), 1);
+    let v = checker.violation.take().expect("a violation");
+    assert_eq!(v.invariant, "prepared-unseen");
+    fake.exit_container(&running, 0);
+    checker.status(&showing(&prepared), 1);
+    assert_eq!(checker.violation, None);
+    v.detail
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_checker_sees_a_container_created_ahead_of_its_turn_in_a_status() {
+    let detail = check_created_ahead("i0", "i1", "initContainerStatuses").await;
+    assert_eq!(detail, "i1 shows i1#2, created ahead of its turn");
+}
+
+/// The app container is created while the last init container runs.
+#[tokio::test(start_paused = true)]
+async fn the_checker_sees_an_app_container_created_ahead_of_its_turn_in_a_status() {
+    let detail = check_created_ahead("i1", "a0", "containerStatuses").await;
+    assert_eq!(detail, "a0 shows a0#3, created ahead of its turn");
+}

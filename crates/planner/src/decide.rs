@@ -212,12 +212,14 @@ pub struct InitActions {
 /// whether all init containers have succeeded"; kubernetes#90271).
 pub fn initialized_before(ctx: &PodContext) -> bool {
     let Some(sandbox) = ctx.observed.sandbox.as_ref().map(|s| s.id.as_str()) else { return false };
-    ctx.observed.initialized_in.as_deref() == Some(sandbox)
-        || ctx
-            .observed
-            .containers
-            .iter()
-            .any(|c| c.kind == ContainerKind::App && c.sandbox_id == sandbox && c.state.is_live())
+    if ctx.observed.initialized_in.as_deref() == Some(sandbox) {
+        return true;
+    }
+    // An app container created ahead of its turn is no evidence: it waits for that very end.
+    let early: Vec<&str> = early_instances(ctx).map(|c| c.id.as_str()).collect();
+    ctx.observed.containers.iter().any(|c| {
+        c.kind == ContainerKind::App && c.sandbox_id == sandbox && c.state.is_live() && !early.contains(&c.id.as_str())
+    })
 }
 
 /// Scans the init containers from the last one back, as the kubelet does: records before the
@@ -234,7 +236,7 @@ pub fn init_actions(ctx: &PodContext) -> InitActions {
     let last = inits.len().saturating_sub(1);
     for (i, sc) in inits.iter().enumerate().rev() {
         let sidecar = sc.kind == ContainerKind::Sidecar;
-        let Some(c) = ctx.observed.newest(sc.name()) else {
+        let Some(c) = ctx.observed.newest(sc.name()).filter(|_| early(ctx, sc).is_none()) else {
             // A sidecar whose record is gone, in a pod past it: run it again.
             if later_ran && sidecar {
                 out.to_act.push(i);
@@ -279,6 +281,43 @@ pub fn init_actions(ctx: &PodContext) -> InitActions {
     // Found from the last one back; started in spec order.
     out.to_act.sort_unstable();
     out
+}
+
+/// The newest instance of `sc`, if it was created ahead of its turn (the pipelined start,
+/// `Action::PrepareContainer`): created and never started while the regular init container
+/// before it has not exited 0. For an app container that is the last init container, and its
+/// turn has come too once the pod is written down as initialized in the current sandbox (its
+/// records may be pruned since). Until its turn, it is nothing: no evidence of how far
+/// initialization got (kubernetes#140309 took a created container for one), never started,
+/// removed when the pod will not go on; should a podwright die meanwhile, the next one finds it
+/// the same way. Once its turn has come, it is an instance that never started, and is started
+/// as it is.
+pub fn early<'a>(ctx: &PodContext<'a>, sc: &SpecContainer) -> Option<&'a ObservedContainer> {
+    created_behind(ctx, sc).filter(|&(_, turn)| !turn).map(|(c, _)| c)
+}
+
+/// The newest instance of `sc` if it is created and never started behind a regular init
+/// container (the one before it, for an app container the last one), as the pipelined start
+/// makes them, and whether its turn has come. Such an instance is not in the status until it
+/// starts, its turn come or not: a container waits `PodInitializing` until it runs.
+pub fn created_behind<'a>(ctx: &PodContext<'a>, sc: &SpecContainer) -> Option<(&'a ObservedContainer, bool)> {
+    let before = match sc.kind {
+        ContainerKind::App => pod::init_containers(ctx.pod).last(),
+        _ => sc.index.checked_sub(1).and_then(|i| pod::init_containers(ctx.pod).nth(i)),
+    }?;
+    if before.kind != ContainerKind::Init {
+        return None;
+    }
+    let c = ctx.observed.newest(sc.name()).filter(|c| c.state == RunState::Created)?;
+    let sandbox = ctx.observed.sandbox.as_ref().map(|s| s.id.as_str());
+    let turn = ctx.observed.newest(before.name()).is_some_and(ObservedContainer::succeeded)
+        || (sc.kind == ContainerKind::App && sandbox.is_some() && ctx.observed.initialized_in.as_deref() == sandbox);
+    Some((c, turn))
+}
+
+/// The instances created ahead of their turn ([`early`]), of every container of the pod.
+pub fn early_instances<'a>(ctx: &PodContext<'a>) -> impl Iterator<Item = &'a ObservedContainer> {
+    pod::all_containers(ctx.pod).filter_map(|sc| early(ctx, &sc))
 }
 
 /// All app containers have exited in this sandbox and none will restart: the pod is finished

@@ -4,7 +4,7 @@
 use crate::words::{ProbeKind, StartFailureReason};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStateTerminated, LinuxContainerUser};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Which list of the pod spec a container comes from, and how it behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -211,6 +211,10 @@ pub struct Observed {
     pub interrupted: Vec<ObservedContainer>,
     /// The pod was evicted: it fails, whatever its containers say.
     pub eviction: Option<Eviction>,
+    /// Containers (by name) whose preparation (`Action::PrepareContainer`) failed since they
+    /// last started: not prepared again, so that a failing pull is not repeated at every pass;
+    /// their start pulls and creates as usual and says why.
+    pub prepare_failed: BTreeSet<String>,
     /// Its in-place resize, as the pod worker keeps it.
     pub resize: crate::resize::ResizeState,
     /// Whether the pod's runtime handler makes recursive read-only mounts, asked of the runtime
@@ -226,8 +230,19 @@ impl Observed {
     /// in the current sandbox, since a new sandbox runs every init container again whatever
     /// records of an older one are left (a removal that failed, an agent killed before it
     /// removed them: kubernetes #124002 and #137710); an app container's in any sandbox.
+    /// An instance [stranded](Self::stranded) in an older sandbox counts for nothing.
     pub fn counts(&self, c: &ObservedContainer) -> bool {
-        !c.kind.is_init_list() || self.sandbox.as_ref().is_none_or(|s| s.id == c.sandbox_id)
+        !self.stranded(c) && (!c.kind.is_init_list() || self.sandbox.as_ref().is_none_or(|s| s.id == c.sandbox_id))
+    }
+
+    /// Whether `c` was created and never started in a sandbox that is not the pod's current one
+    /// (or with no sandbox left): one prepared ahead of its turn (the pipelined start), or whose
+    /// creator died before starting it, when its sandbox died, and whose removal failed or has
+    /// not happened yet. It can never run: the planner removes it, at every pass until that
+    /// succeeds, and never starts it; the status never shows it, neither as the state nor as
+    /// the last state, nor its restart count.
+    pub fn stranded(&self, c: &ObservedContainer) -> bool {
+        c.state == RunState::Created && self.sandbox.as_ref().is_none_or(|s| s.id != c.sandbox_id)
     }
 
     /// Instances of `name` that count, newest first.
@@ -245,9 +260,21 @@ impl Observed {
 
     /// Container `name`'s restart count: the highest of its instances', whichever sandbox
     /// they are in, or that of the last instance it had when the runtime holds none any more;
-    /// `None` for a container that never had one.
+    /// `None` for a container that never had one. Every instance the runtime holds counts here,
+    /// so that a new one never takes the attempt of one still there.
     pub fn restart_count(&self, name: &str) -> Option<i32> {
-        let seen = self.containers.iter().filter(|c| c.name == name).map(|c| c.restart_count).max();
+        self.highest_restart_count(name, |_| true)
+    }
+
+    /// The restart count the status shows: [`Self::restart_count`] as if instance `hidden` (one
+    /// created ahead of its turn, which says nothing yet) and the [stranded](Self::stranded)
+    /// ones (which never will) were not there.
+    pub fn restart_count_beside(&self, name: &str, hidden: Option<&str>) -> Option<i32> {
+        self.highest_restart_count(name, |c| Some(c.id.as_str()) != hidden && !self.stranded(c))
+    }
+
+    fn highest_restart_count(&self, name: &str, shown: impl Fn(&ObservedContainer) -> bool) -> Option<i32> {
+        let seen = self.containers.iter().filter(|c| c.name == name && shown(c)).map(|c| c.restart_count).max();
         seen.max(self.restart_counts.get(name).copied())
     }
 

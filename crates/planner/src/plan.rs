@@ -30,6 +30,20 @@ pub enum Action {
         pull: PullPolicy,
         created: Option<String>,
     },
+    /// The pipelined start: pull (per `pull`) and create, never start, a new instance of the
+    /// init container after the regular one that runs (or starts earlier in this pass), or of
+    /// an app container when that one is the last init container, so that
+    /// once that one has exited 0 a later pass only has to start it (`StartContainer` with
+    /// `created`). Right after that one's start, it is done during it (the executor overlaps
+    /// them once that one is pulled and created, and skips it if that fails); should that start
+    /// fail later, the prepared instance is simply early. A failure is no start failure (the
+    /// start itself pulls and creates again and says why).
+    PrepareContainer {
+        kind: ContainerKind,
+        index: usize,
+        restart_count: i32,
+        pull: PullPolicy,
+    },
     KillContainer {
         id: String,
         name: String,
@@ -145,6 +159,12 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
             }
             p.actions.push(Action::KillPod { grace });
         }
+        // What was created ahead of its turn will never have one, and what is stranded in an
+        // older sandbox never runs.
+        let stranded = ctx.observed.containers.iter().filter(|c| ctx.observed.stranded(c));
+        for c in decide::early_instances(ctx).chain(stranded) {
+            p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
+        }
         return p;
     }
     if let Some(at) = decide::deadline_at(ctx) {
@@ -157,9 +177,10 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
     };
     // The init-containers proposal: changing an init container's image is equivalent to
     // restarting the pod. Everything stops, and every init container runs again in a new sandbox.
-    if pod::init_containers(ctx.pod)
-        .any(|sc| ctx.observed.newest(sc.name()).is_some_and(|c| definition_changed(&sc, c)))
-    {
+    // An instance created ahead of its turn never ran: it changes nothing, and goes if stale.
+    if pod::init_containers(ctx.pod).any(|sc| {
+        ctx.observed.newest(sc.name()).is_some_and(|c| definition_changed(&sc, c) && decide::early(ctx, &sc).is_none())
+    }) {
         restart_pod(ctx, &mut p, grace);
         return p;
     }
@@ -176,6 +197,7 @@ pub fn plan_in_phase(ctx: &PodContext, phase: Phase) -> Plan {
     for sc in init.to_act.iter().filter_map(|&i| inits.get(i)) {
         apply(ctx, sc, &mut p);
     }
+    prepare_next(ctx, &inits, init.initialized, &mut p);
     if init.initialized {
         for sc in pod::app_containers(ctx.pod) {
             apply(ctx, &sc, &mut p);
@@ -371,6 +393,52 @@ fn never_started<'a>(ctx: &'a PodContext, sc: &SpecContainer) -> Option<&'a Obse
     (c.state == RunState::Created && c.sandbox_id == sandbox.id && !definition_changed(sc, c)).then_some(c)
 }
 
+/// The pipelined start (after the pass's own actions, which it never delays): while a regular
+/// init container runs, or once it has started in this pass, the init container after it is
+/// pulled and created, so that the moment the running one exits 0 only its start remains. With
+/// the start of the last init container, when that is a regular one, the app containers are
+/// (the kubelet starts them all, in order, once it has exited 0), in that pass only: a pod whose
+/// last init container runs has nothing else to do, and one found so by a restarted podwright
+/// creates its app containers after that exit, as the kubelet does. After a sidecar, nothing
+/// (its turn comes with the sidecar's start, which is no exit). Nothing is prepared for a container already
+/// created, with an instance in this sandbox, held back (a start failure's wait, an image
+/// back-off), or whose preparation failed since it last started. An instance created ahead of
+/// its turn from a definition since changed goes.
+fn prepare_next(ctx: &PodContext, inits: &[SpecContainer], initialized: bool, p: &mut Plan) {
+    for sc in pod::all_containers(ctx.pod) {
+        if let Some(c) = decide::early(ctx, &sc).filter(|c| definition_changed(&sc, c)) {
+            p.actions.push(Action::RemoveContainer { id: c.id.clone(), name: c.name.clone() });
+        }
+    }
+    let starting = |sc: &SpecContainer| {
+        p.actions
+            .iter()
+            .any(|a| matches!(a, Action::StartContainer { kind: ContainerKind::Init, index, .. } if *index == sc.index))
+    };
+    let runs = |sc: &SpecContainer| ctx.observed.newest(sc.name()).is_some_and(|c| c.state == RunState::Running);
+    let Some(current) = inits.iter().position(|sc| sc.kind == ContainerKind::Init && (runs(sc) || starting(sc))) else {
+        return;
+    };
+    let next: Vec<SpecContainer> = match inits.get(current + 1) {
+        Some(next) => vec![*next],
+        None if !initialized && starting(&inits[current]) => pod::app_containers(ctx.pod).collect(),
+        None => vec![],
+    };
+    for next in next {
+        if ctx.observed.newest(next.name()).is_some() || ctx.observed.prepare_failed.contains(next.name()) {
+            continue;
+        }
+        if let Decision::Start { restart_count } = decide::start_or_wait(ctx, &next) {
+            p.actions.push(Action::PrepareContainer {
+                kind: next.kind,
+                index: next.index,
+                restart_count,
+                pull: PullPolicy::of(next.container),
+            });
+        }
+    }
+}
+
 /// A restart after an exited instance moves the crash back-off on (the kubelet's
 /// `backOff.Next` in `doBackOff`); a first start, with nothing exited, does not.
 fn record_restart(ctx: &PodContext, sc: &SpecContainer, p: &mut Plan) {
@@ -483,7 +551,8 @@ fn restart_all(ctx: &PodContext, source: &SpecContainer, p: &mut Plan) {
 /// and the newest exited one before it (`state` and `lastState`, for kubectl's `RESTARTS 1 (5s
 /// ago)` and `logs --previous`); older dead ones are removed, as the kubelet's pruning and
 /// container GC do, and so are init containers and sidecars of an older sandbox, not running,
-/// that a new sandbox's removal left behind.
+/// that a new sandbox's removal left behind, and instances of any container stranded there
+/// (`Observed::stranded`), created and never started.
 fn prune_dead(ctx: &PodContext, p: &mut Plan) {
     let stale = ctx.observed.containers.iter().filter(|c| !ctx.observed.counts(c) && c.state != RunState::Running);
     for c in stale {

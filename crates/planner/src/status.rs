@@ -109,14 +109,18 @@ fn volume_mount_statuses(
 
 /// [`container_status`] but for the resources.
 fn container_state_status(ctx: &PodContext, sc: &SpecContainer) -> ContainerStatus {
-    let instances = ctx.observed.instances(sc.name());
+    // An instance created ahead of its turn is not there yet, as far as the status goes, until
+    // it starts.
+    let early = decide::created_behind(ctx, sc).map(|(c, _)| c.id.as_str());
+    let mut instances = ctx.observed.instances(sc.name());
+    instances.retain(|c| Some(c.id.as_str()) != early);
     let newest = instances.first().copied();
     let default_reason = if pod::has_init_containers(ctx.pod) { "PodInitializing" } else { "ContainerCreating" };
 
     let mut st = ContainerStatus {
         name: sc.name().to_string(),
         image: sc.image().to_string(),
-        restart_count: ctx.observed.restart_count(sc.name()).unwrap_or(0),
+        restart_count: ctx.observed.restart_count_beside(sc.name(), early).unwrap_or(0),
         started: Some(false),
         ready: false,
         ..Default::default()

@@ -9,13 +9,15 @@
 //! containerd publishes `TaskExit` before its CRI plugin has recorded the exit: a ContainerStatus
 //! right after the event can still say RUNNING. So an exit is broadcast only once CRI shows it
 //! (the state containerd's own CRI `GetContainerEvents` reports in later versions), and a caller
-//! that relists on `Exited` sees the container exited. `Started` is passed on at once: it can
-//! arrive before StartContainer returns, while CRI still says CREATED.
+//! that relists on `Exited` sees the container exited; an exit 0 is also broadcast at once, as
+//! `Completed`, for a caller that acts on it before the record, unless the container had an OOM
+//! kill (`TaskOOM`: CRI will say `OOMKilled`). `Started` is passed on at once: it can arrive
+//! before StartContainer returns, while CRI still says CREATED.
 
 use crate::cri_api::runtime_service_client::RuntimeServiceClient;
 use crate::cri_api::{ContainerState, ContainerStatusRequest, PodSandboxState, PodSandboxStatusRequest};
 use crate::{RuntimeEvent, RuntimeEventKind};
-use containerd_client::events::{TaskExit, TaskStart};
+use containerd_client::events::{TaskExit, TaskOom, TaskStart};
 use containerd_client::services::v1::SubscribeRequest;
 use containerd_client::services::v1::events_client::EventsClient;
 use prost::Message;
@@ -28,6 +30,7 @@ use tonic::{Code, Request};
 const CRI_NAMESPACE: &str = "k8s.io";
 const TOPIC_EXIT: &str = "/tasks/exit";
 const TOPIC_START: &str = "/tasks/start";
+const TOPIC_OOM: &str = "/tasks/oom";
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// How long an exit may take to show in CRI before it is broadcast anyway. A loaded machine
@@ -104,7 +107,7 @@ async fn stream_once(
     events: &broadcast::Sender<RuntimeEvent>,
     state: &watch::Sender<EventStreamState>,
 ) -> Result<u64, tonic::Status> {
-    let filters = [TOPIC_EXIT, TOPIC_START]
+    let filters = [TOPIC_EXIT, TOPIC_START, TOPIC_OOM]
         .iter()
         .map(|topic| format!("namespace==\"{CRI_NAMESPACE}\",topic==\"{topic}\""))
         .collect();
@@ -114,6 +117,8 @@ async fn stream_once(
     let mut stream = EventsClient::new(channel.clone()).subscribe(request).await?.into_inner();
     let _ = state.send(EventStreamState::Live);
     let mut received = 0;
+    // Containers that had an OOM kill: CRI records their exit as `OOMKilled`, even an exit 0.
+    let mut oom_killed = std::collections::HashSet::new();
     while let Some(envelope) = stream.message().await? {
         let Some(any) = envelope.event else { continue };
         let event = match envelope.topic.as_str() {
@@ -121,8 +126,17 @@ async fn stream_once(
                 // An exec'd process (probe, hook) exiting carries its exec ID in `id`; only the
                 // init process ending means the container exited.
                 Ok(exit) if exit.id == exit.container_id || exit.id.is_empty() => {
-                    if let Some(at) = exit.exited_at {
-                        log_delay(&exit.container_id, at.seconds, at.nanos);
+                    let finished_at = exit.exited_at.and_then(|at| jiff::Timestamp::new(at.seconds, at.nanos).ok());
+                    if let Some(at) = finished_at {
+                        log_delay(&exit.container_id, at);
+                        // Now, not once CRI shows it: a successor waiting for this exit 0
+                        // (a pipelined init or app container), or the pod's end, comes that
+                        // much earlier.
+                        let oom = oom_killed.remove(&exit.container_id);
+                        if exit.exit_status == 0 && !oom {
+                            let kind = RuntimeEventKind::Completed { finished_at: at };
+                            let _ = events.send(RuntimeEvent { container_id: exit.container_id.clone(), kind });
+                        }
                     }
                     RuntimeEvent { container_id: exit.container_id, kind: RuntimeEventKind::Exited }
                 }
@@ -132,6 +146,15 @@ async fn stream_once(
                     continue;
                 }
             },
+            TOPIC_OOM => {
+                match TaskOom::decode(any.value.as_slice()) {
+                    Ok(oom) => {
+                        oom_killed.insert(oom.container_id);
+                    }
+                    Err(e) => tracing::debug!(error = %e, "undecodable TaskOOM"),
+                }
+                continue;
+            }
             TOPIC_START => match TaskStart::decode(any.value.as_slice()) {
                 Ok(start) => RuntimeEvent { container_id: start.container_id, kind: RuntimeEventKind::Started },
                 Err(e) => {
@@ -144,7 +167,7 @@ async fn stream_once(
         received += 1;
         match event.kind {
             // No receivers is fine: nobody is waiting right now.
-            RuntimeEventKind::Started => {
+            RuntimeEventKind::Started | RuntimeEventKind::Completed { .. } => {
                 let _ = events.send(event);
             }
             RuntimeEventKind::Exited => {
@@ -214,14 +237,12 @@ async fn settle_exit(mut client: RuntimeServiceClient<Channel>, id: &str) {
     }
 }
 
-fn log_delay(container_id: &str, seconds: i64, nanos: i32) {
+fn log_delay(container_id: &str, exited: jiff::Timestamp) {
     if !tracing::enabled!(tracing::Level::TRACE) {
         return;
     }
-    if let Ok(exited) = jiff::Timestamp::new(seconds, nanos) {
-        // containerd's exited_at is real wall time: only the real wall clock compares with it.
-        #[allow(clippy::disallowed_methods)]
-        let delay = jiff::Timestamp::now().duration_since(exited);
-        tracing::trace!(container_id, delay_us = delay.as_micros(), "TaskExit received");
-    }
+    // containerd's exited_at is real wall time: only the real wall clock compares with it.
+    #[allow(clippy::disallowed_methods)]
+    let delay = jiff::Timestamp::now().duration_since(exited);
+    tracing::trace!(container_id, delay_us = delay.as_micros(), "TaskExit received");
 }

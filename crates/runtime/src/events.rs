@@ -2,6 +2,12 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RuntimeEventKind {
     Started,
+    /// Its process exited 0 at `finished_at`, as containerd published it (`TaskExit`), tens of
+    /// ms before its CRI record shows the exit; `Exited` follows once that does. Only for
+    /// the first of several (a runtime whose records are never late sends just `Exited`).
+    Completed {
+        finished_at: jiff::Timestamp,
+    },
     Exited,
 }
 

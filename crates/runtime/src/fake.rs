@@ -617,6 +617,20 @@ impl FakeRuntime {
         }
     }
 
+    /// containerd's `TaskExit` with exit code 0 of the running container named `name`, ahead of
+    /// its record, which still says running (until `exit_container`): a `Completed` event now.
+    /// Returns the container's ID.
+    pub fn publish_completion(&self, name: &str) -> Option<String> {
+        let id = self
+            .lock()
+            .containers
+            .iter()
+            .find(|(_, c)| c.name() == name && c.is_running())
+            .map(|(id, _)| id.to_string())?;
+        self.emit(&id, RuntimeEventKind::Completed { finished_at: self.clock.now() });
+        Some(id)
+    }
+
     /// Ends a running container now with `code` (a crash from outside the script). Returns
     /// whether it was running.
     pub fn exit_container(&self, container_id: &str, code: i32) -> bool {

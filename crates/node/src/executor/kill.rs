@@ -68,7 +68,7 @@ impl Executor {
         };
         match self.ctx.runtime.remove_container(id).await {
             Ok(()) | Err(podwright_runtime::RuntimeError::NotFound(_)) => {
-                self.dispatcher.unregister(id);
+                self.forget(id);
                 Some(ended.filter(|c| c.state == RunState::Exited).map(|c| status::terminated(&c)))
             }
             Err(e) => {
@@ -134,7 +134,11 @@ impl Executor {
     /// stops the sandboxes. Returns whether every stop succeeded.
     pub(super) async fn kill_pod(&self, sync: &PodSync<'_>, grace: Duration) -> bool {
         let pod = sync.pod;
-        let running: Vec<&ObservedContainer> = sync.observed.containers.iter().filter(|c| c.state.is_live()).collect();
+        // One prepared ahead of its turn, or stranded in an older sandbox, never ran: nothing to
+        // stop (the plan removes it), as the kubelet stops only the containers that run.
+        let never_ran = |c: &ObservedContainer| self.is_prepared(&c.id) || sync.observed.stranded(c);
+        let running: Vec<&ObservedContainer> =
+            sync.observed.containers.iter().filter(|c| c.state.is_live() && !never_ran(c)).collect();
         let ip = sync.pod_ip();
         let waits = termination_waits(pod, &running);
         let (done_tx, done_rx): (Vec<_>, Vec<_>) = running.iter().map(|_| watch::channel(false)).unzip();

@@ -20,7 +20,7 @@ impl Executor {
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let ctx = &self.ctx;
         for id in remove_pod(ctx.runtime.as_ref(), &ctx.root, self.configs.cgroups.as_deref(), uid).await {
-            self.dispatcher.unregister(&id);
+            self.forget(&id);
         }
     }
 }

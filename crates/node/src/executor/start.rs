@@ -10,7 +10,21 @@ use crate::termination_message;
 use crate::volumes;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use podwright_planner::pod::SpecContainer;
-use podwright_planner::{Eviction, ObservedSandbox, PullPolicy, StartFailure, StartFailureReason};
+use podwright_planner::{ContainerKind, Eviction, ObservedSandbox, PullPolicy, StartFailure, StartFailureReason};
+
+/// A container created and not yet started.
+struct Made {
+    id: String,
+    /// Its log file, relative to the pod's log directory.
+    log_path: String,
+}
+
+/// A container to prepare (`Action::PrepareContainer`).
+pub(super) struct Next<'a> {
+    pub sc: SpecContainer<'a>,
+    pub restart_count: i32,
+    pub pull: PullPolicy,
+}
 
 /// Why a sandbox was not made.
 enum NotMade {
@@ -109,15 +123,76 @@ impl Executor {
         errors.is_empty()
     }
 
-    /// Pull per policy, create, start, run the `postStart` hook.
-    pub(super) async fn start_container(
+    /// Pulls per policy and creates `sc` (unless `created`: an instance never started), starts
+    /// it and runs its `postStart` hook; prepares `next` meanwhile, once this one's pull is done
+    /// (never two pulls of one pod at once), so that its `CreateContainer` is off the critical
+    /// path. Returns whether the start succeeded, and whether the preparation failed.
+    pub(super) async fn start(
+        &self,
+        sync: &PodSync<'_>,
+        sc: SpecContainer<'_>,
+        (restart_count, pull, created): (i32, PullPolicy, Option<String>),
+        sandbox: &ObservedSandbox,
+        next: Option<Next<'_>>,
+    ) -> (Result<(), StartFailure>, bool) {
+        let made = match created {
+            Some(id) => {
+                // Prepared ahead of its turn: its events were held back until now. One whose
+                // creator died before starting it had its `Created` event then.
+                if let Some((uid, path)) = self.unprepare(&id) {
+                    self.deferred.release(&uid, path);
+                    self.ctx.event(sync.pod, Some(&sc), EventType::Normal, "Created", wording::created(sc.name()));
+                }
+                Made { id, log_path: layout::container_log_relative(sc.name(), restart_count) }
+            }
+            None => match self.create_container(sync, sc, restart_count, pull, sandbox).await {
+                Ok(made) => {
+                    self.ctx.event(sync.pod, Some(&sc), EventType::Normal, "Created", wording::created(sc.name()));
+                    made
+                }
+                Err(f) => return (Err(f), false),
+            },
+        };
+        let start = self.start_created(sync, sc, &made.id, &made.log_path);
+        match next {
+            // Polled in a fixed order: a seeded simulation replays the same interleaving.
+            Some(next) => {
+                let (started, prepared) = futures_util::future::join(start, self.prepare(sync, next, sandbox)).await;
+                (started, !prepared)
+            }
+            None => (start.await, false),
+        }
+    }
+
+    /// The pipelined start's first half: pulls per policy and creates `next`, its events held
+    /// back until it starts (it may never: the init container before may fail). Returns
+    /// whether it was created.
+    pub(super) async fn prepare(&self, sync: &PodSync<'_>, next: Next<'_>, sandbox: &ObservedSandbox) -> bool {
+        let Next { sc, restart_count, pull } = next;
+        let (uid, path) = (sync.pod.metadata.uid.clone().unwrap_or_default(), sc.field_path());
+        self.deferred.hold(&uid, path.clone());
+        match self.create_container(sync, sc, restart_count, pull, sandbox).await {
+            Ok(made) => {
+                self.prepared.lock().unwrap_or_else(|e| e.into_inner()).insert(made.id, Some((uid, path)));
+                true
+            }
+            Err(f) => {
+                self.deferred.discard(&uid, path);
+                tracing::debug!(container = sc.name(), reason = f.reason.as_str(), message = %f.message, "preparation failed");
+                false
+            }
+        }
+    }
+
+    /// Pull per policy and create: a start's first half, and the whole of a preparation.
+    async fn create_container(
         &self,
         sync: &PodSync<'_>,
         sc: SpecContainer<'_>,
         restart_count: i32,
         pull: PullPolicy,
         sandbox: &ObservedSandbox,
-    ) -> Result<(), StartFailure> {
+    ) -> Result<Made, StartFailure> {
         let pod = sync.pod;
         let name = sc.name().to_string();
         // The sandbox exists, so its host name was made once already: the same pod and domain
@@ -164,15 +239,13 @@ impl Executor {
         for message in skipped {
             self.ctx.event(pod, None, EventType::Warning, "InvalidEnvironmentVariableNames", message);
         }
-        let id = match self.ctx.runtime.create_container(&sandbox.id, &config, &sandbox_config).await {
-            Ok(id) => id,
+        match self.ctx.runtime.create_container(&sandbox.id, &config, &sandbox_config).await {
+            Ok(id) => Ok(Made { id, log_path: config.log_path }),
             Err(e) => {
                 self.ctx.event(pod, Some(&sc), EventType::Warning, "Failed", format!("Error: {e}"));
-                return Err(self.ctx.failure(StartFailureReason::CreateContainerError, e.to_string()));
+                Err(self.ctx.failure(StartFailureReason::CreateContainerError, e.to_string()))
             }
-        };
-        self.ctx.event(pod, Some(&sc), EventType::Normal, "Created", wording::created(&name));
-        self.start_created(sync, sc, &id, &config.log_path, &ip).await
+        }
     }
 
     /// Whether the runtime says the handler of `pod`'s RuntimeClass makes recursive read-only
@@ -197,21 +270,6 @@ impl Executor {
         self.ctx.failure(StartFailureReason::CreateContainerConfigError, msg)
     }
 
-    /// Starts an instance that was created and never started (a podwright that created it
-    /// died before starting it), as the tail of [`Self::start_container`].
-    pub(super) async fn start_existing(
-        &self,
-        sync: &PodSync<'_>,
-        sc: SpecContainer<'_>,
-        id: &str,
-        restart_count: i32,
-        sandbox: &ObservedSandbox,
-    ) -> Result<(), StartFailure> {
-        let ip = sandbox.ip.clone().unwrap_or_default();
-        let log_path = layout::container_log_relative(sc.name(), restart_count);
-        self.start_created(sync, sc, id, &log_path, &ip).await
-    }
-
     /// Follows the created instance's events and output, starts it and runs its `postStart`
     /// hook.
     async fn start_created(
@@ -220,12 +278,17 @@ impl Executor {
         sc: SpecContainer<'_>,
         id: &str,
         log_path: &str,
-        ip: &str,
     ) -> Result<(), StartFailure> {
         let pod = sync.pod;
+        let ip = sync.pod_ip();
         let name = sc.name().to_string();
         let uid = pod.metadata.uid.as_deref().unwrap_or_default();
         self.dispatcher.register_for_pod(id, uid);
+        // Its exit 0 is acted on as soon as the runtime publishes it: a sidecar's starts
+        // nothing.
+        if sc.kind != ContainerKind::Sidecar {
+            self.dispatcher.await_completion(id);
+        }
         if let Some(sink) = &self.log_sink {
             let path = layout::log_directory(&self.ctx.root, uid).join(log_path);
             let _ = sink.send(crate::logs::LogTarget { container: name.clone(), path }.into());

@@ -1,7 +1,8 @@
 //! Routes the runtime's container events to the pod worker that owns the container, so a
 //! container exit wakes exactly one worker at once.
 
-use podwright_runtime::RuntimeEvent;
+use jiff::Timestamp;
+use podwright_runtime::{RuntimeEvent, RuntimeEventKind};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::Notify;
@@ -13,6 +14,9 @@ pub(crate) struct Dispatcher {
     /// Every worker's bell by pod UID: for when events were lost and everyone must observe
     /// again, and for the node-wide relist, which finds changes by pod.
     pods: Mutex<HashMap<String, Weak<Notify>>>,
+    /// Containers (init and app) whose exit 0 their worker acts on before the runtime's record shows it
+    /// (`RuntimeEventKind::Completed`), and when they finished, once they have.
+    completions: Mutex<HashMap<String, Option<Timestamp>>>,
 }
 
 impl Dispatcher {
@@ -26,6 +30,12 @@ impl Dispatcher {
                 let Some(d) = weak.upgrade() else { return };
                 match ev {
                     Ok(ev) => {
+                        if let RuntimeEventKind::Completed { finished_at } = ev.kind {
+                            let mut completions = d.completions.lock().unwrap_or_else(|e| e.into_inner());
+                            // Nobody waits for the others: their `Exited` comes soon enough.
+                            let Some(at) = completions.get_mut(&ev.container_id) else { continue };
+                            *at = Some(finished_at);
+                        }
                         let owner = d.owners.lock().unwrap_or_else(|e| e.into_inner()).get(&ev.container_id).cloned();
                         if let Some(n) = owner {
                             n.notify_one();
@@ -78,6 +88,20 @@ impl Dispatcher {
 
     pub fn unregister(&self, container_id: &str) {
         self.owners.lock().unwrap_or_else(|e| e.into_inner()).remove(container_id);
+        self.completions.lock().unwrap_or_else(|e| e.into_inner()).remove(container_id);
+    }
+
+    /// Wakes the owner of `container_id` (an init or app container) at its exit 0 as soon as the
+    /// runtime publishes it, and keeps when it finished for [`Self::completed`].
+    pub fn await_completion(&self, container_id: &str) {
+        self.completions.lock().unwrap_or_else(|e| e.into_inner()).entry(container_id.to_string()).or_default();
+    }
+
+    /// When `container_id`, awaited, exited 0, if the runtime has said so. Kept until the
+    /// container is removed: a pass that read the runtime's record before it showed the exit
+    /// still finds it here.
+    pub fn completed(&self, container_id: &str) -> Option<Timestamp> {
+        self.completions.lock().unwrap_or_else(|e| e.into_inner()).get(container_id).copied().flatten()
     }
 
     fn wake_all(&self) {

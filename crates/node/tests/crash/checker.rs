@@ -375,6 +375,7 @@ impl Checker {
                 }
             }
         }
+        self.check_prepared_unseen(st);
         for cs in statuses(st) {
             let max = self.restart_counts.entry(cs.name.clone()).or_insert(0);
             if cs.restart_count < *max {
@@ -396,6 +397,30 @@ impl Checker {
         let terminal = phase == "Succeeded" || phase == "Failed";
         let ended = statuses(st).filter(|_| terminal).filter_map(|cs| Some((cs.name.clone(), ended(cs)?))).collect();
         self.last = Some(LastStatus { incarnation, initialized, ip: st.pod_ip.clone(), ready, ended });
+    }
+
+    /// An instance created ahead of its turn (the pipelined start: created, never started,
+    /// while the regular init container before it, or for an app container the last init
+    /// container, has not succeeded in its sandbox) is not in any status: the container shows
+    /// as not yet created.
+    fn check_prepared_unseen(&mut self, st: &PodStatus) {
+        let seen = statuses(st).filter_map(|cs| {
+            let id = cs.container_id.as_deref()?.strip_prefix("containerd://")?;
+            Some((cs.name.clone(), *self.ids.get(id)?))
+        });
+        let early = seen.collect::<Vec<_>>().into_iter().find(|(name, i)| {
+            let c = &self.containers[*i];
+            let before = match self.kind(name) {
+                Kind::Init(k) | Kind::Sidecar(k) => k.checked_sub(1).map(|b| &self.inits[b]),
+                Kind::App => self.inits.last(),
+            };
+            let Some((before, false)) = before else { return false };
+            let turn = self.containers.iter().any(|p| &p.name == before && p.sandbox == c.sandbox && p.succeeded());
+            !c.started && !turn
+        });
+        if let Some((name, i)) = early {
+            self.violate("prepared-unseen", format!("{name} shows {}, created ahead of its turn", self.label(i)));
+        }
     }
 
     fn nothing_runs(&mut self, invariant: &'static str) {
