@@ -49,13 +49,13 @@ pub struct KubeletArgs {
     /// when it is not there.
     #[arg(long)]
     pub kubelet: PathBuf,
-    /// Measured runs of the spec's pod under each agent, alternated.
+    /// Measured runs of the spec's pod under each agent, alternated (0 skips them).
     #[arg(long, default_value_t = 10)]
     pub runs: usize,
-    /// Pods dropped at once for the density measurement.
+    /// Pods dropped at once for the density measurement (0 skips it).
     #[arg(long, default_value_t = 30)]
     pub density: usize,
-    /// Pods with a readiness probe each for the steady window.
+    /// Pods with a readiness probe each for the steady window (0 skips it).
     #[arg(long, default_value_t = 100)]
     pub pods: usize,
     /// Seconds of steady running to measure, once every pod runs and has settled.
@@ -258,7 +258,7 @@ impl Bench {
         // In rounds, so that both agents see the machine alike; in each, an agent runs the pod
         // once unmeasured (its caches and the runtime's warm up), then its share of the runs
         // one after the other.
-        for round in 0..ROUNDS {
+        for round in (0..ROUNDS).filter(|_| runs > 0) {
             let share = runs / ROUNDS + usize::from(round < runs % ROUNDS);
             for (agent, f) in agents.into_iter().zip(&mut figures) {
                 f.init_pod.extend(self.with_agent(agent, |_| {
@@ -267,10 +267,10 @@ impl Bench {
                 })?);
             }
         }
-        for (agent, f) in agents.into_iter().zip(&mut figures) {
+        for (agent, f) in agents.into_iter().zip(&mut figures).filter(|_| density > 0) {
             f.density = self.with_agent(agent, |_| self.density(density))?;
         }
-        for (agent, f) in agents.into_iter().zip(&mut figures) {
+        for (agent, f) in agents.into_iter().zip(&mut figures).filter(|_| pods > 0) {
             f.steady = self.with_agent(agent, |running| self.steady(running, pods, window))?;
         }
         let [podwright, kubelet] = figures;

@@ -11,18 +11,21 @@
 //! (the state containerd's own CRI `GetContainerEvents` reports in later versions), and a caller
 //! that relists on `Exited` sees the container exited; an exit 0 is also broadcast at once, as
 //! `Completed`, for a caller that acts on it before the record, unless the container had an OOM
-//! kill (`TaskOOM`: CRI will say `OOMKilled`). `Started` is passed on at once: it can arrive
-//! before StartContainer returns, while CRI still says CREATED.
+//! kill (`TaskOOM`: CRI will say `OOMKilled`). The CRI plugin records an exit once it has
+//! deleted the container's task (`handleContainerExit`), which publishes `TaskDelete`: that
+//! event, not a tight poll from the exit on, says when to ask. `Started` is passed on at once:
+//! it can arrive before StartContainer returns, while CRI still says CREATED.
 
 use crate::cri_api::runtime_service_client::RuntimeServiceClient;
 use crate::cri_api::{ContainerState, ContainerStatusRequest, PodSandboxState, PodSandboxStatusRequest};
 use crate::{RuntimeEvent, RuntimeEventKind};
-use containerd_client::events::{TaskExit, TaskOom, TaskStart};
+use containerd_client::events::{TaskDelete, TaskExit, TaskOom, TaskStart};
 use containerd_client::services::v1::SubscribeRequest;
 use containerd_client::services::v1::events_client::EventsClient;
 use prost::Message;
+use std::collections::HashMap;
 use std::time::Duration;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{broadcast, oneshot, watch};
 use tonic::transport::Channel;
 use tonic::{Code, Request};
 
@@ -31,12 +34,21 @@ const CRI_NAMESPACE: &str = "k8s.io";
 const TOPIC_EXIT: &str = "/tasks/exit";
 const TOPIC_START: &str = "/tasks/start";
 const TOPIC_OOM: &str = "/tasks/oom";
+const TOPIC_DELETE: &str = "/tasks/delete";
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// How long an exit may take to show in CRI before it is broadcast anyway. A loaded machine
 /// was seen to take over 2 s; an event broadcast too early wakes a worker that still sees the
 /// container running and then sleeps until its relist.
 const SETTLE_LIMIT: Duration = Duration::from_secs(30);
+/// How long an exit waits for its task's `TaskDelete` before CRI is asked anyway: the event may
+/// never come (a shim that died, a task someone else deleted).
+const DELETE_WAIT: Duration = Duration::from_millis(500);
+/// After the delete, CRI records the exit within a file write (10-20 ms seen): asked this often
+/// meanwhile, then less and less often for the rare slow case.
+const AFTER_DELETE_POLL: Duration = Duration::from_millis(1);
+const AFTER_DELETE_TIGHT: Duration = Duration::from_millis(50);
+const SLOW_POLL: Duration = Duration::from_millis(50);
 
 /// Where the event subscription stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +119,7 @@ async fn stream_once(
     events: &broadcast::Sender<RuntimeEvent>,
     state: &watch::Sender<EventStreamState>,
 ) -> Result<u64, tonic::Status> {
-    let filters = [TOPIC_EXIT, TOPIC_START, TOPIC_OOM]
+    let filters = [TOPIC_EXIT, TOPIC_START, TOPIC_OOM, TOPIC_DELETE]
         .iter()
         .map(|topic| format!("namespace==\"{CRI_NAMESPACE}\",topic==\"{topic}\""))
         .collect();
@@ -119,6 +131,9 @@ async fn stream_once(
     let mut received = 0;
     // Containers that had an OOM kill: CRI records their exit as `OOMKilled`, even an exit 0.
     let mut oom_killed = std::collections::HashSet::new();
+    // Exits settling, told of their task's delete. Dropped with the stream: a settling exit
+    // whose delete can no longer come asks CRI at once.
+    let mut deleted: HashMap<String, oneshot::Sender<()>> = HashMap::new();
     while let Some(envelope) = stream.message().await? {
         let Some(any) = envelope.event else { continue };
         let event = match envelope.topic.as_str() {
@@ -162,6 +177,19 @@ async fn stream_once(
                     continue;
                 }
             },
+            TOPIC_DELETE => {
+                match TaskDelete::decode(any.value.as_slice()) {
+                    Ok(d) if d.id == d.container_id || d.id.is_empty() => {
+                        if let Some(settling) = deleted.remove(&d.container_id) {
+                            // The settling exit may have stopped waiting: nothing to tell then.
+                            let _ = settling.send(());
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::debug!(error = %e, "undecodable TaskDelete"),
+                }
+                continue;
+            }
             _ => continue,
         };
         received += 1;
@@ -171,6 +199,10 @@ async fn stream_once(
                 let _ = events.send(event);
             }
             RuntimeEventKind::Exited => {
+                // Exits whose delete never came: their settling has ended.
+                deleted.retain(|_, tx| !tx.is_closed());
+                let (tx, rx) = oneshot::channel();
+                deleted.insert(event.container_id.clone(), tx);
                 // Settling takes a few ms; other events must not wait behind it.
                 let client = RuntimeServiceClient::new(channel.clone());
                 let events = events.clone();
@@ -178,8 +210,8 @@ async fn stream_once(
                     // No Clock in the CRI adapter: this times a real containerd, on tokio's clock like the sleeps.
                     #[allow(clippy::disallowed_methods)]
                     let started = tokio::time::Instant::now();
-                    settle_exit(client, &event.container_id).await;
-                    tracing::trace!(id = %event.container_id, settle_us = started.elapsed().as_micros(), "exit visible in CRI");
+                    let polls = settle_exit(client, &event.container_id, rx).await;
+                    tracing::trace!(id = %event.container_id, settle_us = started.elapsed().as_micros(), polls, "exit visible in CRI");
                     let _ = events.send(event);
                 });
             }
@@ -189,51 +221,55 @@ async fn stream_once(
 }
 
 /// Waits until CRI reports `id` exited (a container) or not ready (a sandbox: a pause
-/// container's exit), or `SETTLE_LIMIT` passes.
-async fn settle_exit(mut client: RuntimeServiceClient<Channel>, id: &str) {
+/// container's exit), or `SETTLE_LIMIT` passes: asked once at once, then once its task is
+/// deleted (`deleted` resolves) or `DELETE_WAIT` has passed, then tightly for a while and less
+/// and less often. Returns how many times CRI was asked.
+async fn settle_exit(mut client: RuntimeServiceClient<Channel>, id: &str, deleted: oneshot::Receiver<()>) -> u32 {
     // No Clock in the CRI adapter: this times a real containerd, on tokio's clock like the sleeps.
     #[allow(clippy::disallowed_methods)]
     let started = tokio::time::Instant::now();
-    let mut pause = Duration::from_millis(1);
+    let mut polls = 1;
+    if !still_up(&mut client, id).await {
+        return polls;
+    }
+    // Ends early when the stream broke (the sender is gone) or the delete has come already.
+    let _ = tokio::time::timeout(DELETE_WAIT, deleted).await;
+    #[allow(clippy::disallowed_methods)]
+    let deleted_at = tokio::time::Instant::now();
+    let mut pause = AFTER_DELETE_POLL;
     loop {
-        let still_up = match client
-            .container_status(ContainerStatusRequest { container_id: id.to_string(), verbose: false })
-            .await
-        {
-            Ok(resp) => resp
-                .into_inner()
-                .status
-                // A container whose task exits while StartContainer is still under way is
-                // CREATED until CRI records the exit: only EXITED means the exit is visible.
-                .is_some_and(|s| s.state != ContainerState::ContainerExited as i32),
-            Err(status) if status.code() == Code::NotFound => client
-                .pod_sandbox_status(PodSandboxStatusRequest { pod_sandbox_id: id.to_string(), verbose: false })
-                .await
-                .is_ok_and(|resp| {
-                    resp.into_inner().status.is_some_and(|s| s.state == PodSandboxState::SandboxReady as i32)
-                }),
-            // Gone or unreachable: nothing to wait for.
-            Err(_) => false,
-        };
-        if !still_up {
-            return;
+        polls += 1;
+        if !still_up(&mut client, id).await {
+            return polls;
         }
         if started.elapsed() >= SETTLE_LIMIT {
             tracing::debug!(id, "exit not yet visible in CRI, reporting it anyway");
-            return;
+            return polls;
         }
         tokio::time::sleep(pause).await;
-        // CRI usually shows the exit 50-130 ms after TaskExit: poll tightly in that window, then
-        // back off for the rare slow case.
-        let waited = started.elapsed();
-        let cap = if waited < Duration::from_millis(300) {
-            Duration::from_millis(1)
-        } else if waited < Duration::from_secs(1) {
-            Duration::from_millis(10)
-        } else {
-            Duration::from_millis(50)
-        };
-        pause = (pause * 2).min(cap);
+        if deleted_at.elapsed() >= AFTER_DELETE_TIGHT {
+            pause = (pause * 2).min(SLOW_POLL);
+        }
+    }
+}
+
+/// Whether CRI still shows `id` up: a container not yet EXITED, or a ready sandbox.
+async fn still_up(client: &mut RuntimeServiceClient<Channel>, id: &str) -> bool {
+    match client.container_status(ContainerStatusRequest { container_id: id.to_string(), verbose: false }).await {
+        Ok(resp) => resp
+            .into_inner()
+            .status
+            // A container whose task exits while StartContainer is still under way is
+            // CREATED until CRI records the exit: only EXITED means the exit is visible.
+            .is_some_and(|s| s.state != ContainerState::ContainerExited as i32),
+        Err(status) if status.code() == Code::NotFound => client
+            .pod_sandbox_status(PodSandboxStatusRequest { pod_sandbox_id: id.to_string(), verbose: false })
+            .await
+            .is_ok_and(|resp| {
+                resp.into_inner().status.is_some_and(|s| s.state == PodSandboxState::SandboxReady as i32)
+            }),
+        // Gone or unreachable: nothing to wait for.
+        Err(_) => false,
     }
 }
 

@@ -137,6 +137,7 @@ impl StaticPods {
         st.waiting.retain(|p| wanted_uids.contains(uid(p)));
 
         let seen = now.to_string();
+        let mut started = Vec::new();
         for mut pod in wanted {
             let u = uid(&pod).to_string();
             if let Some(old) = st.running.get(&u) {
@@ -155,9 +156,10 @@ impl StaticPods {
             if st.name_taken(&full_name(&pod)) || st.stopping.contains_key(&u) {
                 st.waiting.push(pod);
             } else {
-                self.start(&mut st, pod);
+                started.push(self.start(&mut st, pod));
             }
         }
+        self.ensure_mirrors(&started);
         let known: BTreeSet<String> = st.running.keys().chain(st.stopping.keys()).cloned().collect();
         self.host.delete_orphaned_mirrors(&known);
     }
@@ -184,17 +186,27 @@ impl StaticPods {
         Some(new)
     }
 
-    /// Hands a pod to the node and gives it its mirror. A mirror left by an earlier run of the
-    /// same static pod carries the status it last reported, which the node goes on from.
-    fn start(&self, st: &mut State, pod: Pod) {
-        let (ns, name) = full_name(&pod);
+    /// Hands a pod to the node, which starts it at once; its mirror is made by
+    /// [`Self::ensure_mirrors`] once every pod of the reading has been handed over, so that no pod
+    /// waits for the mirrors of the pods before it to be committed. A mirror left by an earlier
+    /// run of the same static pod carries the status it last reported, which the node goes on
+    /// from. Returns the pod, whose mirror is to be made.
+    fn start(&self, st: &mut State, pod: Pod) -> Pod {
         let mut given = pod.clone();
         given.status = self.host.last_status(&pod);
         self.host.run(given);
-        if let Err(why) = self.host.ensure_mirror(&pod, None) {
-            tracing::warn!(pod = %name, namespace = %ns, "no mirror pod for the static pod: {why}");
+        st.running.insert(uid(&pod).to_string(), pod.clone());
+        pod
+    }
+
+    /// Gives each pod just started its mirror.
+    fn ensure_mirrors(&self, started: &[Pod]) {
+        for pod in started {
+            if let Err(why) = self.host.ensure_mirror(pod, None) {
+                let (ns, name) = full_name(pod);
+                tracing::warn!(pod = %name, namespace = %ns, "no mirror pod for the static pod: {why}");
+            }
         }
-        st.running.insert(uid(&pod).to_string(), pod);
     }
 
     /// Stops a pod gone from the path; its mirror goes once it has stopped.
@@ -212,14 +224,16 @@ impl StaticPods {
             return;
         }
         let mut waiting = std::mem::take(&mut st.waiting);
+        let mut started = Vec::new();
         waiting.retain(|pod| {
             if st.name_taken(&full_name(pod)) || st.stopping.contains_key(uid(pod)) {
                 return true;
             }
-            self.start(&mut st, pod.clone());
+            started.push(self.start(&mut st, pod.clone()));
             false
         });
         st.waiting = waiting;
+        self.ensure_mirrors(&started);
     }
 
     /// A mirror pod was deleted through the API: the static pod goes on, and its mirror is made

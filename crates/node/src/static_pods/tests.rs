@@ -154,3 +154,49 @@ fn a_file_of_several_pods_runs_the_first_and_says_so() {
     assert_eq!(pod.metadata.name.as_deref(), Some("web-n"));
     assert_eq!(notes, [format!("{}: 2 Pods in one file; only the first is run", path.display())]);
 }
+
+/// What a host was asked, in order.
+#[derive(Default)]
+struct Calls(std::sync::Mutex<Vec<String>>);
+
+impl Calls {
+    fn push(&self, call: String) {
+        self.0.lock().unwrap().push(call);
+    }
+}
+
+impl StaticPodHost for std::sync::Arc<Calls> {
+    fn run(&self, pod: Pod) {
+        self.push(format!("run {}", pod.metadata.uid.unwrap()));
+    }
+    fn stop(&self, pod: &Pod, _grace: i64) {
+        self.push(format!("stop {}", pod.metadata.uid.as_deref().unwrap()));
+    }
+    fn ensure_mirror(&self, pod: &Pod, _status: Option<k8s_openapi::api::core::v1::PodStatus>) -> Result<(), String> {
+        self.push(format!("mirror {}", pod.metadata.uid.as_deref().unwrap()));
+        Ok(())
+    }
+    fn delete_orphaned_mirrors(&self, _known: &std::collections::BTreeSet<String>) {}
+    fn last_status(&self, _pod: &Pod) -> Option<k8s_openapi::api::core::v1::PodStatus> {
+        None
+    }
+}
+
+/// Pods dropped together start together: each is handed to the node before any mirror is made
+/// (a mirror in the local API waits for its commit), so that the last pod does not wait for
+/// the commits of all those before it.
+#[test]
+fn every_new_pod_of_a_reading_runs_before_any_mirror_is_made() {
+    let d = Dir::new("together");
+    for name in ["a", "b", "c"] {
+        d.write(&format!("{name}.yaml"), &WEB.replace("name: web", &format!("name: {name}")));
+    }
+    let pods = ManifestDir::new(&d.0, "n").list().pods;
+    let uids: Vec<String> = pods.iter().map(|p| p.metadata.uid.clone().unwrap()).collect();
+    let calls = std::sync::Arc::new(Calls::default());
+    let statics = StaticPods::new(Box::new(calls.clone()), podwright_runtime::Clock::new());
+    statics.set(pods, &crate::events::EventLog::default());
+    let expected: Vec<String> =
+        uids.iter().map(|u| format!("run {u}")).chain(uids.iter().map(|u| format!("mirror {u}"))).collect();
+    assert_eq!(*calls.0.lock().unwrap(), expected);
+}
