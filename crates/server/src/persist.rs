@@ -133,32 +133,21 @@ impl Disk {
     /// The objects of `resource` in namespace `ns` (or in all), read from the file, in key
     /// order.
     pub fn list(&self, resource: Resource, ns: Option<&str>) -> Result<Vec<Value>, DiskError> {
-        let mut items = vec![];
-        self.for_each(resource, ns, |obj| items.push(obj))?;
-        Ok(items)
-    }
-
-    /// [`Disk::list`] one object at a time, none kept: a pass over an hour of events holds one.
-    pub fn for_each(
-        &self,
-        resource: Resource,
-        ns: Option<&str>,
-        mut visit: impl FnMut(Value),
-    ) -> Result<(), DiskError> {
         let prefix = match ns {
             Some(ns) => format!("{}/{ns}/", resource.plural()),
             None => format!("{}/", resource.plural()),
         };
         let tx = self.db.begin_read().map_err(|e| self.err(&e))?;
         let objects = tx.open_table(OBJECTS).map_err(|e| self.err(&e))?;
+        let mut items = vec![];
         for row in objects.range(prefix.as_str()..).map_err(|e| self.err(&e))? {
             let (k, v) = row.map_err(|e| self.err(&e))?;
             if !k.value().starts_with(&prefix) {
                 break;
             }
-            visit(serde_json::from_slice(v.value()).map_err(|e| self.err(&format!("{}: {e}", k.value())))?);
+            items.push(serde_json::from_slice(v.value()).map_err(|e| self.err(&format!("{}: {e}", k.value())))?);
         }
-        Ok(())
+        Ok(items)
     }
 
     fn err(&self, e: &dyn std::fmt::Display) -> DiskError {

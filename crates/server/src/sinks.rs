@@ -118,20 +118,12 @@ impl StoreEvents {
     /// TTL does (`--event-ttl`, 1 h), and what this sink remembers of them. Returns how many.
     pub fn expire(&self, now: Timestamp, ttl: SignedDuration) -> usize {
         let cutoff = now - ttl;
-        // Read one at a time: a list of an hour of events at once would be serve's peak of
-        // memory, kept by the allocator after.
-        let mut expired = vec![];
-        self.store.for_each(Resource::Events, None, |e| {
-            if event_last_seen(e).is_some_and(|t| t < cutoff)
-                && let (Some(ns), Some(name)) = (meta_str(e, "namespace"), meta_str(e, "name"))
-            {
-                expired.push((ns.to_string(), name.to_string()));
-            }
-        });
         let mut gone = HashSet::new();
-        for (ns, name) in expired {
-            if self.store.delete(Resource::Events, &ns, &name).is_ok() {
-                gone.insert((ns, name));
+        for e in self.store.list(Resource::Events, None).0 {
+            let seen = event_last_seen(&e);
+            let (Some(ns), Some(name)) = (meta_str(&e, "namespace"), meta_str(&e, "name")) else { continue };
+            if seen.is_some_and(|t| t < cutoff) && self.store.delete(Resource::Events, ns, name).is_ok() {
+                gone.insert((ns.to_string(), name.to_string()));
             }
         }
         lock(&self.names).forget(&gone);

@@ -301,24 +301,15 @@ impl Store {
             return (items.into_iter().map(Arc::new).collect(), rv);
         }
         let inner = self.shared.lock_inner();
-        (inner.of(resource, ns).cloned().collect(), inner.rv)
-    }
-
-    /// Shows `visit` every object of a resource (in one namespace, or all) in key order, as
-    /// [`Store::list`] does, without holding them all at once: objects kept on disk only are
-    /// read one at a time. `visit` must not use the store. Whether every object was read.
-    pub fn for_each(&self, resource: Resource, ns: Option<&str>, mut visit: impl FnMut(&Value)) -> bool {
-        if let Some(disk) = self.shared.disk_only(resource) {
-            let ns = ns.filter(|_| resource.namespaced());
-            return disk
-                .for_each(resource, ns, |obj| visit(&obj))
-                .map_err(|e| {
-                    tracing::error!(%e, "could not read {} from the store's file", resource.plural());
-                })
-                .is_ok();
-        }
-        self.shared.lock_inner().of(resource, ns).for_each(|obj| visit(obj));
-        true
+        // Keys sort by resource first: read only this one's.
+        let items = inner
+            .objects
+            .range((resource, String::new(), String::new())..)
+            .take_while(|((r, _, _), _)| *r == resource)
+            .filter(|((_, n, _), _)| ns.is_none_or(|ns| !resource.namespaced() || n == ns))
+            .map(|(_, v)| v.clone())
+            .collect();
+        (items, inner.rv)
     }
 
     /// Changes an object: `change` gets the stored object and returns the new one, or `None`
@@ -428,18 +419,6 @@ impl Store {
 
     pub fn resource_version(&self) -> u64 {
         self.shared.lock_inner().rv
-    }
-}
-
-impl Inner {
-    /// The objects of a resource (in one namespace, or all) held in memory, in key order.
-    fn of<'a>(&'a self, resource: Resource, ns: Option<&'a str>) -> impl Iterator<Item = &'a Arc<Value>> {
-        // Keys sort by resource first: read only this one's.
-        self.objects
-            .range((resource, String::new(), String::new())..)
-            .take_while(move |((r, _, _), _)| *r == resource)
-            .filter(move |((_, n, _), _)| ns.is_none_or(|ns| !resource.namespaced() || n == ns))
-            .map(|(_, v)| v)
     }
 }
 
