@@ -18,10 +18,10 @@ const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
 /// `rv` → the last resourceVersion given out.
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const RV: &str = "rv";
-/// redb's page cache, its reads and its write buffer. Every object but the events is read once,
-/// at the start, into the store's memory, which answers every read after; redb's default
-/// (1 GiB) would keep the file's pages in `serve`'s memory besides, up to the whole file, which
-/// an hour of events grows (45 MB after 2,000 pods of `scripts/soak`).
+/// redb's page cache, its reads and its write buffer. Every object is read once, at the start,
+/// into the store's memory, which answers every read after; redb's default (1 GiB) would keep
+/// the file's pages in `serve`'s memory besides, up to the whole file, which an hour of events
+/// grows (45 MB after 2,000 pods of `scripts/soak`).
 const CACHE_BYTES: usize = 4 << 20;
 
 #[derive(Debug, thiserror::Error)]
@@ -48,17 +48,10 @@ fn key(resource: Resource, ns: &str, name: &str) -> String {
     format!("{}/{ns}/{name}", resource.plural())
 }
 
-/// Whether the objects of `resource` are kept in the file only, read from it when asked for and
-/// never held in memory: the events, an hour of which is most of the store (the API server
-/// keeps them in etcd with no watch cache either).
-pub fn on_disk_only(resource: Resource) -> bool {
-    resource == Resource::Events
-}
-
 impl Disk {
-    /// Opens (or creates) the database and reads every object in it but those kept on disk
-    /// only. An object whose resource this version does not serve, or whose JSON does not
-    /// parse, is an error: starting without it would lose it at the next write.
+    /// Opens (or creates) the database and reads every object in it. An object whose resource
+    /// this version does not serve, or whose JSON does not parse, is an error: starting without
+    /// it would lose it at the next write.
     pub fn open(path: &Path) -> Result<(Disk, Loaded), DiskError> {
         let err = |e: &dyn std::fmt::Display| DiskError { path: path.display().to_string(), error: e.to_string() };
         let db = redb::Builder::new().set_cache_size(CACHE_BYTES).create(path).map_err(|e| err(&e))?;
@@ -82,9 +75,6 @@ impl Disk {
                 .into_iter()
                 .find(|r| r.plural() == plural)
                 .ok_or_else(|| err(&format!("{k}: no such resource \"{plural}\"")))?;
-            if on_disk_only(resource) {
-                continue;
-            }
             let obj: Value = serde_json::from_slice(v.value()).map_err(|e| err(&format!("{k}: {e}")))?;
             loaded.objects.push((resource, obj));
         }
@@ -117,37 +107,6 @@ impl Disk {
             meta.insert(RV, rv).map_err(|e| self.err(&e))?;
         }
         tx.commit().map_err(|e| self.err(&e))
-    }
-
-    /// One object, read from the file.
-    pub fn get(&self, resource: Resource, ns: &str, name: &str) -> Result<Option<Value>, DiskError> {
-        let tx = self.db.begin_read().map_err(|e| self.err(&e))?;
-        let objects = tx.open_table(OBJECTS).map_err(|e| self.err(&e))?;
-        let key = key(resource, ns, name);
-        match objects.get(key.as_str()).map_err(|e| self.err(&e))? {
-            Some(v) => serde_json::from_slice(v.value()).map(Some).map_err(|e| self.err(&format!("{key}: {e}"))),
-            None => Ok(None),
-        }
-    }
-
-    /// The objects of `resource` in namespace `ns` (or in all), read from the file, in key
-    /// order.
-    pub fn list(&self, resource: Resource, ns: Option<&str>) -> Result<Vec<Value>, DiskError> {
-        let prefix = match ns {
-            Some(ns) => format!("{}/{ns}/", resource.plural()),
-            None => format!("{}/", resource.plural()),
-        };
-        let tx = self.db.begin_read().map_err(|e| self.err(&e))?;
-        let objects = tx.open_table(OBJECTS).map_err(|e| self.err(&e))?;
-        let mut items = vec![];
-        for row in objects.range(prefix.as_str()..).map_err(|e| self.err(&e))? {
-            let (k, v) = row.map_err(|e| self.err(&e))?;
-            if !k.value().starts_with(&prefix) {
-                break;
-            }
-            items.push(serde_json::from_slice(v.value()).map_err(|e| self.err(&format!("{}: {e}", k.value())))?);
-        }
-        Ok(items)
     }
 
     fn err(&self, e: &dyn std::fmt::Display) -> DiskError {
@@ -211,7 +170,7 @@ mod tests {
             let (disk, _) = Disk::open(&path).unwrap();
             let names: Vec<String> = (0..4 * CACHE_BYTES / filler.len()).map(|i| format!("e{i}")).collect();
             let obj = json!({"message": filler});
-            disk.commit(1, names.iter().map(|n| (Resource::ConfigMaps, "default", n.as_str(), Some(&obj)))).unwrap();
+            disk.commit(1, names.iter().map(|n| (Resource::Events, "default", n.as_str(), Some(&obj)))).unwrap();
         }
         // Reading the file back (four times the cache) leaves no more than the cache in
         // memory; redb's default cache would hold the whole file.
@@ -220,29 +179,6 @@ mod tests {
         assert!(std::fs::metadata(&path).unwrap().len() > 2 * CACHE_BYTES as u64);
         let stats = disk.db.cache_stats();
         assert!(stats.evictions() > 0 && stats.used_bytes() <= CACHE_BYTES, "{stats:?}");
-        std::fs::remove_dir_all(dir).unwrap();
-    }
-
-    #[test]
-    fn events_stay_on_disk_and_are_read_from_it() {
-        let dir = std::env::temp_dir().join(format!("pw-disk-events-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("store.redb");
-        let event = |n: &str| json!({"metadata": {"name": n}});
-        {
-            let (disk, _) = Disk::open(&path).unwrap();
-            disk.put(1, Resource::Events, "a", "e1", &event("e1")).unwrap();
-            disk.put(2, Resource::Events, "ab", "e2", &event("e2")).unwrap();
-            disk.put(3, Resource::Events, "a", "e3", &event("e3")).unwrap();
-            disk.put(4, Resource::ConfigMaps, "a", "x", &event("x")).unwrap();
-        }
-        let (disk, loaded) = Disk::open(&path).unwrap();
-        assert_eq!(loaded.objects.len(), 1, "only the object that is not an event is loaded");
-        let names = |items: Vec<Value>| items.iter().map(|o| o["metadata"]["name"].to_string()).collect::<Vec<_>>();
-        assert_eq!(names(disk.list(Resource::Events, Some("a")).unwrap()), ["\"e1\"", "\"e3\""]);
-        assert_eq!(names(disk.list(Resource::Events, None).unwrap()), ["\"e1\"", "\"e3\"", "\"e2\""]);
-        assert_eq!(disk.get(Resource::Events, "ab", "e2").unwrap(), Some(event("e2")));
-        assert_eq!(disk.get(Resource::Events, "a", "e2").unwrap(), None);
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

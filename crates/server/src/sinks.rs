@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podwright_node::events::PodEvent;
 use podwright_node::{EventSink, EventType, PodUpdate, StatusSink};
 use serde_json::{Value, json};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 /// Writes pod statuses into the store (kubectl reads them there) and removes deleted pods'
@@ -69,44 +69,13 @@ impl StatusSink for StoreStatus {
 /// What folds repeats of an event: (pod uid, field path, reason, message).
 type EventKey = (String, String, String, String);
 
-/// How many events are remembered for folding their repeats, as many as client-go's event
-/// correlator keeps (`maxLruCacheEntries`): a repeat of an event forgotten makes a new object.
-const FOLDED_KEPT: usize = 4096;
-
-/// The event object of each of the last [`FOLDED_KEPT`] events recorded, the oldest recorded
-/// forgotten first (client-go forgets the least recently seen; a repeat here does not renew).
-#[derive(Default)]
-struct Folded {
-    names: HashMap<EventKey, (String, String)>,
-    order: VecDeque<EventKey>,
-}
-
-impl Folded {
-    fn insert(&mut self, key: EventKey, at: (String, String)) {
-        if self.names.insert(key.clone(), at).is_none() {
-            self.order.push_back(key);
-            if self.order.len() > FOLDED_KEPT
-                && let Some(oldest) = self.order.pop_front()
-            {
-                self.names.remove(&oldest);
-            }
-        }
-    }
-
-    /// Forgets the events whose objects are `gone`.
-    fn forget(&mut self, gone: &HashSet<(String, String)>) {
-        self.names.retain(|_, at| !gone.contains(at));
-        let names = &self.names;
-        self.order.retain(|key| names.contains_key(key));
-    }
-}
-
 /// Records events as Event objects in the store, folding repeats of the same (pod, field
 /// path, reason, message) into one object with a count, as the kubelet's recorder does.
 pub struct StoreEvents {
     pub store: Arc<Store>,
     pub node_name: String,
-    names: Mutex<Folded>,
+    /// The event object of each (uid, field path, reason, message) seen.
+    names: Mutex<HashMap<EventKey, (String, String)>>,
 }
 
 impl StoreEvents {
@@ -126,7 +95,7 @@ impl StoreEvents {
                 gone.insert((ns.to_string(), name.to_string()));
             }
         }
-        lock(&self.names).forget(&gone);
+        lock(&self.names).retain(|_, at| !gone.contains(at));
         gone.len()
     }
 }
@@ -165,7 +134,7 @@ impl StoreEvents {
     fn add(&self, key: EventKey, first: PodEvent<'_>, now: Timestamp) {
         let now_v = serde_json::to_value(Time(now)).unwrap_or(Value::Null);
         let mut names = lock(&self.names);
-        if let Some((ens, ename)) = names.names.get(&key) {
+        if let Some((ens, ename)) = names.get(&key) {
             let bumped = self.store.update_with(Wait::Queued, Resource::Events, ens, ename, |old| {
                 let mut new = old.clone();
                 new["count"] = json!(old["count"].as_i64().unwrap_or(1) + 1);
@@ -246,25 +215,6 @@ mod tests {
     }
 
     /// Events of one pass share an instant, and with it the kubelet's name for them.
-    #[tokio::test]
-    async fn repeats_are_folded_for_the_last_4096_events_only() {
-        let (store, sink, pod) = events_of_web();
-        let t0: Timestamp = "2026-11-23T10:00:00Z".parse().unwrap();
-        sink.record(&pod, None, EventType::Normal, "First", "once".into(), t0);
-        sink.record(&pod, None, EventType::Normal, "First", "once".into(), t0);
-        for i in 0..FOLDED_KEPT {
-            let at = t0 + SignedDuration::from_secs(i as i64 + 1);
-            sink.record(&pod, None, EventType::Normal, "Other", format!("{i}"), at);
-        }
-        assert_eq!(lock(&sink.names).names.len(), FOLDED_KEPT);
-        assert_eq!(lock(&sink.names).order.len(), FOLDED_KEPT);
-        // Forgotten: its repeat makes an object of its own.
-        sink.record(&pod, None, EventType::Normal, "First", "once".into(), t0 + SignedDuration::from_hours(2));
-        let firsts: Vec<_> =
-            store.list(Resource::Events, None).0.into_iter().filter(|e| e["reason"] == "First").collect();
-        assert_eq!(firsts.iter().map(|e| e["count"].as_i64().unwrap()).collect::<Vec<_>>(), [2, 1]);
-    }
-
     #[tokio::test]
     async fn events_at_the_same_instant_are_all_kept() {
         let (store, sink, pod) = events_of_web();

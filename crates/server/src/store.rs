@@ -1,11 +1,9 @@
 //! The objects behind the local API, held as JSON, with one increasing resourceVersion for
 //! every change and the recent changes kept for watches that resume from a resourceVersion;
 //! on disk, changes are committed in groups by a writer of their own before they are visible.
-//! A store on disk keeps the events in the file only ([`persist::on_disk_only`]), so that an
-//! hour of them does not live in `serve`'s memory.
 
 use crate::errors::{ApiError, ApiResult};
-use crate::persist::{self, Disk, DiskError, Loaded};
+use crate::persist::{Disk, DiskError, Loaded};
 use crate::resources::Resource;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podwright_runtime::Clock;
@@ -65,14 +63,8 @@ struct Write {
 /// (committed or not), and queued for the writer, which commits what has queued up in one
 /// transaction and only then makes it visible.
 struct Pending {
-    /// The objects with every queued change made, but those kept on disk only.
+    /// The objects with every queued change made.
     objects: BTreeMap<Key, Arc<Value>>,
-    /// The changes to objects kept on disk only not yet committed, by key: the object after
-    /// the last (`None` after a deletion) and that change's resourceVersion. A key not here
-    /// has its newest object in the file.
-    uncommitted: BTreeMap<Key, (u64, Option<Arc<Value>>)>,
-    /// Whether the store is on disk, where some objects are kept only.
-    on_disk: bool,
     /// The last resourceVersion given out.
     rv: u64,
     queue: Vec<Write>,
@@ -91,8 +83,6 @@ const FAILURES_KEPT: usize = 64;
 struct Shared {
     /// What readers and watches see: committed changes only.
     inner: Mutex<Inner>,
-    /// The file, for the objects kept there only; its writes are the writer's.
-    disk: Option<Arc<Disk>>,
     pending: Mutex<Pending>,
     /// Rung when a change is queued, and when the store is dropped.
     queued: Condvar,
@@ -170,11 +160,8 @@ impl Store {
             })
             .collect();
         let rv = loaded.rv.max(1);
-        let disk = disk.map(Arc::new);
         let pending = Pending {
             objects: objects.clone(),
-            uncommitted: BTreeMap::new(),
-            on_disk: disk.is_some(),
             rv,
             queue: vec![],
             settled: rv,
@@ -183,7 +170,6 @@ impl Store {
         };
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner { rv, objects, history: VecDeque::new() }),
-            disk: disk.clone(),
             pending: Mutex::new(pending),
             queued: Condvar::new(),
             settled: Condvar::new(),
@@ -261,7 +247,7 @@ impl Store {
         }
         set_meta(&mut obj, "creationTimestamp", self.now_value());
         self.change(wait, |p| {
-            if self.shared.newest(p, &key)?.is_some() {
+            if p.objects.contains_key(&key) {
                 return Err(ApiError::already_exists(resource, &name));
             }
             let rv = p.rv + 1;
@@ -273,12 +259,12 @@ impl Store {
     }
 
     pub fn get(&self, resource: Resource, ns: &str, name: &str) -> ApiResult<Arc<Value>> {
-        let key = Self::key(resource, ns, name);
-        let found = match self.shared.disk_only(resource) {
-            Some(disk) => disk.get(resource, &key.1, name).map_err(disk_error)?.map(Arc::new),
-            None => self.shared.lock_inner().objects.get(&key).cloned(),
-        };
-        found.ok_or_else(|| ApiError::not_found(resource, name))
+        self.shared
+            .lock_inner()
+            .objects
+            .get(&Self::key(resource, ns, name))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(resource, name))
     }
 
     /// The resourceVersion of the newest change: what was read at it is still current.
@@ -287,19 +273,8 @@ impl Store {
     }
 
     /// Every object of a resource (in one namespace, or all), in key order, and the
-    /// resourceVersion the list is current at. Objects kept on disk only that cannot be read
-    /// are left out, with an error logged.
+    /// resourceVersion the list is current at.
     pub fn list(&self, resource: Resource, ns: Option<&str>) -> (Vec<Arc<Value>>, u64) {
-        if let Some(disk) = self.shared.disk_only(resource) {
-            // Read after the resourceVersion: the file holds at least what was committed then.
-            let rv = self.shared.lock_inner().rv;
-            let ns = ns.filter(|_| resource.namespaced());
-            let items = disk.list(resource, ns).unwrap_or_else(|e| {
-                tracing::error!(%e, "could not list {} from the store's file", resource.plural());
-                vec![]
-            });
-            return (items.into_iter().map(Arc::new).collect(), rv);
-        }
         let inner = self.shared.lock_inner();
         // Keys sort by resource first: read only this one's.
         let items = inner
@@ -337,7 +312,7 @@ impl Store {
     ) -> ApiResult<Value> {
         let key = Self::key(resource, ns, name);
         self.change(wait, |p| {
-            let old = self.shared.newest(p, &key)?.ok_or_else(|| ApiError::not_found(resource, name))?;
+            let old = p.objects.get(&key).cloned().ok_or_else(|| ApiError::not_found(resource, name))?;
             // What is answered unchanged must be committed too.
             let old_rv = object_rv(&old).unwrap_or_default();
             let Some(mut new) = change(&old)? else {
@@ -386,11 +361,11 @@ impl Store {
     ) -> ApiResult<Value> {
         let key = Self::key(resource, ns, name);
         self.change(wait, |p| {
-            let Some(old) = self.shared.newest(p, &key)?.filter(|old| wanted(old)) else {
+            let Some(old) = p.objects.get(&key).filter(|old| wanted(old)) else {
                 return Err(ApiError::not_found(resource, name));
             };
             let rv = p.rv + 1;
-            let mut gone = (*old).clone();
+            let mut gone = (**old).clone();
             set_meta(&mut gone, "resourceVersion", Value::String(rv.to_string()));
             let gone = Arc::new(gone);
             p.push(key, resource, ChangeKind::Deleted, gone.clone());
@@ -426,35 +401,15 @@ impl Pending {
     /// Makes a change at the next resourceVersion and queues it for the writer.
     fn push(&mut self, key: Key, resource: Resource, kind: ChangeKind, object: Arc<Value>) {
         self.rv += 1;
-        if self.on_disk && persist::on_disk_only(resource) {
-            let after = (kind != ChangeKind::Deleted).then(|| object.clone());
-            self.uncommitted.insert(key.clone(), (self.rv, after));
-        } else {
-            match kind {
-                ChangeKind::Deleted => self.objects.remove(&key),
-                _ => self.objects.insert(key.clone(), object.clone()),
-            };
-        }
+        match kind {
+            ChangeKind::Deleted => self.objects.remove(&key),
+            _ => self.objects.insert(key.clone(), object.clone()),
+        };
         self.queue.push(Write { key, change: Change { rv: self.rv, resource, kind, object } });
     }
 }
 
 impl Shared {
-    /// The file, when `resource`'s objects are kept there only.
-    fn disk_only(&self, resource: Resource) -> Option<&Disk> {
-        self.disk.as_deref().filter(|_| persist::on_disk_only(resource))
-    }
-
-    /// The newest object under `key` on the write side: changed and not yet committed, or
-    /// committed.
-    fn newest(&self, p: &Pending, key: &Key) -> ApiResult<Option<Arc<Value>>> {
-        let Some(disk) = self.disk_only(key.0) else { return Ok(p.objects.get(key).cloned()) };
-        match p.uncommitted.get(key) {
-            Some((_, after)) => Ok(after.clone()),
-            None => Ok(disk.get(key.0, &key.1, &key.2).map_err(disk_error)?.map(Arc::new)),
-        }
-    }
-
     /// The writer: commits what has queued up, in one transaction, until the store is dropped.
     fn write_until_closed(&self, disk: &Disk) {
         loop {
@@ -488,20 +443,8 @@ impl Shared {
         );
         match written {
             Ok(()) => {
-                let committed: Vec<(Key, u64)> = batch
-                    .iter()
-                    .filter(|w| persist::on_disk_only(w.key.0))
-                    .map(|w| (w.key.clone(), w.change.rv))
-                    .collect();
                 self.publish(batch);
-                let mut pending = lock(&self.pending);
-                // In the file now, unless changed again since.
-                for (key, rv) in committed {
-                    if pending.uncommitted.get(&key).is_some_and(|(at, _)| *at == rv) {
-                        pending.uncommitted.remove(&key);
-                    }
-                }
-                pending.settled = last;
+                lock(&self.pending).settled = last;
             }
             Err(e) => {
                 tracing::error!(%e, "the local API's store could not commit; its changes are dropped");
@@ -510,7 +453,6 @@ impl Shared {
                 let first = batch.first().map_or(last, |w| w.change.rv);
                 pending.queue.clear();
                 pending.objects = inner.objects.clone();
-                pending.uncommitted.clear();
                 if pending.failures.len() == FAILURES_KEPT {
                     pending.failures.pop_front();
                 }
@@ -532,12 +474,10 @@ impl Shared {
         let mut inner = self.lock_inner();
         for Write { key, change } in batch {
             inner.rv = change.rv;
-            if self.disk_only(key.0).is_none() {
-                match change.kind {
-                    ChangeKind::Deleted => inner.objects.remove(&key),
-                    _ => inner.objects.insert(key, change.object.clone()),
-                };
-            }
+            match change.kind {
+                ChangeKind::Deleted => inner.objects.remove(&key),
+                _ => inner.objects.insert(key, change.object.clone()),
+            };
             if inner.history.len() == HISTORY {
                 inner.history.pop_front();
             }
@@ -546,10 +486,6 @@ impl Shared {
             let _ = self.changes.send(change);
         }
     }
-}
-
-fn disk_error(e: DiskError) -> ApiError {
-    ApiError::internal(e.to_string())
 }
 
 /// Runs `wait`, which blocks until the writer commits, without holding up the other tasks of
@@ -703,46 +639,6 @@ mod tests {
         }
         assert_eq!(last, store.resource_version());
         assert_eq!(store.list(Resource::Pods, None).0.len(), 200);
-    }
-
-    /// On disk, events are read from the file, never held in memory once committed; the
-    /// write side sees its own changes to them at once, a deletion included.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-    async fn events_on_disk_are_not_held_in_memory() {
-        let dir = OnDisk::new("events");
-        let store = dir.open();
-        let (_, mut rx) = store.watch(Some(store.resource_version())).unwrap();
-        store.create_with(Wait::Queued, Resource::Events, pod("e")).unwrap();
-        let bump = |n: i64| {
-            store.update_with(Wait::Queued, Resource::Events, "default", "e", |old| {
-                let mut new = old.clone();
-                new["count"] = json!(n);
-                Ok(Some(new))
-            })
-        };
-        assert_eq!(bump(2).unwrap()["count"], 2, "the uncommitted event is found");
-        store.delete_with(Wait::Queued, Resource::Events, "default", "e", |_| true).unwrap();
-        assert_eq!(bump(3).unwrap_err().reason, "NotFound", "a deletion not yet committed counts");
-        store.create_with(Wait::Queued, Resource::Events, pod("e")).unwrap();
-        store.flush();
-        assert!(lock(&store.shared.pending).uncommitted.is_empty());
-        assert!(store.shared.lock_inner().objects.keys().all(|(r, _, _)| *r != Resource::Events));
-        assert_eq!(bump(4).unwrap()["count"], 4, "read from the file");
-        store.create(Resource::Events, pod("f")).unwrap();
-        let names = |ns| -> Vec<String> {
-            store.list(Resource::Events, ns).0.iter().map(|e| meta_str(e, "name").unwrap().to_string()).collect()
-        };
-        assert_eq!(names(Some("default")), ["e", "f"]);
-        assert_eq!(names(Some("other")), Vec::<String>::new());
-        assert_eq!(store.get(Resource::Events, "default", "e").unwrap()["count"], 4);
-        // Watches see every change, in order, as for any object.
-        let kinds: Vec<_> = (0..6).map(|_| rx.try_recv().unwrap().kind).collect();
-        use ChangeKind::*;
-        assert_eq!(kinds, [Added, Modified, Deleted, Added, Modified, Added]);
-        drop(store);
-        let store = dir.open();
-        assert_eq!(store.get(Resource::Events, "default", "e").unwrap()["count"], 4);
-        assert!(store.shared.lock_inner().objects.is_empty());
     }
 
     #[test]
