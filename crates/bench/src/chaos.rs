@@ -78,10 +78,12 @@ pub struct ChaosArgs {
 
 const CASES: [&str; 4] = ["containerd", "disk-full", "cni", "clock"];
 
+/// A case run: its name, and what it saw or why it failed.
+type Outcome = (String, Result<String, String>);
+
 pub struct ChaosReport {
     pods: usize,
-    /// Each case run: its name, and why it failed.
-    results: Vec<(String, Result<String, String>)>,
+    results: Vec<Outcome>,
     skipped: Vec<String>,
     log: PathBuf,
 }
@@ -210,7 +212,7 @@ impl Chaos {
         Launch { keep_store, log: Some(&self.log), ..Launch::default() }
     }
 
-    fn run(&self, daemon: &mut Daemon, cases: &[String]) -> Result<Vec<(String, Result<String, String>)>, String> {
+    fn run(&self, daemon: &mut Daemon, cases: &[String]) -> Result<Vec<Outcome>, String> {
         let t0 = Instant::now();
         let pods = (0..self.pods)
             .map(|i| (format!("chaos-{i:03}"), running_pod(&format!("chaos-{i:03}")).to_string()))

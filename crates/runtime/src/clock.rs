@@ -91,6 +91,8 @@ mod tests {
         assert!(past <= tokio::time::Instant::now());
     }
 
+    // Compared with tokio's (virtual) clock on purpose.
+    #[allow(clippy::disallowed_methods)]
     #[tokio::test(start_paused = true)]
     async fn a_clock_from_a_given_time_follows_tokios_virtual_time() {
         let t0: Timestamp = "2026-11-28T00:00:00Z".parse().unwrap();
