@@ -22,11 +22,15 @@
 //!   creates and lists per second, and the memory an open watch costs.
 //! - `soak`: `podwright serve` takes many pods through its API in waves, created and deleted:
 //!   what they left behind on the node, and what the daemon's memory, open files and store kept.
+//! - `chaos`: `podwright serve` with many pods running through faults (containerd killed, the
+//!   root's filesystem full, the pod network failing, the clock stepped): each case passes or
+//!   fails with its reason.
 //!
 //! Prints a table for people, then `name: value` lines for scripts. Asserts nothing.
 
 mod alloc;
 mod api;
+mod chaos;
 mod child;
 mod counted;
 mod density;
@@ -75,6 +79,8 @@ enum Command {
     Api(api::ApiArgs),
     /// `podwright serve` takes many pods in waves: leaks, RSS and open files, the store's size.
     Soak(soak::SoakArgs),
+    /// `podwright serve` with many pods running through faults: each case passes or fails.
+    Chaos(chaos::ChaosArgs),
     /// The server process of `api` (started by it).
     #[command(hide = true)]
     ApiServer,
@@ -115,6 +121,7 @@ fn main() -> ExitCode {
             Command::Api(args) => api::run(args).await.map(|r| r.print()),
             Command::ApiServer => api::serve().await,
             Command::Soak(args) => soak::run(args).await.map(|r| r.print()),
+            Command::Chaos(args) => chaos::run(args).await.map(|r| r.print()),
         }
     });
     match result {

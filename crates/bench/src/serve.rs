@@ -195,6 +195,18 @@ struct Bench {
     ramp_limit: Duration,
 }
 
+/// How a [`Daemon`] is started.
+#[derive(Default)]
+pub(crate) struct Launch<'a> {
+    /// `--runtime-endpoint`; without it serve starts (or reuses) and keeps running the
+    /// embedded containerd under its root.
+    pub(crate) endpoint: Option<&'a str>,
+    /// Starts on the store a previous daemon left under the root, rather than an empty one.
+    pub(crate) keep_store: bool,
+    /// Where its log (stderr) is appended, rather than to the benchmark's.
+    pub(crate) log: Option<&'a Path>,
+}
+
 /// The daemon, as a child process with its API's address.
 pub(crate) struct Daemon {
     child: Child,
@@ -206,22 +218,33 @@ impl Daemon {
     /// runs left in it, their events live an hour, would count in its figures) and waits
     /// until its API answers.
     pub(crate) fn start(podwright: &Path, root: &Path, endpoint: &str) -> Result<Daemon, String> {
+        Daemon::launch(podwright, root, &Launch { endpoint: Some(endpoint), ..Launch::default() })
+    }
+
+    /// Starts `podwright serve` under `root` as `launch` says and waits until its API answers.
+    pub(crate) fn launch(podwright: &Path, root: &Path, launch: &Launch) -> Result<Daemon, String> {
         let store = root.join(podwright_server::server::STORE_FILE);
-        match std::fs::remove_file(&store) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(format!("cannot remove {}: {e}", store.display()));
-            }
-            _ => {}
+        if !launch.keep_store
+            && let Err(e) = std::fs::remove_file(&store)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            return Err(format!("cannot remove {}: {e}", store.display()));
         }
         let port = free_port()?;
         let mut cmd = Command::new(podwright);
-        cmd.arg("serve")
-            .arg("--root-dir")
-            .arg(root)
-            .args(["--port", &port.to_string(), "--runtime-endpoint", endpoint])
-            .env("PODWRIGHT_LOG", "error")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null());
+        cmd.arg("serve").arg("--root-dir").arg(root).args(["--port", &port.to_string()]);
+        if let Some(endpoint) = launch.endpoint {
+            cmd.args(["--runtime-endpoint", endpoint]);
+        }
+        cmd.env("PODWRIGHT_LOG", "error").stdin(Stdio::null()).stdout(Stdio::null());
+        if let Some(log) = launch.log {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .map_err(|e| format!("cannot open {}: {e}", log.display()))?;
+            cmd.stderr(file);
+        }
         let child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", podwright.display()))?;
         let mut daemon = Daemon { child, addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)) };
         if let Err(e) = daemon.wait_ready() {
@@ -229,6 +252,14 @@ impl Daemon {
             return Err(e);
         }
         Ok(daemon)
+    }
+
+    /// Stops it, then starts it again as `launch` says (its store and its port are its own
+    /// while it runs).
+    pub(crate) fn restart(&mut self, podwright: &Path, root: &Path, launch: &Launch) -> Result<(), String> {
+        child::stop(&mut self.child, "podwright serve", START_LIMIT)?;
+        *self = Daemon::launch(podwright, root, launch)?;
+        Ok(())
     }
 
     pub(crate) fn pid(&self) -> u32 {

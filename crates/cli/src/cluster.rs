@@ -48,7 +48,7 @@ pub(crate) async fn join_and_run(args: &ServeArgs, settings: Settings) -> Result
     let rotate_certificates = settings.config.rotate_certificates();
     let runtime: Arc<dyn Runtime> =
         Arc::new(connect_runtime(&args.runtime).await.map_err(|e| fail(exit::NO_RUNTIME, e))?);
-    let clock = Clock::new();
+    let clock = Clock::system();
     let mut joined = join(ClusterSettings { identity, credentials, rotate_certificates }, runtime.as_ref(), clock)
         .await
         .map_err(|e| fail(exit::FAILED, e))?;

@@ -83,7 +83,7 @@ pub async fn run(args: RunArgs) -> u8 {
             return exit::INVALID;
         }
     };
-    let clock = Clock::new();
+    let clock = Clock::system();
     let started = clock.now();
     for p in &mut pods {
         p.metadata.creation_timestamp.get_or_insert(Time(started));

@@ -181,7 +181,7 @@ async fn start_and_serve(args: ServeArgs) -> Result<(), u8> {
     let node_name = args.hostname_override.clone().map(|h| h.to_lowercase()).unwrap_or_else(host_name);
     let identity = ServerConfig { node_name, root: root.clone(), host_ip: host_ip() };
     let security = security(&args, &settings, &identity).map_err(|e| fail(exit::INVALID, e))?;
-    let clock = Clock::new();
+    let clock = Clock::system();
     let runtime: Arc<dyn Runtime> = Arc::new(runtime);
     // Every runtime call is in the node's metrics: the API's (exec, attach, port-forward) and
     // log rotation's through `counted`, the node's own through the node.

@@ -31,10 +31,16 @@ pub struct DiskError {
     error: String,
 }
 
-/// The database file, open for the daemon's life.
+/// Opens the database: again after an I/O error, which redb answers every transaction after
+/// with until the database is closed and opened again.
+type Opener = Box<dyn Fn() -> Result<Database, redb::DatabaseError> + Send>;
+
+/// The database file, open for the daemon's life (opened again after an I/O error).
 pub struct Disk {
-    db: Database,
+    /// None while opening it again fails.
+    db: Option<Database>,
     path: String,
+    open: Opener,
 }
 
 /// What a previous run left.
@@ -53,17 +59,23 @@ impl Disk {
     /// this version does not serve, or whose JSON does not parse, is an error: starting without
     /// it would lose it at the next write.
     pub fn open(path: &Path) -> Result<(Disk, Loaded), DiskError> {
-        let err = |e: &dyn std::fmt::Display| DiskError { path: path.display().to_string(), error: e.to_string() };
-        let db = redb::Builder::new().set_cache_size(CACHE_BYTES).create(path).map_err(|e| err(&e))?;
-        let disk = Disk { db, path: path.display().to_string() };
+        let file = path.to_path_buf();
+        let open = move || redb::Builder::new().set_cache_size(CACHE_BYTES).create(&file);
+        Disk::open_with(path.display().to_string(), Box::new(open))
+    }
+
+    /// [`Disk::open`] with what opens the database (`path` names it in errors).
+    fn open_with(path: String, open: Opener) -> Result<(Disk, Loaded), DiskError> {
+        let err = |e: &dyn std::fmt::Display| DiskError { path: path.clone(), error: e.to_string() };
+        let db = open().map_err(|e| err(&e))?;
         // Creates the tables on first use, so that reading finds them.
-        let tx = disk.db.begin_write().map_err(|e| err(&e))?;
+        let tx = db.begin_write().map_err(|e| err(&e))?;
         tx.open_table(OBJECTS).map_err(|e| err(&e))?;
         tx.open_table(META).map_err(|e| err(&e))?;
         tx.commit().map_err(|e| err(&e))?;
 
         let mut loaded = Loaded::default();
-        let tx = disk.db.begin_read().map_err(|e| err(&e))?;
+        let tx = db.begin_read().map_err(|e| err(&e))?;
         let meta = tx.open_table(META).map_err(|e| err(&e))?;
         loaded.rv = meta.get(RV).map_err(|e| err(&e))?.map(|v| v.value()).unwrap_or(0);
         let objects = tx.open_table(OBJECTS).map_err(|e| err(&e))?;
@@ -78,7 +90,17 @@ impl Disk {
             let obj: Value = serde_json::from_slice(v.value()).map_err(|e| err(&format!("{k}: {e}")))?;
             loaded.objects.push((resource, obj));
         }
-        Ok((disk, loaded))
+        drop((objects, meta, tx));
+        Ok((Disk { db: Some(db), path, open }, loaded))
+    }
+
+    /// Closes the database and opens it again (redb repairs what a failed commit left): after
+    /// an I/O error, a full disk say, it refuses every transaction until then.
+    pub fn reopen(&mut self) -> Result<(), DiskError> {
+        // Closed first: the file is locked while it is open.
+        self.db = None;
+        self.db = Some((self.open)().map_err(|e| self.err(&e))?);
+        Ok(())
     }
 
     /// Writes each change (an object under its key, or its removal: `None`), and `rv` as the
@@ -88,7 +110,8 @@ impl Disk {
         rv: u64,
         changes: impl IntoIterator<Item = (Resource, &'a str, &'a str, Option<&'a Value>)>,
     ) -> Result<(), DiskError> {
-        let tx = self.db.begin_write().map_err(|e| self.err(&e))?;
+        let db = self.db.as_ref().ok_or_else(|| self.err(&"not open again yet after an I/O error"))?;
+        let tx = db.begin_write().map_err(|e| self.err(&e))?;
         {
             let mut objects = tx.open_table(OBJECTS).map_err(|e| self.err(&e))?;
             for (resource, ns, name, obj) in changes {
@@ -126,10 +149,103 @@ impl Disk {
     }
 }
 
+/// A disk that fills up on demand, for the tests of the store's failures.
+#[cfg(test)]
+pub(crate) mod filling {
+    use super::{Disk, Opener};
+    use redb::StorageBackend;
+    use redb::backends::InMemoryBackend;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A database in memory whose writes fail as on a full disk while `full` is set.
+    #[derive(Debug)]
+    struct Filling {
+        inner: Arc<InMemoryBackend>,
+        full: Arc<AtomicBool>,
+    }
+
+    impl Filling {
+        fn room(&self) -> std::io::Result<()> {
+            match self.full.load(Ordering::Relaxed) {
+                true => Err(std::io::Error::from(std::io::ErrorKind::StorageFull)),
+                false => Ok(()),
+            }
+        }
+    }
+
+    impl StorageBackend for Filling {
+        fn len(&self) -> std::io::Result<u64> {
+            self.inner.len()
+        }
+        fn read(&self, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
+            self.inner.read(offset, out)
+        }
+        fn set_len(&self, len: u64) -> std::io::Result<()> {
+            self.room()?;
+            self.inner.set_len(len)
+        }
+        fn sync_data(&self) -> std::io::Result<()> {
+            self.room()?;
+            self.inner.sync_data()
+        }
+        fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+            self.room()?;
+            self.inner.write(offset, data)
+        }
+    }
+
+    pub(crate) fn opener(backend: &Arc<InMemoryBackend>, full: &Arc<AtomicBool>) -> Opener {
+        let (backend, full) = (backend.clone(), full.clone());
+        Box::new(move || {
+            redb::Builder::new().create_with_backend(Filling { inner: backend.clone(), full: full.clone() })
+        })
+    }
+
+    /// An empty database in memory, and the switch that makes its disk full.
+    pub(crate) fn disk() -> (Disk, Arc<AtomicBool>) {
+        let full = Arc::new(AtomicBool::new(false));
+        let (disk, _) = Disk::open_with("memory".into(), opener(&Arc::new(InMemoryBackend::new()), &full))
+            .expect("a database in memory");
+        (disk, full)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::filling::opener;
     use super::*;
+    use redb::backends::InMemoryBackend;
     use serde_json::json;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// The names of the objects a reopened `disk` reads, and its resourceVersion.
+    fn stored(backend: &Arc<InMemoryBackend>) -> (u64, Vec<String>) {
+        let (_, loaded) = Disk::open_with("memory".into(), opener(backend, &Arc::default())).unwrap();
+        let mut names: Vec<String> = loaded.objects.iter().map(|(_, o)| o["metadata"]["name"].to_string()).collect();
+        names.sort();
+        (loaded.rv, names)
+    }
+
+    #[test]
+    fn commits_resume_after_a_full_disk_once_the_database_is_open_again() {
+        let (backend, full) = (Arc::new(InMemoryBackend::new()), Arc::new(AtomicBool::new(false)));
+        let (mut disk, _) = Disk::open_with("memory".into(), opener(&backend, &full)).unwrap();
+        let pod = |name: &str| json!({"metadata": {"name": name}});
+        disk.put(1, Resource::Pods, "default", "a", &pod("a")).unwrap();
+        full.store(true, Ordering::Relaxed);
+        let e = disk.put(2, Resource::Pods, "default", "b", &pod("b")).unwrap_err();
+        assert!(e.to_string().starts_with("the local API's store memory: "), "{e}");
+        // Space is back, but redb refuses every transaction after an I/O error...
+        full.store(false, Ordering::Relaxed);
+        assert!(disk.put(3, Resource::Pods, "default", "c", &pod("c")).is_err());
+        // ... until the database is opened again.
+        disk.reopen().unwrap();
+        disk.put(3, Resource::Pods, "default", "c", &pod("c")).unwrap();
+        drop(disk);
+        assert_eq!(stored(&backend), (3, vec!["\"a\"".to_string(), "\"c\"".to_string()]));
+    }
 
     #[test]
     fn objects_and_the_resource_version_survive_reopening() {
@@ -177,7 +293,7 @@ mod tests {
         let (disk, loaded) = Disk::open(&path).unwrap();
         assert_eq!(loaded.objects.len(), 4 * CACHE_BYTES / filler.len());
         assert!(std::fs::metadata(&path).unwrap().len() > 2 * CACHE_BYTES as u64);
-        let stats = disk.db.cache_stats();
+        let stats = disk.db.as_ref().unwrap().cache_stats();
         assert!(stats.evictions() > 0 && stats.used_bytes() <= CACHE_BYTES, "{stats:?}");
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -12,6 +12,20 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+/// `/healthz` and `/readyz`: OK, or 500 naming the failing check as the API server words it
+/// (its etcd check is the store's here: whether its last commit succeeded). `/livez` leaves
+/// it out, as the API server's does: a restart does not make a full disk any emptier.
+async fn health(State(api): State<ApiServer>) -> Response {
+    match api.store().health() {
+        Ok(()) => "ok".into_response(),
+        Err(why) => (
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            format!("[+]ping ok\n[-]store failed: {why}\nhealthz check failed\n"),
+        )
+            .into_response(),
+    }
+}
+
 impl ApiServer {
     /// Every route of the API.
     pub fn router(&self) -> Router {
@@ -31,8 +45,8 @@ impl ApiServer {
             .route("/swagger-2.0.0.pb-v1", get(openapi::v2_protobuf_legacy))
             .route("/openapi/v3", get(openapi::v3_index))
             .route("/openapi/v3/api/v1", get(openapi::v3_group))
-            .route("/healthz", get(|| async { "ok" }))
-            .route("/readyz", get(|| async { "ok" }))
+            .route("/healthz", get(health))
+            .route("/readyz", get(health))
             .route("/livez", get(|| async { "ok" }))
             .route("/api/v1/nodes", get(usage::list_nodes))
             .route("/api/v1/nodes/{name}", get(usage::get_node))

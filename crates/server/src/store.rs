@@ -74,11 +74,16 @@ struct Pending {
     failures: VecDeque<(RangeInclusive<u64>, String)>,
     /// The store is being dropped: the writer commits what is queued and ends.
     closing: bool,
+    /// Why the last commit failed, until one succeeds: what `/healthz` reports.
+    failing: Option<String>,
 }
 
 /// Failed commits remembered for the writers waiting on them (a failure is a full disk or a
 /// broken file: rare, and every waiter wakes at once).
 const FAILURES_KEPT: usize = 64;
+/// How often a failing store tries an empty commit when nothing is queued, so that it finds out
+/// (and `/healthz` says) that it works again once, say, space has returned.
+const RETRY: std::time::Duration = std::time::Duration::from_secs(2);
 
 struct Shared {
     /// What readers and watches see: committed changes only.
@@ -167,6 +172,7 @@ impl Store {
             settled: rv,
             failures: VecDeque::new(),
             closing: false,
+            failing: None,
         };
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner { rv, objects, history: VecDeque::new() }),
@@ -180,7 +186,7 @@ impl Store {
             let shared = shared.clone();
             std::thread::Builder::new()
                 .name("store-writer".into())
-                .spawn(move || shared.write_until_closed(&disk))
+                .spawn(move || shared.write_until_closed(disk))
                 .expect("a thread for the store's writer")
         });
         Store { shared, clock, writer }
@@ -373,6 +379,12 @@ impl Store {
         })
     }
 
+    /// Whether the last commit succeeded; why not otherwise. A failing store tries again every
+    /// [`RETRY`] while nothing is queued.
+    pub fn health(&self) -> Result<(), String> {
+        lock(&self.shared.pending).failing.clone().map_or(Ok(()), Err)
+    }
+
     /// Waits until every change made so far is committed (or has failed).
     pub fn flush(&self) {
         let _ = self.change(Wait::Committed, |p| Ok(((), p.rv)));
@@ -410,18 +422,30 @@ impl Pending {
 }
 
 impl Shared {
-    /// The writer: commits what has queued up, in one transaction, until the store is dropped.
-    fn write_until_closed(&self, disk: &Disk) {
+    /// The writer: commits what has queued up, in one transaction, until the store is dropped;
+    /// while commits fail, tries an empty one every [`RETRY`] when nothing is queued.
+    fn write_until_closed(&self, mut disk: Disk) {
         loop {
             let mut pending = lock(&self.pending);
             while pending.queue.is_empty() && !pending.closing {
-                pending = self.queued.wait(pending).unwrap_or_else(|e| e.into_inner());
+                if pending.failing.is_none() {
+                    pending = self.queued.wait(pending).unwrap_or_else(|e| e.into_inner());
+                    continue;
+                }
+                let (p, waited) = self.queued.wait_timeout(pending, RETRY).unwrap_or_else(|e| e.into_inner());
+                pending = p;
+                if waited.timed_out() {
+                    break;
+                }
             }
             let batch = std::mem::take(&mut pending.queue);
-            let closing = pending.closing;
+            let (closing, rv) = (pending.closing, pending.rv);
             drop(pending);
             if !batch.is_empty() {
-                self.commit(disk, batch);
+                self.commit(&mut disk, batch);
+            } else if !closing {
+                let tried = disk.commit(rv, std::iter::empty());
+                self.health_after(&mut disk, tried);
             }
             if closing && lock(&self.pending).queue.is_empty() {
                 return;
@@ -431,7 +455,7 @@ impl Shared {
 
     /// Writes `batch` to disk, then makes it visible; on a failure, forgets it and every
     /// change queued since (made on top of it) and tells their writers.
-    fn commit(&self, disk: &Disk, batch: Vec<Write>) {
+    fn commit(&self, disk: &mut Disk, batch: Vec<Write>) {
         let last = batch.last().map_or(0, |w| w.change.rv);
         let written = disk.commit(
             last,
@@ -441,12 +465,14 @@ impl Shared {
                 (*resource, ns.as_str(), name.as_str(), obj)
             }),
         );
-        match written {
-            Ok(()) => {
+        let failed = written.as_ref().err().map(ToString::to_string);
+        self.health_after(disk, written);
+        match failed {
+            None => {
                 self.publish(batch);
                 lock(&self.pending).settled = last;
             }
-            Err(e) => {
+            Some(e) => {
                 tracing::error!(%e, "the local API's store could not commit; its changes are dropped");
                 let mut pending = lock(&self.pending);
                 let inner = self.lock_inner();
@@ -457,11 +483,31 @@ impl Shared {
                     pending.failures.pop_front();
                 }
                 let upto = pending.rv;
-                pending.failures.push_back((first..=upto, e.to_string()));
+                pending.failures.push_back((first..=upto, e));
                 pending.settled = upto;
             }
         }
         self.settled.notify_all();
+    }
+
+    /// Records how a commit went for [`Store::health`]; after a failure the database is opened
+    /// again, which redb needs before it takes another transaction.
+    fn health_after(&self, disk: &mut Disk, written: Result<(), DiskError>) {
+        let was_failing = lock(&self.pending).failing.is_some();
+        let failing = match written {
+            Ok(()) if was_failing => {
+                tracing::warn!("the local API's store commits again");
+                None
+            }
+            Ok(()) => None,
+            Err(e) => {
+                if let Err(e) = disk.reopen() {
+                    tracing::debug!(%e, "the local API's store cannot be opened again yet");
+                }
+                Some(e.to_string())
+            }
+        };
+        lock(&self.pending).failing = failing;
     }
 
     /// Taken after the write side when both are held.
@@ -543,6 +589,31 @@ mod tests {
         let (backlog, _) = store.watch(Some(rv_a)).unwrap();
         assert_eq!(backlog.iter().map(|c| c.kind).collect::<Vec<_>>(), [ChangeKind::Modified, ChangeKind::Deleted]);
         assert_eq!(store.get(Resource::Pods, "default", "a").unwrap_err().reason, "NotFound");
+    }
+
+    /// A full disk fails the API's writes (500, nothing of them kept) and the store's health;
+    /// once space returns the writer finds out by itself, and writes work again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_full_disk_fails_writes_and_health_until_space_returns() {
+        let (disk, full) = crate::persist::filling::disk();
+        let store = Store::with(Clock::new(), Some(disk), Loaded::default());
+        store.create(Resource::Pods, pod("a")).unwrap();
+        assert_eq!(store.health(), Ok(()));
+        full.store(true, std::sync::atomic::Ordering::Relaxed);
+        let e = store.create(Resource::Pods, pod("b")).unwrap_err();
+        assert_eq!((e.code, e.reason), (500, "InternalError"));
+        assert!(store.health().is_err_and(|why| why.contains("the local API's store memory")));
+        assert_eq!(store.get(Resource::Pods, "default", "b").unwrap_err().reason, "NotFound");
+        full.store(false, std::sync::atomic::Ordering::Relaxed);
+        for _ in 0..100 {
+            if store.health().is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert_eq!(store.health(), Ok(()));
+        store.create(Resource::Pods, pod("b")).unwrap();
+        assert_eq!(store.list(Resource::Pods, None).0.len(), 2);
     }
 
     /// A store on disk in a directory of its own, removed when the test ends.
