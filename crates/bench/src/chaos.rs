@@ -19,7 +19,8 @@
 
 use crate::child;
 use crate::pod::IMAGE;
-use crate::serve::{Daemon, Launch, runtime_endpoint, str_at};
+use crate::runtime;
+use crate::serve::{Daemon, Launch, str_at};
 use podwright_containerd::EmbeddedRuntime;
 use podwright_runtime::RuntimeService;
 use serde_json::{Value, json};
@@ -112,7 +113,7 @@ pub async fn run(args: &ChaosArgs) -> Result<ChaosReport, String> {
     let log = args.log.clone().unwrap_or_else(|| std::env::temp_dir().join("podwright-chaos-serve.log"));
     std::fs::write(&log, "").map_err(|e| format!("cannot write {}: {e}", log.display()))?;
     // Started here, so that serve finds it running, and kept running by serve.
-    runtime_endpoint(None, &root).await?;
+    runtime::endpoint(None, &root).await?;
     let chaos = Chaos {
         pods: args.pods,
         limit: Duration::from_secs(args.limit),
@@ -288,7 +289,7 @@ impl Chaos {
         let removed = daemon.scrape()?;
         daemon.delete("chaos-after")?;
         daemon.wait_removed(&removed, 1, self.limit)?;
-        let cri = self.handle.block_on(podwright_runtime::connect(&embedded.endpoint())).map_err(|e| e.to_string())?;
+        let cri = self.handle.block_on(runtime::connect(&embedded.endpoint()))?;
         let running = self
             .handle
             .block_on(cri.list_containers(&BTreeMap::new()))
