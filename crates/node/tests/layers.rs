@@ -47,6 +47,7 @@ const LAYERS: Layers = &[
             "events",
             "metrics",
             "layout",
+            "whole_file",
             "objects",
             "downward",
             "node_info",
