@@ -127,7 +127,7 @@ pub async fn run(args: &ChaosArgs) -> Result<ChaosReport, String> {
         let mut daemon = chaos.start()?;
         let results = chaos.run(&mut daemon, &cases);
         // Whatever happened, no pod of the benchmark is left running.
-        let cleared = chaos.clear(&daemon);
+        let cleared = daemon.clear("podwright-bench", chaos.limit);
         let stopped = daemon.stop();
         let report = ChaosReport { pods: chaos.pods, results: results?, skipped, log };
         // The cases' results are worth seeing even when the clean-up after them failed.
@@ -244,7 +244,7 @@ impl Chaos {
 
     /// The running pods as they are now.
     fn seen(&self, daemon: &Daemon) -> Result<BTreeMap<String, Seen>, String> {
-        Ok(self.list(daemon, LABEL)?.iter().map(|p| (str_at(p, "/metadata/name"), Seen::of(p))).collect())
+        Ok(daemon.pods(LABEL)?.iter().map(|p| (str_at(p, "/metadata/name"), Seen::of(p))).collect())
     }
 
     /// containerd SIGKILLed: serve starts it again; every pod must be as it was within
@@ -274,7 +274,7 @@ impl Chaos {
         let last = self.settle(daemon, before, back, RECOVERY)?;
         // And still so after the node's relists (every 5 s) have seen the new containerd.
         std::thread::sleep((back + RELISTS).saturating_duration_since(Instant::now()));
-        if let Some(why) = differences(before, &self.list(daemon, LABEL)?) {
+        if let Some(why) = differences(before, &daemon.pods(LABEL)?) {
             return Err(format!("{:?} after containerd's return: {why}", RELISTS));
         }
         // The node drives the new containerd: a pod created now runs.
@@ -318,7 +318,7 @@ impl Chaos {
         within: Duration,
     ) -> Result<Duration, String> {
         loop {
-            let why = match self.list(daemon, LABEL) {
+            let why = match daemon.pods(LABEL) {
                 Ok(pods) => match differences(before, &pods) {
                     None => return Ok(from.elapsed()),
                     Some(why) => why,
@@ -380,7 +380,7 @@ impl Chaos {
             return Err(format!("nothing about the store in serve's log ({})", self.log.display()));
         };
         let line = line.to_string();
-        if let Some(why) = differences(before, &self.list(daemon, LABEL)?) {
+        if let Some(why) = differences(before, &daemon.pods(LABEL)?) {
             return Err(format!("with the disk full: {why}"));
         }
         // chaos-full-exit's container ends meanwhile.
@@ -476,10 +476,10 @@ impl Chaos {
             return Err("the new pods did not each get FailedCreatePodSandBox twice within 90 s".into());
         };
         let retried = t0.elapsed();
-        if let Some(p) = self.list(daemon, NEW)?.iter().find(|p| str_at(p, "/status/phase") != "Pending") {
+        if let Some(p) = daemon.pods(NEW)?.iter().find(|p| str_at(p, "/status/phase") != "Pending") {
             return Err(format!("{} is {} without a network", str_at(p, "/metadata/name"), str_at(p, "/status/phase")));
         }
-        if let Some(why) = differences(before, &self.list(daemon, LABEL)?) {
+        if let Some(why) = differences(before, &daemon.pods(LABEL)?) {
             return Err(format!("with the network failing: {why}"));
         }
         drop(broken);
@@ -552,13 +552,13 @@ impl Chaos {
             std::thread::sleep(POLL);
         }
         let during = restarts(daemon)? - at_step;
-        let pods = self.list(daemon, EXTRA)?;
+        let pods = daemon.pods(EXTRA)?;
         let deadline_phase = pods
             .iter()
             .find(|p| str_at(p, "/metadata/name") == "chaos-deadline")
             .map(|p| str_at(p, "/status/phase"))
             .unwrap_or_default();
-        let untouched = differences(before, &self.list(daemon, LABEL)?);
+        let untouched = differences(before, &daemon.pods(LABEL)?);
         drop(stepped);
         let removed = daemon.scrape()?;
         for name in ["chaos-crash", "chaos-deadline", "chaos-probed"] {
@@ -612,30 +612,11 @@ impl Chaos {
     /// Waits until the pods with `selector`, as listed, pass `done`.
     fn wait(&self, daemon: &Daemon, selector: &str, what: &str, done: impl Fn(&[Value]) -> bool) -> Result<(), String> {
         let t0 = Instant::now();
-        while !done(&self.list(daemon, selector)?) {
+        while !done(&daemon.pods(selector)?) {
             self.give_up_after(t0, what)?;
             std::thread::sleep(POLL);
         }
         Ok(())
-    }
-
-    fn list(&self, daemon: &Daemon, selector: &str) -> Result<Vec<Value>, String> {
-        let r = daemon.request("GET", &format!("/api/v1/namespaces/default/pods?labelSelector={selector}"), None)?;
-        if r.status != 200 {
-            return Err(format!("listing the pods: HTTP {}", r.status));
-        }
-        Ok(r.json()?["items"].as_array().cloned().unwrap_or_default())
-    }
-
-    /// Deletes every pod of the benchmark left and waits until the daemon has removed them.
-    fn clear(&self, daemon: &Daemon) -> Result<(), String> {
-        let left = self.list(daemon, "podwright-bench")?;
-        if left.is_empty() {
-            return Ok(());
-        }
-        let before = daemon.scrape()?;
-        left.iter().try_for_each(|p| daemon.delete(&str_at(p, "/metadata/name")))?;
-        daemon.wait_removed(&before, left.len(), self.limit)
     }
 }
 

@@ -86,7 +86,7 @@ pub async fn run(args: &DensityArgs) -> Result<DensityReport, String> {
         let bench = Density { daemon: &daemon, containerd, handle, limit };
         let result = bench.measure(pods, &levels, starts);
         // Every pod goes, whatever happened.
-        let cleared = bench.clear(MEASURED).and_then(|()| bench.clear(BASE));
+        let cleared = daemon.clear(MEASURED, limit).and_then(|()| daemon.clear(BASE, limit));
         daemon.stop_after(result, cleared)
     })
     .await
@@ -105,7 +105,7 @@ impl Density<'_> {
         let t0 = Instant::now();
         let latencies = self.start("burst", pods)?;
         let ramp = t0.elapsed();
-        self.clear(MEASURED)?;
+        self.daemon.clear(MEASURED, self.limit)?;
         let mut measured = vec![];
         let mut running = 0;
         for &level in levels {
@@ -135,7 +135,7 @@ impl Density<'_> {
                 containerd_cpu_per_start: per_start.get(1).copied(),
                 p50_ms: measure::percentile(&latencies, 50.0).unwrap_or(f64::NAN),
             });
-            self.clear(MEASURED)?;
+            self.daemon.clear(MEASURED, self.limit)?;
         }
         Ok(DensityReport { pods, latencies, ramp, levels: measured })
     }
@@ -199,15 +199,6 @@ impl Density<'_> {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-    }
-
-    /// Deletes the pods with `label` and waits until the daemon has removed them from the
-    /// runtime.
-    fn clear(&self, label: &str) -> Result<(), String> {
-        let names: Vec<String> = self.daemon.phases(label)?.into_iter().map(|(n, _)| n).collect();
-        let before = self.daemon.scrape()?;
-        names.iter().try_for_each(|n| self.daemon.delete(n))?;
-        self.daemon.wait_removed(&before, names.len(), self.limit)
     }
 }
 

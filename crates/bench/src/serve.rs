@@ -312,18 +312,30 @@ impl Daemon {
         Ok(Usage { wall, cpu, rss_kib: measure::median(&rss), rss_max_kib: samples.into_iter().max().unwrap_or(0) })
     }
 
-    /// The pods' names and phases, of those with `selector`.
-    pub(crate) fn phases(&self, selector: &str) -> Result<Vec<(String, String)>, String> {
+    /// The pods with `selector` (in the namespace `default`), as the API lists them.
+    pub(crate) fn pods(&self, selector: &str) -> Result<Vec<Value>, String> {
         let r = self.request("GET", &format!("/api/v1/namespaces/default/pods?labelSelector={selector}"), None)?;
         if r.status != 200 {
             return Err(format!("listing the pods: HTTP {}", r.status));
         }
-        let list = r.json()?;
-        let items = list["items"].as_array().cloned().unwrap_or_default();
-        Ok(items
-            .iter()
-            .map(|p| (str_at(p, "/metadata/name"), str_at(p, "/status/phase")))
-            .collect::<Vec<(String, String)>>())
+        Ok(r.json()?["items"].as_array().cloned().unwrap_or_default())
+    }
+
+    /// The pods' names and phases, of those with `selector`.
+    pub(crate) fn phases(&self, selector: &str) -> Result<Vec<(String, String)>, String> {
+        Ok(self.pods(selector)?.iter().map(|p| (str_at(p, "/metadata/name"), str_at(p, "/status/phase"))).collect())
+    }
+
+    /// Deletes the pods with `selector` and waits (up to `limit`) until the daemon has removed
+    /// them from the runtime.
+    pub(crate) fn clear(&self, selector: &str, limit: Duration) -> Result<(), String> {
+        let left = self.pods(selector)?;
+        if left.is_empty() {
+            return Ok(());
+        }
+        let before = self.scrape()?;
+        left.iter().try_for_each(|p| self.delete(&str_at(p, "/metadata/name")))?;
+        self.wait_removed(&before, left.len(), limit)
     }
 
     /// Creates the pods (name and JSON body each) by concurrent requests on `handle`; returns

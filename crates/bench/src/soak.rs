@@ -114,7 +114,7 @@ pub async fn run(args: &SoakArgs) -> Result<SoakReport, String> {
         let daemon = Daemon::start(&podwright, &soak.root, &endpoint)?;
         let result = soak.run(&daemon, before);
         // Whatever happened, no pod of the soak is left running.
-        let cleared = soak.clear(&daemon);
+        let cleared = daemon.clear(LABEL, soak.limit);
         daemon.stop_after(result, cleared)
     })
     .await
@@ -212,7 +212,7 @@ impl Soak {
     fn wait(&self, daemon: &Daemon, what: &str, done: impl Fn(&[Value]) -> bool) -> Result<(), String> {
         let t0 = Instant::now();
         loop {
-            if done(&self.list(daemon)?) {
+            if done(&daemon.pods(LABEL)?) {
                 return Ok(());
             }
             if t0.elapsed() > self.limit {
@@ -222,30 +222,10 @@ impl Soak {
         }
     }
 
-    fn list(&self, daemon: &Daemon) -> Result<Vec<Value>, String> {
-        let r = daemon.request("GET", &format!("/api/v1/pods?labelSelector={LABEL}"), None)?;
-        if r.status != 200 {
-            return Err(format!("listing the pods: HTTP {}", r.status));
-        }
-        Ok(r.json()?["items"].as_array().cloned().unwrap_or_default())
-    }
-
-    /// Deletes whatever pods of the soak are left (after an error or an interruption) and
-    /// waits until the daemon has removed them.
-    fn clear(&self, daemon: &Daemon) -> Result<(), String> {
-        let left = self.list(daemon)?;
-        if left.is_empty() {
-            return Ok(());
-        }
-        let before = daemon.scrape()?;
-        left.iter().try_for_each(|p| daemon.delete(&str_at(p, "/metadata/name")))?;
-        daemon.wait_removed(&before, left.len(), self.limit)
-    }
-
     /// The store's leaks: pod objects of the soak left, and events past their TTL.
     fn stored_leaks(&self, daemon: &Daemon) -> Result<Vec<String>, String> {
         let mut leaks: Vec<String> =
-            self.list(daemon)?.iter().map(|p| format!("pod object {}", str_at(p, "/metadata/name"))).collect();
+            daemon.pods(LABEL)?.iter().map(|p| format!("pod object {}", str_at(p, "/metadata/name"))).collect();
         let r = daemon.request("GET", "/api/v1/events", None)?;
         let now = jiff::Timestamp::now();
         for e in r.json()?["items"].as_array().into_iter().flatten() {
