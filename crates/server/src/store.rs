@@ -465,9 +465,7 @@ impl Shared {
                 (*resource, ns.as_str(), name.as_str(), obj)
             }),
         );
-        let failed = written.as_ref().err().map(ToString::to_string);
-        self.health_after(disk, written);
-        match failed {
+        match self.health_after(disk, written) {
             None => {
                 self.publish(batch);
                 lock(&self.pending).settled = last;
@@ -490,9 +488,10 @@ impl Shared {
         self.settled.notify_all();
     }
 
-    /// Records how a commit went for [`Store::health`]; after a failure the database is opened
-    /// again, which redb needs before it takes another transaction.
-    fn health_after(&self, disk: &mut Disk, written: Result<(), DiskError>) {
+    /// Records how a commit went for [`Store::health`], and returns the failure recorded; after
+    /// a failure the database is opened again, which redb needs before it takes another
+    /// transaction.
+    fn health_after(&self, disk: &mut Disk, written: Result<(), DiskError>) -> Option<String> {
         let was_failing = lock(&self.pending).failing.is_some();
         let failing = match written {
             Ok(()) if was_failing => {
@@ -507,7 +506,8 @@ impl Shared {
                 Some(e.to_string())
             }
         };
-        lock(&self.pending).failing = failing;
+        lock(&self.pending).failing.clone_from(&failing);
+        failing
     }
 
     /// Taken after the write side when both are held.
