@@ -5,8 +5,9 @@
 //!   lost, no running container restarted, every status right within 15 s of its return.
 //! - `disk-full`: the root directory's filesystem (a tmpfs `scripts/chaos` mounts) filled up.
 //!   The store's writes fail visibly (the API's answer, `/healthz`, a log line), the pods run on,
-//!   and once space returns the store takes writes again, `/healthz` is OK, and a restarted
-//!   serve finds every object it had acknowledged.
+//!   and once space returns the store takes writes again, `/healthz` is OK, the Node has one
+//!   `FailedStoreCommit` Warning, and a restarted serve finds every object it had acknowledged,
+//!   that event included.
 //! - `cni`: the pod network's plugin failing for new sandboxes: their pods get
 //!   `FailedCreatePodSandBox` events, retried; the running pods are untouched; once the
 //!   network works again the new pods run.
@@ -408,8 +409,16 @@ impl Chaos {
             return Err(format!("creating {refused} once space returned: HTTP {}", r.status));
         }
         acknowledged.push(refused.clone());
+        let reported = self.poll(RECOVERY, || Ok(store_outages(daemon)?.pop()));
+        let Ok(reported) = reported else {
+            return Err(format!("no FailedStoreCommit Warning on the Node {RECOVERY:?} after the space returned"));
+        };
         // Nothing lost, nothing half-written: a new serve reads the same objects from the store.
         daemon.restart(&self.podwright, &self.root, &self.launch(true))?;
+        let outages = store_outages(daemon)?;
+        if outages != [reported.clone()] {
+            return Err(format!("after a restart the FailedStoreCommit events are {outages:?}, not once {reported:?}"));
+        }
         let names: Vec<String> = daemon.request("GET", "/api/v1/namespaces/default/configmaps", None)?.json()?["items"]
             .as_array()
             .into_iter()
@@ -432,7 +441,7 @@ impl Chaos {
         let failed_check = health.lines().find(|l| l.starts_with("[-]")).unwrap_or_default().to_string();
         let logged = line.split_once(" ERROR ").map_or(line.as_str(), |(_, l)| l);
         Ok(format!(
-            "{} ConfigMaps acknowledged, then HTTP {status} \"{}\"; /healthz \"{}\"; logged \"{}\"; /healthz OK {:.1} s after the space returned, a status from meanwhile in {:.1} s; a restarted serve found every acknowledged object",
+            "{} ConfigMaps acknowledged, then HTTP {status} \"{}\"; /healthz \"{}\"; logged \"{}\"; /healthz OK {:.1} s after the space returned, a status from meanwhile in {:.1} s; the Node's Warning FailedStoreCommit \"{reported}\"; a restarted serve found every acknowledged object and that event once",
             acknowledged.len() - 1,
             str_at(&refusal, "/message"),
             failed_check,
@@ -621,6 +630,23 @@ impl Chaos {
 }
 
 /// A pod whose one container sleeps, deleted at once.
+/// The messages of the Warning `FailedStoreCommit` events on the Node: the store's outages,
+/// recorded once it commits again.
+fn store_outages(daemon: &Daemon) -> Result<Vec<String>, String> {
+    let events = daemon.request("GET", "/api/v1/events", None)?.json()?;
+    Ok(events["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| {
+            str_at(e, "/reason") == "FailedStoreCommit"
+                && str_at(e, "/type") == "Warning"
+                && str_at(e, "/involvedObject/kind") == "Node"
+        })
+        .map(|e| str_at(e, "/message"))
+        .collect())
+}
+
 fn running_pod(name: &str) -> Value {
     let (key, value) = LABEL.split_once('=').unwrap_or_default();
     json!({

@@ -331,8 +331,8 @@ fn read_static_pods(api: &ApiServer, settings: &Settings) -> Option<StaticPodSou
     static_pods
 }
 
-/// What goes on beside the node while serving: events expire, the static pods are read again,
-/// container logs rotate.
+/// What goes on beside the node while serving: events expire, the store's outages become
+/// events, the static pods are read again, container logs rotate.
 fn spawn_housekeeping(
     api: &ApiServer,
     static_pods: Option<StaticPodSource>,
@@ -341,6 +341,7 @@ fn spawn_housekeeping(
     log_policy: LogPolicy,
 ) {
     tokio::spawn(api.clone().expire_events());
+    tokio::spawn(api.clone().report_store_outages());
     if let Some(mut source) = static_pods {
         let api = api.clone();
         tokio::spawn(async move {

@@ -8,11 +8,12 @@ use crate::resources::Resource;
 pub use crate::sinks::event_last_seen;
 use crate::sinks::{StoreEvents, StoreStatus};
 use crate::static_pods::StaticPods;
-use crate::store::Store;
+use crate::store::{Outage, Store};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use podwright_node::timeline::Recording;
 use podwright_node::usage::UsageCollector;
+use podwright_node::{EventSink, EventType};
 use podwright_runtime::{Clock, Runtime};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -170,6 +171,24 @@ impl ApiServer {
         }
     }
 
+    /// Runs forever: once the store commits again after failing (a full disk), records a
+    /// Warning `FailedStoreCommit` on the Node saying for how long and why, as a node event
+    /// of the kubelet's. The events queued meanwhile were dropped with everything else; this
+    /// one is recorded after the outage, and committed.
+    pub async fn report_store_outages(self) {
+        loop {
+            let outage = self.0.store.outage_ended().await;
+            let now = self.now();
+            self.0.recording.record_node(
+                self.node_name(),
+                EventType::Warning,
+                "FailedStoreCommit",
+                outage_message(&outage),
+                now,
+            );
+        }
+    }
+
     pub fn store(&self) -> &Store {
         &self.0.store
     }
@@ -252,6 +271,21 @@ impl ApiServer {
     }
 }
 
+/// `the local API's store could not commit from <from> to <to> (<n> changes refused): <why>`:
+/// the failure that started it, where the later ones may be redb refusing until it is opened
+/// again.
+fn outage_message(o: &Outage) -> String {
+    use crate::usage::rfc3339;
+    let changes = if o.refused == 1 { "change" } else { "changes" };
+    format!(
+        "the local API's store could not commit from {} to {} ({} {changes} refused): {}",
+        rfc3339(o.from),
+        rfc3339(o.to),
+        o.refused,
+        o.error
+    )
+}
+
 /// The local API's pods are its store's.
 impl crate::host::PodHost for ApiServer {
     fn pod(&self, ns: &str, name: &str) -> Option<Arc<Value>> {
@@ -272,5 +306,76 @@ impl crate::host::PodHost for ApiServer {
 
     fn now(&self) -> Timestamp {
         ApiServer::now(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    /// The `FailedStoreCommit` events in the store.
+    fn failed_commits(api: &ApiServer) -> Vec<Arc<Value>> {
+        let events = api.store().list(Resource::Events, None).0;
+        events.into_iter().filter(|e| e["reason"] == "FailedStoreCommit").collect()
+    }
+
+    fn config_map(name: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}})
+    }
+
+    /// Waits up to 10 s for `done`.
+    async fn until(mut done: impl FnMut() -> bool) {
+        for _ in 0..100 {
+            if done() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The store's outage is a Warning on the Node once the store commits again: one per
+    /// outage, none while it lasts (it would be dropped with the rest), none without one.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_store_outage_is_one_node_event_once_commits_work_again() {
+        let clock = Clock::new();
+        let (store, full) = Store::filling(clock);
+        let config = ServerConfig { node_name: "n1".into(), root: std::env::temp_dir(), host_ip: None };
+        let runtime: Arc<dyn Runtime> = podwright_runtime::FakeRuntime::new(clock);
+        let (api, _feed) = ApiServer::with_store(config, clock, runtime, store);
+        tokio::spawn(api.clone().report_store_outages());
+        api.store().create(Resource::ConfigMaps, config_map("before")).unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(failed_commits(&api).is_empty());
+
+        for outage in 1..=2 {
+            full.store(true, Ordering::Relaxed);
+            let refused = api.store().create(Resource::ConfigMaps, config_map("during")).unwrap_err();
+            assert_eq!(refused.code, 500);
+            // Past a retry of the writer's, still failing.
+            tokio::time::sleep(Duration::from_millis(2500)).await;
+            assert!(api.store().health().is_err());
+            assert_eq!(failed_commits(&api).len(), outage - 1);
+            full.store(false, Ordering::Relaxed);
+            until(|| failed_commits(&api).len() == outage).await;
+            let events = failed_commits(&api);
+            assert_eq!(events.len(), outage, "{events:?}");
+        }
+        // Recorded once each, and no more while commits work.
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        let events = failed_commits(&api);
+        assert_eq!(events.len(), 2);
+        for e in events {
+            assert_eq!(e["type"], "Warning");
+            assert_eq!(e["involvedObject"]["kind"], "Node");
+            assert_eq!(e["involvedObject"]["name"], "n1");
+            assert_eq!(e["source"]["component"], "kubelet");
+            assert_eq!(e["reportingInstance"], "n1");
+            assert_eq!(e["count"], 1);
+            let message = e["message"].as_str().unwrap();
+            assert!(message.starts_with("the local API's store could not commit from "), "{message}");
+            assert!(message.contains(" (1 change refused): the local API's store memory"), "{message}");
+        }
     }
 }

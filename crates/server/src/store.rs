@@ -5,6 +5,7 @@
 use crate::errors::{ApiError, ApiResult};
 use crate::persist::{Disk, DiskError, Loaded};
 use crate::resources::Resource;
+use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podwright_runtime::Clock;
 use serde_json::Value;
@@ -12,7 +13,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::ops::RangeInclusive;
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
-use tokio::sync::broadcast;
+use tokio::sync::{Notify, broadcast};
 
 /// How many changes are kept for watches resuming from an older resourceVersion: a watch that
 /// falls further behind gets 410 Expired and lists again, as against the API server.
@@ -74,13 +75,43 @@ struct Pending {
     failures: VecDeque<(RangeInclusive<u64>, String)>,
     /// The store is being dropped: the writer commits what is queued and ends.
     closing: bool,
-    /// Why the last commit failed, until one succeeds: what `/healthz` reports.
-    failing: Option<String>,
+    /// Since when commits fail and why, until one succeeds: what `/healthz` reports.
+    failing: Option<Failing>,
+    /// The outages that have ended, oldest first, until [`Store::outage_ended`] takes them.
+    ended: VecDeque<Outage>,
+}
+
+/// Commits failing, from the first failure on.
+struct Failing {
+    since: Timestamp,
+    /// The first failure: what started it (a full disk), where the later ones may only be
+    /// redb refusing until the database is opened again.
+    first: String,
+    /// The last failure: what `/healthz` reports.
+    last: String,
+    /// The changes dropped meanwhile.
+    refused: u64,
+}
+
+/// A time the store could not commit, reported once commits work again (see
+/// [`Store::outage_ended`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outage {
+    /// The first failed commit.
+    pub from: Timestamp,
+    /// The first commit that worked again.
+    pub to: Timestamp,
+    /// The changes dropped meanwhile (their writers were told, or were the node's queued reports).
+    pub refused: u64,
+    /// Why the first commit failed.
+    pub error: String,
 }
 
 /// Failed commits remembered for the writers waiting on them (a failure is a full disk or a
 /// broken file: rare, and every waiter wakes at once).
 const FAILURES_KEPT: usize = 64;
+/// Ended outages kept for nobody asking (a store without [`Store::outage_ended`]'s reader).
+const OUTAGES_KEPT: usize = 16;
 /// How often a failing store tries an empty commit when nothing is queued, so that it finds out
 /// (and `/healthz` says) that it works again once, say, space has returned.
 const RETRY: std::time::Duration = std::time::Duration::from_secs(2);
@@ -93,7 +124,10 @@ struct Shared {
     queued: Condvar,
     /// Rung when changes have settled.
     settled: Condvar,
+    /// Rung when an outage ends.
+    outage_ended: Notify,
     changes: broadcast::Sender<Change>,
+    clock: Clock,
 }
 
 /// Every object of the local API. Cheap to share; all methods take `&self`.
@@ -105,7 +139,6 @@ struct Shared {
 /// (`*_queued`) do not, so that a pod worker never waits for the disk.
 pub struct Store {
     shared: Arc<Shared>,
-    clock: Clock,
     writer: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -150,6 +183,14 @@ impl Store {
         Ok(Self::with(clock, Some(disk), loaded))
     }
 
+    /// A store over a database in memory whose writes fail as on a full disk while the switch
+    /// given with it is set.
+    #[cfg(test)]
+    pub(crate) fn filling(clock: Clock) -> (Self, Arc<std::sync::atomic::AtomicBool>) {
+        let (disk, full) = crate::persist::filling::disk();
+        (Self::with(clock, Some(disk), Loaded::default()), full)
+    }
+
     fn with(clock: Clock, disk: Option<Disk>, loaded: Loaded) -> Self {
         let (changes, _) = broadcast::channel(4096);
         let objects: BTreeMap<Key, Arc<Value>> = loaded
@@ -173,13 +214,16 @@ impl Store {
             failures: VecDeque::new(),
             closing: false,
             failing: None,
+            ended: VecDeque::new(),
         };
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner { rv, objects, history: VecDeque::new() }),
             pending: Mutex::new(pending),
             queued: Condvar::new(),
             settled: Condvar::new(),
+            outage_ended: Notify::new(),
             changes,
+            clock,
         });
         // In memory, a change is visible as soon as it is made: there is nothing to wait for.
         let writer = disk.map(|disk| {
@@ -189,16 +233,16 @@ impl Store {
                 .spawn(move || shared.write_until_closed(disk))
                 .expect("a thread for the store's writer")
         });
-        Store { shared, clock, writer }
+        Store { shared, writer }
     }
 
     pub fn clock(&self) -> &Clock {
-        &self.clock
+        &self.shared.clock
     }
 
     /// The current time as a `metav1.Time` value.
     pub fn now_value(&self) -> Value {
-        serde_json::to_value(Time(self.clock.now())).unwrap_or(Value::Null)
+        serde_json::to_value(Time(self.clock().now())).unwrap_or(Value::Null)
     }
 
     fn key(resource: Resource, ns: &str, name: &str) -> Key {
@@ -382,7 +426,20 @@ impl Store {
     /// Whether the last commit succeeded; why not otherwise. A failing store tries again every
     /// [`RETRY`] while nothing is queued.
     pub fn health(&self) -> Result<(), String> {
-        lock(&self.shared.pending).failing.clone().map_or(Ok(()), Err)
+        lock(&self.shared.pending).failing.as_ref().map_or(Ok(()), |f| Err(f.last.clone()))
+    }
+
+    /// Waits for the next time commits work again after failing, and gives how long they
+    /// failed and why. Each outage is given once; it has ended, so what its reader records
+    /// in the store is committed (unless commits fail again).
+    pub async fn outage_ended(&self) -> Outage {
+        loop {
+            if let Some(outage) = lock(&self.shared.pending).ended.pop_front() {
+                return outage;
+            }
+            // A permit is kept for an outage ended after the look above.
+            self.shared.outage_ended.notified().await;
+        }
     }
 
     /// Waits until every change made so far is committed (or has failed).
@@ -481,6 +538,9 @@ impl Shared {
                     pending.failures.pop_front();
                 }
                 let upto = pending.rv;
+                if let Some(failing) = &mut pending.failing {
+                    failing.refused += upto + 1 - first;
+                }
                 pending.failures.push_back((first..=upto, e));
                 pending.settled = upto;
             }
@@ -490,24 +550,36 @@ impl Shared {
 
     /// Records how a commit went for [`Store::health`], and returns the failure recorded; after
     /// a failure the database is opened again, which redb needs before it takes another
-    /// transaction.
+    /// transaction. The first commit that works after failures ends an outage, kept for
+    /// [`Store::outage_ended`].
     fn health_after(&self, disk: &mut Disk, written: Result<(), DiskError>) -> Option<String> {
-        let was_failing = lock(&self.pending).failing.is_some();
-        let failing = match written {
-            Ok(()) if was_failing => {
+        let failed = written.err().map(|e| {
+            if let Err(e) = disk.reopen() {
+                tracing::debug!(%e, "the local API's store cannot be opened again yet");
+            }
+            e.to_string()
+        });
+        let now = self.clock.now();
+        let mut pending = lock(&self.pending);
+        match (pending.failing.take(), &failed) {
+            (Some(mut failing), Some(e)) => {
+                failing.last.clone_from(e);
+                pending.failing = Some(failing);
+            }
+            (None, Some(e)) => {
+                pending.failing = Some(Failing { since: now, first: e.clone(), last: e.clone(), refused: 0 })
+            }
+            (Some(Failing { since, first, refused, .. }), None) => {
                 tracing::warn!("the local API's store commits again");
-                None
-            }
-            Ok(()) => None,
-            Err(e) => {
-                if let Err(e) = disk.reopen() {
-                    tracing::debug!(%e, "the local API's store cannot be opened again yet");
+                if pending.ended.len() == OUTAGES_KEPT {
+                    pending.ended.pop_front();
                 }
-                Some(e.to_string())
+                pending.ended.push_back(Outage { from: since, to: now, refused, error: first });
+                self.outage_ended.notify_one();
             }
-        };
-        lock(&self.pending).failing.clone_from(&failing);
-        failing
+            (None, None) => {}
+        }
+        failed
     }
 
     /// Taken after the write side when both are held.
@@ -592,18 +664,23 @@ mod tests {
     }
 
     /// A full disk fails the API's writes (500, nothing of them kept) and the store's health;
-    /// once space returns the writer finds out by itself, and writes work again.
+    /// once space returns the writer finds out by itself, writes work again, and the outage
+    /// is given once, with the changes it refused and its first failure.
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_full_disk_fails_writes_and_health_until_space_returns() {
-        let (disk, full) = crate::persist::filling::disk();
-        let store = Store::with(Clock::new(), Some(disk), Loaded::default());
+        use futures_util::FutureExt;
+        let (store, full) = Store::filling(Clock::new());
         store.create(Resource::Pods, pod("a")).unwrap();
         assert_eq!(store.health(), Ok(()));
+        assert_eq!(store.outage_ended().now_or_never(), None);
         full.store(true, std::sync::atomic::Ordering::Relaxed);
         let e = store.create(Resource::Pods, pod("b")).unwrap_err();
         assert_eq!((e.code, e.reason), (500, "InternalError"));
         assert!(store.health().is_err_and(|why| why.contains("the local API's store memory")));
         assert_eq!(store.get(Resource::Pods, "default", "b").unwrap_err().reason, "NotFound");
+        store.create_with(Wait::Queued, Resource::Events, pod("e")).unwrap();
+        store.flush();
+        assert_eq!(store.outage_ended().now_or_never(), None);
         full.store(false, std::sync::atomic::Ordering::Relaxed);
         for _ in 0..100 {
             if store.health().is_ok() {
@@ -612,8 +689,13 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         assert_eq!(store.health(), Ok(()));
+        let outage = store.outage_ended().now_or_never().expect("the outage, once it has ended");
+        assert!(outage.from <= outage.to);
+        assert_eq!(outage.refused, 2);
+        assert!(outage.error.contains("the local API's store memory"), "{}", outage.error);
         store.create(Resource::Pods, pod("b")).unwrap();
         assert_eq!(store.list(Resource::Pods, None).0.len(), 2);
+        assert_eq!(store.outage_ended().now_or_never(), None);
     }
 
     /// A store on disk in a directory of its own, removed when the test ends.

@@ -149,7 +149,8 @@ fn usage_of(cpu: Option<&CpuStats>, memory: Option<&MemoryStats>) -> Option<(Val
     Some((json!({"cpu": cpu_quantity(nano_cores), "memory": memory_quantity(bytes)}), cpu.time.0))
 }
 
-fn rfc3339(t: Timestamp) -> String {
+/// A time as the API writes it: RFC 3339, in seconds, in UTC.
+pub(crate) fn rfc3339(t: Timestamp) -> String {
     t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
