@@ -254,7 +254,7 @@ impl Soak {
 
 /// The soak's pod `name`: an init container, a sidecar (an init container that keeps running),
 /// and an app container with an exec readiness probe that reads the ConfigMap volume.
-fn pod(name: &str) -> Value {
+pub(crate) fn pod(name: &str) -> Value {
     let (key, value) = LABEL.split_once('=').unwrap_or_default();
     json!({
         "apiVersion": "v1", "kind": "Pod",
