@@ -11,7 +11,7 @@
 
 use crate::http;
 use crate::measure;
-use crate::soak;
+use crate::soak::{self, Waves};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use podwright_node::{EventSink, EventType, PodUpdate, StatusSink};
@@ -30,15 +30,8 @@ const EVENTS_PER_POD: usize = 12;
 
 #[derive(clap::Args)]
 pub struct EventsArgs {
-    /// Pods created and deleted in all.
-    #[arg(long, default_value_t = 10_000)]
-    pub pods: usize,
-    /// Pods created at once in each wave.
-    #[arg(long, default_value_t = 50)]
-    pub wave: usize,
-    /// RSS is compared with what it was after this many pods.
-    #[arg(long, default_value_t = 1_000)]
-    pub baseline: usize,
+    #[command(flatten)]
+    pub waves: soak::Waves,
     /// Events alive once an hour has passed: sets how much event time each pod takes.
     #[arg(long, default_value_t = 80_000)]
     pub kept: usize,
@@ -121,12 +114,12 @@ async fn load(args: &EventsArgs, clock: Clock, root: &std::path::Path) -> Result
     // The event time each pod takes, so that an hour holds `kept` events.
     let per_pod = EVENT_TTL / (args.kept / EVENTS_PER_POD).max(1) as i32;
     let t0 = Timestamp::now();
-    let wave = args.wave.max(1);
-    let baseline_at = args.baseline.min(args.pods / 2);
+    let Waves { pods, wave, baseline: baseline_at } = args.waves;
+    let (wave, baseline_at) = (wave.max(1), baseline_at.min(pods / 2));
     let started = Instant::now();
     let (mut done, mut baseline) = (0, None);
-    while done < args.pods {
-        let count = wave.min(args.pods - done);
+    while done < pods {
+        let count = wave.min(pods - done);
         let tasks: Vec<_> = (done..done + count)
             .map(|i| {
                 let now = t0 + per_pod * i as i32;
