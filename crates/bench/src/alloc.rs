@@ -1,7 +1,11 @@
 //! A global allocator that can count live heap bytes and their peak, switched on at run time
 //! (`fake --heap`). Off, it costs one relaxed load per allocation.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+#[cfg(feature = "mimalloc")]
+use mimalloc::MiMalloc as System;
+#[cfg(not(feature = "mimalloc"))]
+use std::alloc::System;
+use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 
 pub struct Counting;

@@ -22,6 +22,8 @@
 //!   creates and lists per second, and the memory an open watch costs.
 //! - `soak`: `podwright serve` takes many pods through its API in waves, created and deleted:
 //!   what they left behind on the node, and what the daemon's memory, open files and store kept.
+//! - `events`: the soak's load on serve's local API without containerd (the fake runtime, in
+//!   this process): the RSS an hour of events costs, in minutes.
 //! - `chaos`: `podwright serve` with many pods running through faults (containerd killed, the
 //!   root's filesystem full, the pod network failing, the clock stepped): each case passes or
 //!   fails with its reason.
@@ -35,6 +37,7 @@ mod child;
 mod counted;
 mod density;
 mod dns;
+mod events;
 mod fake;
 mod http;
 mod kubelet;
@@ -79,6 +82,8 @@ enum Command {
     Api(api::ApiArgs),
     /// `podwright serve` takes many pods in waves: leaks, RSS and open files, the store's size.
     Soak(soak::SoakArgs),
+    /// The soak's load on serve's local API over the fake runtime, in this process: RSS growth.
+    Events(events::EventsArgs),
     /// `podwright serve` with many pods running through faults: each case passes or fails.
     Chaos(chaos::ChaosArgs),
     /// The server process of `api` (started by it).
@@ -121,6 +126,7 @@ fn main() -> ExitCode {
             Command::Api(args) => api::run(args).await.map(|r| r.print()),
             Command::ApiServer => api::serve().await,
             Command::Soak(args) => soak::run(args).await.map(|r| r.print()),
+            Command::Events(args) => events::run(args).await.map(|r| r.print()),
             Command::Chaos(args) => chaos::run(args).await.map(|r| r.print()),
         }
     });

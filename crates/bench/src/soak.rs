@@ -36,18 +36,25 @@ const TARGET_RSS_GROWTH_KIB: i64 = 5 * 1024;
 /// Set by SIGINT or SIGTERM: the soak stops after the wave at hand and removes its pods.
 static STOP: AtomicBool = AtomicBool::new(false);
 
+/// The soak's waves, which `events` repeats without containerd.
 #[derive(clap::Args)]
-pub struct SoakArgs {
+pub struct Waves {
     /// Pods created and deleted in all.
     #[arg(long, default_value_t = 10_000)]
     pub pods: usize,
     /// Pods created at once in each wave.
     #[arg(long, default_value_t = 50)]
     pub wave: usize,
-    /// The daemon's RSS and open files are compared with what they were after this many pods
-    /// (at most half of --pods).
+    /// The daemon's RSS (and open files) are compared with what they were after this many
+    /// pods (at most half of --pods).
     #[arg(long, default_value_t = 1_000)]
     pub baseline: usize,
+}
+
+#[derive(clap::Args)]
+pub struct SoakArgs {
+    #[command(flatten)]
+    pub waves: Waves,
     /// Give up when a wave is not all Running this many seconds after its creation, or not
     /// all removed this long after its deletion.
     #[arg(long, default_value_t = 150)]
@@ -102,9 +109,9 @@ pub async fn run(args: &SoakArgs) -> Result<SoakReport, String> {
     let before = Residue::read(&root, &cri).await?;
     let handle = tokio::runtime::Handle::current();
     let soak = Soak {
-        pods: args.pods,
-        wave: args.wave.max(1),
-        baseline: args.baseline.min(args.pods / 2),
+        pods: args.waves.pods,
+        wave: args.waves.wave.max(1),
+        baseline: args.waves.baseline.min(args.waves.pods / 2),
         limit: Duration::from_secs(args.limit),
         root,
         handle,
@@ -254,7 +261,7 @@ impl Soak {
 
 /// The soak's pod `name`: an init container, a sidecar (an init container that keeps running),
 /// and an app container with an exec readiness probe that reads the ConfigMap volume.
-fn pod(name: &str) -> Value {
+pub(crate) fn pod(name: &str) -> Value {
     let (key, value) = LABEL.split_once('=').unwrap_or_default();
     json!({
         "apiVersion": "v1", "kind": "Pod",

@@ -164,10 +164,7 @@ impl ApiServer {
         let clock = *self.0.store.clock();
         loop {
             clock.sleep_until(clock.now() + EVENT_EXPIRY_CHECK).await;
-            let gone = self.0.events.expire(clock.now(), EVENT_TTL);
-            if gone > 0 {
-                tracing::debug!(gone, "expired events");
-            }
+            self.expire_events_at(clock.now());
         }
     }
 
@@ -187,6 +184,15 @@ impl ApiServer {
                 now,
             );
         }
+    }
+
+    /// Removes the events last seen more than [`EVENT_TTL`] before `now`; returns how many.
+    pub fn expire_events_at(&self, now: Timestamp) -> usize {
+        let gone = self.0.events.expire(now, EVENT_TTL);
+        if gone > 0 {
+            tracing::debug!(gone, "expired events");
+        }
+        gone
     }
 
     pub fn store(&self) -> &Store {
