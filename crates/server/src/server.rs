@@ -281,7 +281,8 @@ impl ApiServer {
 /// the failure that started it, where the later ones may be redb refusing until it is opened
 /// again.
 fn outage_message(o: &Outage) -> String {
-    use crate::usage::rfc3339;
+    // The API's own timestamps' form (RFC 3339 in seconds, UTC).
+    let rfc3339 = |t: Timestamp| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
     let changes = if o.refused == 1 { "change" } else { "changes" };
     format!(
         "the local API's store could not commit from {} to {} ({} {changes} refused): {}",

@@ -150,7 +150,7 @@ fn usage_of(cpu: Option<&CpuStats>, memory: Option<&MemoryStats>) -> Option<(Val
 }
 
 /// A time as the API writes it: RFC 3339, in seconds, in UTC.
-pub(crate) fn rfc3339(t: Timestamp) -> String {
+fn rfc3339(t: Timestamp) -> String {
     t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
