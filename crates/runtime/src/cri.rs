@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use hyper_util::rt::TokioIo;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::UnixStream;
@@ -178,6 +179,34 @@ impl CriRuntime {
         }
         let config: CriConfig = serde_json::from_str(resp.info.get("config")?).ok()?;
         Some(config.sandbox_image).filter(|s| !s.is_empty())
+    }
+
+    /// Forgets what the host's neighbour table holds for a new sandbox's addresses (see
+    /// [`crate::neighbours`]). A failure costs only reachability for some seconds, so it is
+    /// logged, not returned: the sandbox is made.
+    async fn forget_stale_neighbours(&self, sandbox_id: &str) {
+        let ips: Vec<IpAddr> = match sandbox_status(&self.runtime, &self.endpoint, sandbox_id.to_string()).await {
+            Ok(status) => status
+                .network
+                .iter()
+                .flat_map(|n| std::iter::once(&n.ip).chain(n.additional_ips.iter().map(|a| &a.ip)))
+                .filter_map(|ip| ip.parse().ok())
+                .collect(),
+            Err(e) => {
+                tracing::debug!(sandbox = sandbox_id, error = %e, "no addresses to forget stale neighbours of");
+                return;
+            }
+        };
+        if ips.is_empty() {
+            return;
+        }
+        match crate::neighbours::forget(&ips).await {
+            Ok(0) => {}
+            Ok(removed) => tracing::debug!(sandbox = sandbox_id, ?ips, removed, "forgot stale neighbour entries"),
+            Err(e) => {
+                tracing::warn!(sandbox = sandbox_id, ?ips, error = %e, "could not forget stale neighbour entries")
+            }
+        }
     }
 
     /// The endpoint this runtime was reached at, as given to [`connect`].
@@ -391,7 +420,9 @@ impl RuntimeService for CriRuntime {
             runtime_handler: runtime_handler.to_string(),
         };
         let resp = self.rt().run_pod_sandbox(request(req)).await.map_err(|s| self.err("RunPodSandbox", s))?;
-        Ok(resp.into_inner().pod_sandbox_id)
+        let id = resp.into_inner().pod_sandbox_id;
+        self.forget_stale_neighbours(&id).await;
+        Ok(id)
     }
 
     async fn stop_pod_sandbox(&self, sandbox_id: &str) -> RuntimeResult<()> {

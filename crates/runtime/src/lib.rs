@@ -15,6 +15,7 @@ pub mod error;
 pub mod events;
 pub mod fake;
 pub mod keeper;
+mod neighbours;
 
 pub use clock::Clock;
 pub use cri::{CriRuntime, InFlight, connect, connect_with};
