@@ -1,9 +1,14 @@
 //! Go's text, where Kubernetes' messages and configuration files carry it: Go's
-//! `strconv.Quote` (`%q`), `time.ParseDuration` and `time.Duration.String()`, and
-//! apimachinery's `pkg/util/errors` aggregate message.
+//! `strconv.Quote` (`%q`), `time.ParseDuration` and `time.Duration.String()`, apimachinery's
+//! `metav1.Time` in JSON, and its `pkg/util/errors` aggregate message.
 
-use jiff::SignedDuration;
+use jiff::{SignedDuration, Timestamp};
 use std::time::Duration;
+
+/// A time as apimachinery's `metav1.Time` writes it: RFC 3339 in whole seconds, in UTC.
+pub fn format_time(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
 
 /// Quote a string the way Go's `strconv.Quote` (and so `%q`) does.
 pub fn quote(s: &str) -> String {
@@ -142,6 +147,12 @@ pub fn aggregate(mut messages: Vec<String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_is_written_in_whole_seconds_in_utc() {
+        let t: Timestamp = "2026-11-28T10:05:14.987654+01:00".parse().unwrap();
+        assert_eq!(format_time(t), "2026-11-28T09:05:14Z");
+    }
 
     #[test]
     fn quote_matches_strconv_quote() {

@@ -11,6 +11,7 @@ use crate::static_pods::StaticPods;
 use crate::store::{Outage, Store};
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
+use podwright_api::go;
 use podwright_node::timeline::Recording;
 use podwright_node::usage::UsageCollector;
 use podwright_node::{EventSink, EventType};
@@ -281,13 +282,11 @@ impl ApiServer {
 /// the failure that started it, where the later ones may be redb refusing until it is opened
 /// again.
 fn outage_message(o: &Outage) -> String {
-    // The API's own timestamps' form (RFC 3339 in seconds, UTC).
-    let rfc3339 = |t: Timestamp| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
     let changes = if o.refused == 1 { "change" } else { "changes" };
     format!(
         "the local API's store could not commit from {} to {} ({} {changes} refused): {}",
-        rfc3339(o.from),
-        rfc3339(o.to),
+        go::format_time(o.from),
+        go::format_time(o.to),
         o.refused,
         o.error
     )

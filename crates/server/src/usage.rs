@@ -149,11 +149,6 @@ fn usage_of(cpu: Option<&CpuStats>, memory: Option<&MemoryStats>) -> Option<(Val
     Some((json!({"cpu": cpu_quantity(nano_cores), "memory": memory_quantity(bytes)}), cpu.time.0))
 }
 
-/// A time as the API writes it: RFC 3339, in seconds, in UTC.
-fn rfc3339(t: Timestamp) -> String {
-    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
 fn window(w: SignedDuration) -> String {
     go::format_duration(w.unsigned_abs())
 }
@@ -173,7 +168,7 @@ pub fn pod_metrics(usage: &Usage, pods: &[&Value], now: Timestamp) -> Vec<Value>
         }
         let Some(at) = at else { continue };
         let (name, ns) = (meta_str(pod, "name").unwrap_or_default(), meta_str(pod, "namespace").unwrap_or_default());
-        let mut metadata = json!({"name": name, "namespace": ns, "creationTimestamp": rfc3339(now)});
+        let mut metadata = json!({"name": name, "namespace": ns, "creationTimestamp": go::format_time(now)});
         if let Some(labels) = pod.pointer("/metadata/labels") {
             metadata["labels"] = labels.clone();
         }
@@ -185,7 +180,7 @@ pub fn pod_metrics(usage: &Usage, pods: &[&Value], now: Timestamp) -> Vec<Value>
                 "kind": "PodMetrics",
                 "apiVersion": GROUP_VERSION,
                 "metadata": metadata,
-                "timestamp": rfc3339(at),
+                "timestamp": go::format_time(at),
                 "window": window(w),
                 "containers": containers,
             }),
@@ -239,7 +234,7 @@ pub async fn get_pod(State(s): State<ApiServer>, Path((ns, name)): Path<(String,
 pub fn node_metrics(usage: &Usage, node: &Value, now: Timestamp) -> Option<Value> {
     let n = &usage.summary.node;
     let (usage_value, at) = usage_of(n.cpu.as_ref(), n.memory.as_ref())?;
-    let mut metadata = json!({"name": n.node_name, "creationTimestamp": rfc3339(now)});
+    let mut metadata = json!({"name": n.node_name, "creationTimestamp": go::format_time(now)});
     if let Some(labels) = node.pointer("/metadata/labels") {
         metadata["labels"] = labels.clone();
     }
@@ -247,7 +242,7 @@ pub fn node_metrics(usage: &Usage, node: &Value, now: Timestamp) -> Option<Value
         "kind": "NodeMetrics",
         "apiVersion": GROUP_VERSION,
         "metadata": metadata,
-        "timestamp": rfc3339(at),
+        "timestamp": go::format_time(at),
         "window": window(usage.node_window),
         "usage": usage_value,
     }))
@@ -340,14 +335,14 @@ pub fn node_object(s: &ApiServer) -> Value {
         capacity["ephemeral-storage"] = json!(total);
         allocatable["ephemeral-storage"] = json!(left);
     }
-    let ready_since = rfc3339(s.now());
+    let ready_since = go::format_time(s.now());
     json!({
         "kind": "Node",
         "apiVersion": "v1",
         "metadata": {
             "name": name,
             "uid": node_ref(name).uid,
-            "creationTimestamp": rfc3339(boot),
+            "creationTimestamp": go::format_time(boot),
             "labels": {
                 "kubernetes.io/hostname": name,
                 "kubernetes.io/os": os,
@@ -364,7 +359,7 @@ pub fn node_object(s: &ApiServer) -> Value {
                 "type": "Ready",
                 "status": "True",
                 "lastHeartbeatTime": ready_since,
-                "lastTransitionTime": rfc3339(boot),
+                "lastTransitionTime": go::format_time(boot),
                 "reason": "KubeletReady",
                 "message": "kubelet is posting ready status",
             }],
