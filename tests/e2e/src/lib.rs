@@ -518,6 +518,13 @@ impl Outcome {
         self.items_of_kind("Event")
     }
 
+    /// The Warning events but `FailedKillPod`: a runtime failing for a moment to stop a
+    /// sandbox, which podwright retries as the kubelet does (containerd 1.6's shim can answer
+    /// "ttrpc: closed" to a kill as the container exits); no pod asks for it.
+    pub fn warnings(&self) -> Vec<Value> {
+        self.events().into_iter().filter(|e| e["type"] == "Warning" && e["reason"] != "FailedKillPod").collect()
+    }
+
     /// Events about pod `pod` (name) whose `involvedObject.fieldPath` is `field_path`.
     pub fn events_for(&self, pod: &str, field_path: &str) -> Vec<Value> {
         self.events()

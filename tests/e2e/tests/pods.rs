@@ -60,8 +60,7 @@ fn assert_ran_in_order(pod: &Value, inits: &[&str], app: &str) {
 
 /// No Warning events but the one a node without cluster DNS (`run`) gives every ClusterFirst pod.
 fn assert_no_warnings(o: &Outcome) {
-    let warnings: Vec<Value> =
-        o.events().into_iter().filter(|e| e["type"] == "Warning" && e["reason"] != "MissingClusterDNS").collect();
+    let warnings: Vec<Value> = o.warnings().into_iter().filter(|e| e["reason"] != "MissingClusterDNS").collect();
     assert!(warnings.is_empty(), "unexpected Warning events: {warnings:#?}\n{}", o.context());
 }
 
