@@ -3,6 +3,10 @@
 //!
 //! - `containerd`: containerd SIGKILLed; serve starts it again (the embedded runtime). No pod
 //!   lost, no running container restarted, every status right within 15 s of its return.
+//! - `containerd-external`: the same containerd given to serve with `--runtime-endpoint`, then
+//!   SIGKILLed: serve waits for it, its Node not Ready and every pod as it was through 10 s
+//!   down; once containerd is started again (by the benchmark, as by a service manager), the
+//!   same as the embedded case.
 //! - `disk-full`: the root directory's filesystem (a tmpfs `scripts/chaos` mounts) filled up.
 //!   The store's writes fail visibly (the API's answer, `/healthz`, a log line), the pods run on,
 //!   and once space returns the store takes writes again, `/healthz` is OK, the Node has one
@@ -38,6 +42,8 @@ const RECOVERY: Duration = Duration::from_secs(15);
 /// How long after containerd's return the pods must still be as they were: the node's relist
 /// (every 5 s) has looked at the new containerd several times.
 const RELISTS: Duration = Duration::from_secs(20);
+/// How long containerd stays down when serve was given it and must wait for it.
+const OUTAGE: Duration = Duration::from_secs(10);
 const POLL: Duration = Duration::from_millis(250);
 /// The clock case's step: an hour.
 const STEP_SECS: i64 = 3600;
@@ -59,7 +65,7 @@ pub struct ChaosArgs {
     /// removed this long after their deletion.
     #[arg(long, default_value_t = 150)]
     pub limit: u64,
-    /// The cases to run (containerd, disk-full, cni, clock); all by default.
+    /// The cases to run (containerd, containerd-external, disk-full, cni, clock); all by default.
     #[arg(long, value_delimiter = ',')]
     pub cases: Vec<String>,
     /// Run the clock case: steps the machine's clock an hour forward for about a minute, then
@@ -78,7 +84,7 @@ pub struct ChaosArgs {
     pub podwright: Option<PathBuf>,
 }
 
-const CASES: [&str; 4] = ["containerd", "disk-full", "cni", "clock"];
+const CASES: [&str; 5] = ["containerd", "containerd-external", "disk-full", "cni", "clock"];
 
 /// A case run: its name, and what it saw or why it failed.
 type Outcome = (String, Result<String, String>);
@@ -233,6 +239,7 @@ impl Chaos {
             let t = Instant::now();
             let result = match case.as_str() {
                 "containerd" => self.containerd(daemon, &before),
+                "containerd-external" => self.containerd_external(daemon, &before),
                 "disk-full" => self.disk_full(daemon, &before),
                 "cni" => self.cni(daemon, &before),
                 _ => self.clock(daemon, &before),
@@ -252,16 +259,7 @@ impl Chaos {
     /// [`RECOVERY`] of its return.
     fn containerd(&self, daemon: &Daemon, before: &BTreeMap<String, Seen>) -> Result<String, String> {
         let embedded = EmbeddedRuntime::new(&self.root);
-        let pid_file = self.root.join("containerd/containerd.pid");
-        let pid: i32 = std::fs::read_to_string(&pid_file)
-            .map_err(|e| format!("cannot read {}: {e}", pid_file.display()))?
-            .trim()
-            .parse()
-            .map_err(|e| format!("{}: {e}", pid_file.display()))?;
-        // SAFETY: kill has no memory effects.
-        if unsafe { libc::kill(pid, libc::SIGKILL) } != 0 {
-            return Err(format!("cannot kill containerd ({pid}): {}", std::io::Error::last_os_error()));
-        }
+        let pid = kill_containerd(&self.root)?;
         let killed = Instant::now();
         // Back once it answers CRI again, under a new pid.
         let back = loop {
@@ -272,6 +270,71 @@ impl Chaos {
             self.give_up_after(killed, "containerd started again by serve")?;
             std::thread::sleep(Duration::from_millis(50));
         };
+        let (last, new_pod) = self.after_return(daemon, before, back)?;
+        Ok(format!(
+            "containerd back {:.1} s after the kill, every status right {:.1} s after its return and still {} s after; a new pod Running {:.1} s after its creation",
+            back.duration_since(killed).as_secs_f64(),
+            last.as_secs_f64(),
+            RELISTS.as_secs(),
+            new_pod.as_secs_f64()
+        ))
+    }
+
+    /// containerd SIGKILLed under a serve given it with `--runtime-endpoint`, which is not
+    /// serve's to start: serve waits for it, its Node not Ready meanwhile and every pod as it
+    /// was; once containerd is started again (here, as its service manager would), every pod is
+    /// as it was within [`RECOVERY`] and the Node Ready. serve is then restarted on its embedded
+    /// containerd again, for the cases after this one.
+    fn containerd_external(&self, daemon: &mut Daemon, before: &BTreeMap<String, Seen>) -> Result<String, String> {
+        let endpoint = EmbeddedRuntime::new(&self.root).endpoint();
+        daemon.restart(&self.podwright, &self.root, &Launch { endpoint: Some(&endpoint), ..self.launch(true) })?;
+        let result = self.waited_for(daemon, before);
+        let restored = self
+            .handle
+            .block_on(runtime::endpoint(None, &self.root))
+            .and_then(|_| daemon.restart(&self.podwright, &self.root, &self.launch(true)))
+            .and_then(|()| self.settle(daemon, before, Instant::now(), RECOVERY))
+            .map_err(|e| format!("serve on its embedded containerd again: {e}"));
+        result.and_then(|how| restored.map(|_| how))
+    }
+
+    fn waited_for(&self, daemon: &Daemon, before: &BTreeMap<String, Seen>) -> Result<String, String> {
+        self.settle(daemon, before, Instant::now(), RECOVERY).map_err(|e| format!("serve on the endpoint: {e}"))?;
+        kill_containerd(&self.root)?;
+        let killed = Instant::now();
+        let down = self
+            .poll(RECOVERY, || Ok(node_ready(daemon)?.filter(|(ready, _)| !ready).map(|(_, message)| message)))
+            .map_err(|e| format!("the Node stayed Ready with its runtime down: {e}"))?;
+        let not_ready_after = killed.elapsed();
+        std::thread::sleep((killed + OUTAGE).saturating_duration_since(Instant::now()));
+        if let Some(why) = differences(before, &daemon.pods(LABEL)?) {
+            return Err(format!("{OUTAGE:?} into containerd's outage: {why}"));
+        }
+        self.handle.block_on(runtime::endpoint(None, &self.root))?;
+        let back = Instant::now();
+        let (last, new_pod) = self.after_return(daemon, before, back)?;
+        if node_ready(daemon)?.is_none_or(|(ready, _)| !ready) {
+            return Err("the Node not Ready again after containerd's return".into());
+        }
+        Ok(format!(
+            "the Node not Ready {:.1} s after the kill ({down:?}), every pod as it was {} s into the outage; every status right {:.1} s after containerd's return and still {} s after; a new pod Running {:.1} s after its creation",
+            not_ready_after.as_secs_f64(),
+            OUTAGE.as_secs(),
+            last.as_secs_f64(),
+            RELISTS.as_secs(),
+            new_pod.as_secs_f64()
+        ))
+    }
+
+    /// After containerd's return at `back`: every pod as it was within [`RECOVERY`] and still
+    /// after [`RELISTS`], a new pod runs, and containerd runs every container it ran before.
+    /// How long the pods took to be right, and the new pod to run.
+    fn after_return(
+        &self,
+        daemon: &Daemon,
+        before: &BTreeMap<String, Seen>,
+        back: Instant,
+    ) -> Result<(Duration, Duration), String> {
         let last = self.settle(daemon, before, back, RECOVERY)?;
         // And still so after the node's relists (every 5 s) have seen the new containerd.
         std::thread::sleep((back + RELISTS).saturating_duration_since(Instant::now()));
@@ -290,7 +353,7 @@ impl Chaos {
         let removed = daemon.scrape()?;
         daemon.delete("chaos-after")?;
         daemon.wait_removed(&removed, 1, self.limit)?;
-        let cri = self.handle.block_on(runtime::connect(&embedded.endpoint()))?;
+        let cri = self.handle.block_on(runtime::connect(&EmbeddedRuntime::new(&self.root).endpoint()))?;
         let running = self
             .handle
             .block_on(cri.list_containers(&BTreeMap::new()))
@@ -301,13 +364,7 @@ impl Chaos {
         if running < before.len() {
             return Err(format!("{running} containers running in containerd after its restart, not {}", before.len()));
         }
-        Ok(format!(
-            "containerd back {:.1} s after the kill, every status right {:.1} s after its return and still {} s after; a new pod Running {:.1} s after its creation",
-            back.duration_since(killed).as_secs_f64(),
-            last.as_secs_f64(),
-            RELISTS.as_secs(),
-            new_pod.as_secs_f64()
-        ))
+        Ok((last, new_pod))
     }
 
     /// Waits up to `within` after `from` until every pod is as it was; how long it took.
@@ -629,7 +686,32 @@ impl Chaos {
     }
 }
 
-/// A pod whose one container sleeps, deleted at once.
+/// SIGKILLs the embedded containerd under `root`; its pid.
+fn kill_containerd(root: &Path) -> Result<i32, String> {
+    let pid_file = root.join("containerd/containerd.pid");
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .map_err(|e| format!("cannot read {}: {e}", pid_file.display()))?
+        .trim()
+        .parse()
+        .map_err(|e| format!("{}: {e}", pid_file.display()))?;
+    // SAFETY: kill has no memory effects.
+    if unsafe { libc::kill(pid, libc::SIGKILL) } != 0 {
+        return Err(format!("cannot kill containerd ({pid}): {}", std::io::Error::last_os_error()));
+    }
+    Ok(pid)
+}
+
+/// The Node's Ready condition: whether it holds, and its message; `None` without one.
+fn node_ready(daemon: &Daemon) -> Result<Option<(bool, String)>, String> {
+    let nodes = daemon.request("GET", "/api/v1/nodes", None)?.json()?;
+    let conditions = nodes["items"].get(0).and_then(|n| n["status"]["conditions"].as_array()).cloned();
+    Ok(conditions
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Ready")
+        .map(|c| (c["status"] == "True", str_at(&c, "/message"))))
+}
+
 /// The messages of the Warning `FailedStoreCommit` events on the Node: the store's outages,
 /// recorded once it commits again.
 fn store_outages(daemon: &Daemon) -> Result<Vec<String>, String> {
@@ -833,6 +915,6 @@ mod tests {
         let json = running_pod("chaos-001").to_string();
         let pods = podwright_api::load_str("chaos.json", &json).unwrap().pods;
         assert_eq!(pods[0].0.metadata.name.as_deref(), Some("chaos-001"));
-        assert_eq!(CASES.len(), 4);
+        assert_eq!(CASES.len(), 5);
     }
 }

@@ -12,6 +12,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use podwright_containerd::EmbeddedRuntime;
 use podwright_node::downward::{EVICTION_HARD_NODEFS_PERCENT, NodeFacts, NodeStorage};
 pub use podwright_node::node_info::{MachineInfo, runtime_version};
+use podwright_node::node_info::{Readiness, readiness};
 use podwright_runtime::{Clock, Runtime};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -170,20 +171,8 @@ struct Judged {
 fn judge(s: &Signals) -> [Judged; 4] {
     let memory = s.memory_total > 0 && s.memory_available < EVICTION_MEMORY_BYTES;
     let disk = s.disk_total > 0 && s.disk_available * 100 < s.disk_total * EVICTION_HARD_NODEFS_PERCENT;
-    let ready = match &s.runtime {
-        Ok(_) => Judged {
-            type_: "Ready",
-            status: true,
-            reason: "KubeletReady",
-            message: "kubelet is posting ready status".into(),
-        },
-        Err(e) => Judged {
-            type_: "Ready",
-            status: false,
-            reason: "KubeletNotReady",
-            message: format!("container runtime is down: {e}"),
-        },
-    };
+    let Readiness { ready, reason, message } = readiness(s.runtime.as_ref().map(|_| ()).map_err(String::as_str));
+    let ready = Judged { type_: "Ready", status: ready, reason, message };
     [
         if memory {
             Judged {

@@ -1,5 +1,6 @@
-//! What the node says of itself in its Node object's `nodeInfo`, the same for `serve`'s local
-//! Node and a cluster node's: the machine's facts and the container runtime's version.
+//! What the node says of itself in its Node object, the same for `serve`'s local Node and a
+//! cluster node's: the machine's facts and the container runtime's version (`nodeInfo`), and
+//! whether it is Ready.
 
 /// Facts of the machine that do not change while it runs (`MachineInfo`).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -35,5 +36,23 @@ pub fn runtime_version(version: &str) -> String {
     match version.split_once(' ') {
         Some((name, v)) => format!("{name}://{}", v.trim_start_matches('v')),
         None => version.to_string(),
+    }
+}
+
+/// The Node's `Ready` condition as the kubelet words it: not ready while the runtime does not
+/// answer (`runtime` is why), whatever else holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Readiness {
+    pub ready: bool,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+pub fn readiness(runtime: Result<(), &str>) -> Readiness {
+    match runtime {
+        Ok(()) => Readiness { ready: true, reason: "KubeletReady", message: "kubelet is posting ready status".into() },
+        Err(why) => {
+            Readiness { ready: false, reason: "KubeletNotReady", message: format!("container runtime is down: {why}") }
+        }
     }
 }

@@ -19,7 +19,7 @@ use jiff::{SignedDuration, Timestamp};
 use podwright_api::go;
 use podwright_api::quantity::{Format, Quantity};
 use podwright_node::downward::{NodeFacts, NodeStorage};
-use podwright_node::node_info::{MachineInfo, runtime_version};
+use podwright_node::node_info::{MachineInfo, Readiness, readiness, runtime_version};
 use podwright_node::usage::summary::{CpuStats, MemoryStats};
 use podwright_node::usage::{Usage, UsageCollector, host, prometheus};
 use serde_json::{Value, json};
@@ -277,13 +277,26 @@ static MACHINE: LazyLock<MachineInfo> = LazyLock::new(MachineInfo::read);
 
 /// [`node_object`] with what the runtime says of itself: its version in `nodeInfo`, and its
 /// handlers with their features when it reports them (CRI `Status`), for `kubectl get nodes`
-/// and `kubectl describe node`. The runtime is asked on each read, as its version and handlers
+/// and `kubectl describe node`; not Ready while it does not answer, as the kubelet. The runtime is asked on each read, as its version and handlers
 /// can change under a running node.
 pub async fn node_with_runtime(s: &ApiServer) -> Value {
     let mut node = node_object(s);
     let runtime = s.runtime();
-    if let Ok(version) = runtime.version().await {
-        node["status"]["nodeInfo"]["containerRuntimeVersion"] = json!(runtime_version(&version));
+    match runtime.version().await {
+        Ok(version) => node["status"]["nodeInfo"]["containerRuntimeVersion"] = json!(runtime_version(&version)),
+        Err(e) => {
+            // Not ready since when it is asked: serve keeps no history of its runtime's answers.
+            let Readiness { reason, message, .. } = readiness(Err(&e.to_string()));
+            let now = go::format_time(s.now());
+            node["status"]["conditions"][0] = json!({
+                "type": "Ready",
+                "status": "False",
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": now,
+                "reason": reason,
+                "message": message,
+            });
+        }
     }
     let handlers: Vec<Value> = runtime
         .runtime_handlers()
@@ -336,6 +349,7 @@ pub fn node_object(s: &ApiServer) -> Value {
         allocatable["ephemeral-storage"] = json!(left);
     }
     let ready_since = go::format_time(s.now());
+    let ready = readiness(Ok(()));
     json!({
         "kind": "Node",
         "apiVersion": "v1",
@@ -360,8 +374,8 @@ pub fn node_object(s: &ApiServer) -> Value {
                 "status": "True",
                 "lastHeartbeatTime": ready_since,
                 "lastTransitionTime": go::format_time(boot),
-                "reason": "KubeletReady",
-                "message": "kubelet is posting ready status",
+                "reason": ready.reason,
+                "message": ready.message,
             }],
             "addresses": addresses,
             "nodeInfo": {
