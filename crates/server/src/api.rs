@@ -4,6 +4,8 @@
 
 use crate::errors::{ApiError, ApiResult};
 use crate::kinds::{Prepared, prepare_create, prepare_resize, prepare_update};
+use crate::limits::DEFAULT_REQUEST_TIMEOUT;
+use crate::persist::EventRows;
 use crate::request::{FieldValidation, Params, RequestBody, content_type, json_body, warning_headers};
 use crate::resources::{NODE_GROUP, Resource};
 use crate::selectors::Filter;
@@ -12,9 +14,11 @@ use crate::service_accounts;
 use crate::store::{meta_str, object_rv};
 use crate::table::{self, Include, wants_table};
 use crate::watch;
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use jiff::Timestamp;
 use serde_json::{Value, json};
 
 /// A resource of the core group.
@@ -71,6 +75,12 @@ async fn list_or_watch(
     if p.is_watch() {
         return watch::serve(s.clone(), r, ns, filter, p, table);
     }
+    if r == Resource::Events
+        && let Some(rows) = s.store().event_rows(ns.as_deref())
+    {
+        // A file that cannot be read (a full disk, until it is opened again) is answered so.
+        return Ok(streamed(rows?, filter, table, s.now()));
+    }
     let (items, rv) = s.store().list(r, ns.as_deref());
     let items: Vec<&Value> = items.iter().map(|v| v.as_ref()).filter(|o| filter.matches(o)).collect();
     if let Some(include) = table {
@@ -83,6 +93,75 @@ async fn list_or_watch(
         "items": items,
     }))
     .into_response())
+}
+
+/// How much of a streamed list is sent at a time.
+const CHUNK_BYTES: usize = 64 << 10;
+
+/// An EventList (or its Table) read from the disk as it is sent, each event as it is stored
+/// (parsed only to be filtered or made a row): memory for a chunk rather than for every event.
+/// A client that takes no chunk for [`DEFAULT_REQUEST_TIMEOUT`] is given up on, and the read
+/// with it.
+fn streamed(rows: EventRows, filter: Filter, table: Option<Include>, now: Timestamp) -> Response {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2);
+    let handle = tokio::runtime::Handle::current();
+    let send = move |chunk: Result<Bytes, std::io::Error>| {
+        let sent = handle.block_on(tokio::time::timeout(DEFAULT_REQUEST_TIMEOUT, tx.send(chunk)));
+        matches!(sent, Ok(Ok(())))
+    };
+    tokio::task::spawn_blocking(move || {
+        let r = Resource::Events;
+        let (mut head, items) = match table {
+            Some(include) => (table::table(r, &[], rows.rv, now, include, true), "rows"),
+            None => {
+                let rv = rows.rv.to_string();
+                let list = json!({"kind": format!("{}List", r.kind()), "apiVersion": r.api_version(),
+                    "metadata": {"resourceVersion": rv}});
+                (list, "items")
+            }
+        };
+        if let Some(head) = head.as_object_mut() {
+            head.remove(items);
+        }
+        // The head without its closing brace, then the items.
+        let mut buf = head.to_string().into_bytes();
+        buf.pop();
+        buf.extend_from_slice(format!(r#","{items}":["#).as_bytes());
+        let mut first = true;
+        for row in rows {
+            let bytes = match row {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    tracing::error!(%e, "an event list could not be read to its end");
+                    send(Err(std::io::Error::other(e.to_string())));
+                    return;
+                }
+            };
+            let item = match (table, filter.is_empty()) {
+                (None, true) => bytes,
+                (table, _) => {
+                    let Some(event) = serde_json::from_slice::<Value>(&bytes).ok().filter(|e| filter.matches(e)) else {
+                        continue;
+                    };
+                    match table {
+                        Some(include) => serde_json::to_vec(&table::row(r, &event, now, include)).unwrap_or_default(),
+                        None => bytes,
+                    }
+                }
+            };
+            if !std::mem::take(&mut first) {
+                buf.push(b',');
+            }
+            buf.extend_from_slice(&item);
+            if buf.len() >= CHUNK_BYTES && !send(Ok(Bytes::from(std::mem::take(&mut buf)))) {
+                return;
+            }
+        }
+        buf.extend_from_slice(b"]}");
+        send(Ok(Bytes::from(buf)));
+    });
+    let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 fn one(s: &ApiServer, r: Resource, obj: &Value, headers: &HeaderMap, p: &Params) -> Response {

@@ -3,21 +3,35 @@
 //! before they are visible (so before any pod worker can act on them), and read back when
 //! `serve` starts again.
 //!
+//! Events are the exception: an hour of them (some 80,000 on a busy node) is read from the file
+//! whenever they are asked for, never held in memory, with an index of when each was last seen
+//! so that expiring them reads only those that have expired.
+//!
 //! redb rather than SQLite (measurements in the restart-safety notes): both survive a SIGKILL at
 //! any instant with every acknowledged commit; redb builds in a quarter of the time on two
 //! cores, adds less to the binary, and needs no C toolchain, for 0.85 ms per durable commit
 //! against SQLite's 0.35, well under a CRI call either way.
 
 use crate::resources::Resource;
+use jiff::Timestamp;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde_json::Value;
 use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// `plural/namespace/name` → the object as JSON.
 const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
 /// `rv` → the last resourceVersion given out.
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const RV: &str = "rv";
+/// Events by when they were last seen: (seconds since the epoch, `namespace/name`).
+const EVENTS_SEEN: TableDefinition<(i64, &str), ()> = TableDefinition::new("events-seen");
+/// `namespace/name` → the event's entry in [`EVENTS_SEEN`], to find it again when the event
+/// changes or goes.
+const EVENT_SEEN_AT: TableDefinition<&str, i64> = TableDefinition::new("event-seen-at");
+/// Where events' keys start in [`OBJECTS`], and the first key after them.
+const EVENTS_FROM: &str = "events/";
+const EVENTS_UNTIL: &str = "events0";
 /// redb's page cache, its reads and its write buffer. Every object is read once, at the start,
 /// into the store's memory, which answers every read after; redb's default (1 GiB) would keep
 /// the file's pages in `serve`'s memory besides, up to the whole file, which an hour of events
@@ -35,15 +49,23 @@ pub struct DiskError {
 /// with until the database is closed and opened again.
 type Opener = Box<dyn Fn() -> Result<Database, redb::DatabaseError> + Send>;
 
-/// The database file, open for the daemon's life (opened again after an I/O error).
+/// The database file, open for the daemon's life (opened again after an I/O error); written
+/// by the store's writer alone.
 pub struct Disk {
-    /// None while opening it again fails.
-    db: Option<Database>,
-    path: String,
+    reader: Reader,
     open: Opener,
 }
 
-/// What a previous run left.
+/// Reads what is committed, from any thread, beside the writer.
+#[derive(Clone)]
+pub struct Reader {
+    /// None while opening it again fails. A reader holds the database only while it reads (a
+    /// list, while it is sent): opening it again waits for the file to be closed.
+    db: Arc<Mutex<Option<Arc<Database>>>>,
+    path: String,
+}
+
+/// What a previous run left: every object but the events, which stay on disk.
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub rv: u64,
@@ -52,6 +74,39 @@ pub struct Loaded {
 
 fn key(resource: Resource, ns: &str, name: &str) -> String {
     format!("{}/{ns}/{name}", resource.plural())
+}
+
+/// When an Event object was last seen: its `lastTimestamp`, else its `eventTime`, else its
+/// `firstTimestamp`. Its TTL counts from then.
+pub fn event_last_seen(event: &Value) -> Option<Timestamp> {
+    ["lastTimestamp", "eventTime", "firstTimestamp"]
+        .iter()
+        .find_map(|f| event.get(*f).and_then(Value::as_str).and_then(|t| t.parse::<Timestamp>().ok()))
+}
+
+/// An event's entry in [`EVENTS_SEEN`]: when it was last seen, or when it was made when it does
+/// not say, or else `written`.
+fn seen_second(event: &Value, written: Timestamp) -> i64 {
+    let made = || event["metadata"]["creationTimestamp"].as_str().and_then(|t| t.parse().ok());
+    event_last_seen(event).or_else(made).unwrap_or(written).as_second()
+}
+
+/// Moves the event `id` (`namespace/name`) in the index to `seen`, or out of it (`None`).
+fn index_event(
+    seen_at: &mut redb::Table<&str, i64>,
+    by_seen: &mut redb::Table<(i64, &str), ()>,
+    id: &str,
+    seen: Option<i64>,
+) -> Result<(), redb::Error> {
+    let old = seen_at.remove(id)?.map(|t| t.value());
+    if let Some(old) = old {
+        by_seen.remove((old, id))?;
+    }
+    if let Some(seen) = seen {
+        seen_at.insert(id, seen)?;
+        by_seen.insert((seen, id), ())?;
+    }
+    Ok(())
 }
 
 impl Disk {
@@ -72,16 +127,28 @@ impl Disk {
         let tx = db.begin_write().map_err(|e| err(&e))?;
         tx.open_table(OBJECTS).map_err(|e| err(&e))?;
         tx.open_table(META).map_err(|e| err(&e))?;
+        tx.open_table(EVENTS_SEEN).map_err(|e| err(&e))?;
+        tx.open_table(EVENT_SEEN_AT).map_err(|e| err(&e))?;
         tx.commit().map_err(|e| err(&e))?;
 
         let mut loaded = Loaded::default();
+        // Events a version before the index wrote, to index now.
+        let mut unindexed = vec![];
         let tx = db.begin_read().map_err(|e| err(&e))?;
         let meta = tx.open_table(META).map_err(|e| err(&e))?;
         loaded.rv = meta.get(RV).map_err(|e| err(&e))?.map(|v| v.value()).unwrap_or(0);
         let objects = tx.open_table(OBJECTS).map_err(|e| err(&e))?;
+        let seen_at = tx.open_table(EVENT_SEEN_AT).map_err(|e| err(&e))?;
         for row in objects.iter().map_err(|e| err(&e))? {
             let (k, v) = row.map_err(|e| err(&e))?;
             let k = k.value();
+            if let Some(id) = k.strip_prefix(EVENTS_FROM) {
+                if seen_at.get(id).map_err(|e| err(&e))?.is_none() {
+                    let event: Value = serde_json::from_slice(v.value()).map_err(|e| err(&format!("{k}: {e}")))?;
+                    unindexed.push((id.to_string(), seen_second(&event, Timestamp::UNIX_EPOCH)));
+                }
+                continue;
+            }
             let plural = k.split('/').next().unwrap_or_default();
             let resource = Resource::ALL
                 .into_iter()
@@ -90,32 +157,59 @@ impl Disk {
             let obj: Value = serde_json::from_slice(v.value()).map_err(|e| err(&format!("{k}: {e}")))?;
             loaded.objects.push((resource, obj));
         }
-        drop((objects, meta, tx));
-        Ok((Disk { db: Some(db), path, open }, loaded))
+        drop((objects, seen_at, meta, tx));
+        if !unindexed.is_empty() {
+            let tx = db.begin_write().map_err(|e| err(&e))?;
+            {
+                let mut seen_at = tx.open_table(EVENT_SEEN_AT).map_err(|e| err(&e))?;
+                let mut by_seen = tx.open_table(EVENTS_SEEN).map_err(|e| err(&e))?;
+                for (id, seen) in &unindexed {
+                    index_event(&mut seen_at, &mut by_seen, id, Some(*seen)).map_err(|e| err(&e))?;
+                }
+            }
+            tx.commit().map_err(|e| err(&e))?;
+        }
+        let reader = Reader { db: Arc::new(Mutex::new(Some(Arc::new(db)))), path };
+        Ok((Disk { reader, open }, loaded))
+    }
+
+    /// What reads the committed objects beside this writer.
+    pub fn reader(&self) -> Reader {
+        self.reader.clone()
     }
 
     /// Closes the database and opens it again (redb repairs what a failed commit left): after
     /// an I/O error, a full disk say, it refuses every transaction until then.
     pub fn reopen(&mut self) -> Result<(), DiskError> {
-        // Closed first: the file is locked while it is open.
-        self.db = None;
-        self.db = Some((self.open)().map_err(|e| self.err(&e))?);
+        let mut db = self.reader.slot();
+        // Closed first: the file is locked while it is open (a reader still reading keeps it
+        // open, and this fails until the next try).
+        *db = None;
+        *db = Some(Arc::new((self.open)().map_err(|e| self.err(&e))?));
         Ok(())
     }
 
     /// Writes each change (an object under its key, or its removal: `None`), and `rv` as the
-    /// last resourceVersion, durably in one transaction: one sync for them all.
+    /// last resourceVersion, durably in one transaction: one sync for them all. `now` is when
+    /// an event that does not say when it was seen counts as seen.
     pub fn commit<'a>(
         &self,
         rv: u64,
+        now: Timestamp,
         changes: impl IntoIterator<Item = (Resource, &'a str, &'a str, Option<&'a Value>)>,
     ) -> Result<(), DiskError> {
-        let db = self.db.as_ref().ok_or_else(|| self.err(&"not open again yet after an I/O error"))?;
+        let db = self.reader.db()?;
         let tx = db.begin_write().map_err(|e| self.err(&e))?;
         {
             let mut objects = tx.open_table(OBJECTS).map_err(|e| self.err(&e))?;
+            let mut seen_at = tx.open_table(EVENT_SEEN_AT).map_err(|e| self.err(&e))?;
+            let mut by_seen = tx.open_table(EVENTS_SEEN).map_err(|e| self.err(&e))?;
             for (resource, ns, name, obj) in changes {
                 let key = key(resource, ns, name);
+                if resource == Resource::Events {
+                    let seen = obj.map(|obj| seen_second(obj, now));
+                    index_event(&mut seen_at, &mut by_seen, &format!("{ns}/{name}"), seen).map_err(|e| self.err(&e))?;
+                }
                 match obj {
                     Some(obj) => {
                         let bytes = serde_json::to_vec(obj).map_err(|e| self.err(&e))?;
@@ -133,7 +227,85 @@ impl Disk {
     }
 
     fn err(&self, e: &dyn std::fmt::Display) -> DiskError {
+        self.reader.err(e)
+    }
+}
+
+/// The events of a namespace (or all), as JSON, from one read of the file.
+pub struct EventRows {
+    /// The resourceVersion the rows are current at.
+    pub rv: u64,
+    rows: redb::Range<'static, &'static str, &'static [u8]>,
+    reader: Reader,
+    /// Holds the file open while the rows are read.
+    _db: Arc<Database>,
+}
+
+impl Iterator for EventRows {
+    type Item = Result<Vec<u8>, DiskError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let row = self.rows.next()?;
+        Some(row.map(|(_, v)| v.value().to_vec()).map_err(|e| self.reader.err(&e)))
+    }
+}
+
+impl Reader {
+    /// The database, also after a holder of the slot panicked: it is whole either way.
+    fn slot(&self) -> MutexGuard<'_, Option<Arc<Database>>> {
+        self.db.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn db(&self) -> Result<Arc<Database>, DiskError> {
+        self.slot().clone().ok_or_else(|| self.err(&"not open again yet after an I/O error"))
+    }
+
+    fn err(&self, e: &dyn std::fmt::Display) -> DiskError {
         DiskError { path: self.path.clone(), error: e.to_string() }
+    }
+
+    /// The committed event `namespace/name`.
+    pub fn event(&self, ns: &str, name: &str) -> Result<Option<Value>, DiskError> {
+        let db = self.db()?;
+        let tx = db.begin_read().map_err(|e| self.err(&e))?;
+        let objects = tx.open_table(OBJECTS).map_err(|e| self.err(&e))?;
+        let key = key(Resource::Events, ns, name);
+        let Some(bytes) = objects.get(key.as_str()).map_err(|e| self.err(&e))? else { return Ok(None) };
+        serde_json::from_slice(bytes.value()).map(Some).map_err(|e| self.err(&format!("{key}: {e}")))
+    }
+
+    /// The committed events of `ns` (or of all namespaces), in key order, read as they are
+    /// iterated.
+    pub fn events(&self, ns: Option<&str>) -> Result<EventRows, DiskError> {
+        let db = self.db()?;
+        let tx = db.begin_read().map_err(|e| self.err(&e))?;
+        let rv = tx.open_table(META).map_err(|e| self.err(&e))?.get(RV).map_err(|e| self.err(&e))?;
+        let rv = rv.map(|v| v.value()).unwrap_or(0);
+        let objects = tx.open_table(OBJECTS).map_err(|e| self.err(&e))?;
+        // A namespace's keys run from `events/<ns>/` to before `events/<ns>0` ('0' follows '/').
+        let (from, until) = match ns {
+            Some(ns) => (format!("{EVENTS_FROM}{ns}/"), format!("{EVENTS_FROM}{ns}0")),
+            None => (EVENTS_FROM.to_string(), EVENTS_UNTIL.to_string()),
+        };
+        let rows = objects.range(from.as_str()..until.as_str()).map_err(|e| self.err(&e))?;
+        Ok(EventRows { rv, rows, reader: self.clone(), _db: db })
+    }
+
+    /// The events last seen before `before` (or written then, for those that do not say), as
+    /// (namespace, name), oldest first.
+    pub fn events_seen_before(&self, before: Timestamp) -> Result<Vec<(String, String)>, DiskError> {
+        let db = self.db()?;
+        let tx = db.begin_read().map_err(|e| self.err(&e))?;
+        let by_seen = tx.open_table(EVENTS_SEEN).map_err(|e| self.err(&e))?;
+        let mut gone = vec![];
+        for row in by_seen.range((i64::MIN, "")..(before.as_second(), "")).map_err(|e| self.err(&e))? {
+            let (k, _) = row.map_err(|e| self.err(&e))?;
+            let (_, id) = k.value();
+            if let Some((ns, name)) = id.split_once('/') {
+                gone.push((ns.to_string(), name.to_string()));
+            }
+        }
+        Ok(gone)
     }
 }
 
@@ -141,11 +313,11 @@ impl Disk {
 #[cfg(test)]
 impl Disk {
     fn put(&self, rv: u64, resource: Resource, ns: &str, name: &str, obj: &Value) -> Result<(), DiskError> {
-        self.commit(rv, [(resource, ns, name, Some(obj))])
+        self.commit(rv, Timestamp::UNIX_EPOCH, [(resource, ns, name, Some(obj))])
     }
 
     fn remove(&self, rv: u64, resource: Resource, ns: &str, name: &str) -> Result<(), DiskError> {
-        self.commit(rv, [(resource, ns, name, None)])
+        self.commit(rv, Timestamp::UNIX_EPOCH, [(resource, ns, name, None)])
     }
 }
 
@@ -195,6 +367,11 @@ pub(crate) mod filling {
         }
     }
 
+    /// The memory `backend`, never full.
+    pub(crate) fn filling_backend(backend: &Arc<InMemoryBackend>) -> impl StorageBackend {
+        Filling { inner: backend.clone(), full: Arc::default() }
+    }
+
     pub(crate) fn opener(backend: &Arc<InMemoryBackend>, full: &Arc<AtomicBool>) -> Opener {
         let (backend, full) = (backend.clone(), full.clone());
         Box::new(move || {
@@ -213,7 +390,7 @@ pub(crate) mod filling {
 
 #[cfg(test)]
 mod tests {
-    use super::filling::opener;
+    use super::filling::{filling_backend, opener};
     use super::*;
     use redb::backends::InMemoryBackend;
     use serde_json::json;
@@ -276,6 +453,32 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
+    /// A file an earlier version wrote, with events and no index of them: indexed when opened,
+    /// and its events are not read into memory.
+    #[test]
+    fn events_of_an_earlier_version_are_indexed_when_the_file_is_opened() {
+        let backend = Arc::new(InMemoryBackend::new());
+        {
+            let db = redb::Builder::new().create_with_backend(filling_backend(&backend)).unwrap();
+            let tx = db.begin_write().unwrap();
+            {
+                let mut objects = tx.open_table(OBJECTS).unwrap();
+                let event = json!({"metadata": {"name": "e"}, "lastTimestamp": "2026-11-28T10:00:00Z"});
+                objects.insert("events/default/e", serde_json::to_vec(&event).unwrap().as_slice()).unwrap();
+                objects.insert("pods/default/p", br#"{"metadata":{"name":"p"}}"#.as_slice()).unwrap();
+            }
+            tx.commit().unwrap();
+        }
+        let (disk, loaded) = Disk::open_with("memory".into(), opener(&backend, &Arc::default())).unwrap();
+        assert_eq!(loaded.objects.iter().map(|(r, _)| *r).collect::<Vec<_>>(), [Resource::Pods]);
+        let reader = disk.reader();
+        let t = |s: &str| s.parse::<Timestamp>().unwrap();
+        assert!(reader.events_seen_before(t("2026-11-28T10:00:00Z")).unwrap().is_empty());
+        assert_eq!(reader.events_seen_before(t("2026-11-28T10:00:01Z")).unwrap(), [("default".into(), "e".into())]);
+        assert_eq!(reader.events(None).unwrap().count(), 1);
+        assert_eq!(reader.events(Some("default")).unwrap().rv, 0);
+    }
+
     #[test]
     fn the_page_cache_stays_small_while_the_file_grows() {
         let dir = std::env::temp_dir().join(format!("pw-disk-cache-{}", std::process::id()));
@@ -286,14 +489,15 @@ mod tests {
             let (disk, _) = Disk::open(&path).unwrap();
             let names: Vec<String> = (0..4 * CACHE_BYTES / filler.len()).map(|i| format!("e{i}")).collect();
             let obj = json!({"message": filler});
-            disk.commit(1, names.iter().map(|n| (Resource::Events, "default", n.as_str(), Some(&obj)))).unwrap();
+            let made = names.iter().map(|n| (Resource::ConfigMaps, "default", n.as_str(), Some(&obj)));
+            disk.commit(1, Timestamp::UNIX_EPOCH, made).unwrap();
         }
         // Reading the file back (four times the cache) leaves no more than the cache in
         // memory; redb's default cache would hold the whole file.
         let (disk, loaded) = Disk::open(&path).unwrap();
         assert_eq!(loaded.objects.len(), 4 * CACHE_BYTES / filler.len());
         assert!(std::fs::metadata(&path).unwrap().len() > 2 * CACHE_BYTES as u64);
-        let stats = disk.db.as_ref().unwrap().cache_stats();
+        let stats = disk.reader.db().unwrap().cache_stats();
         assert!(stats.evictions() > 0 && stats.used_bytes() <= CACHE_BYTES, "{stats:?}");
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -112,6 +112,11 @@ impl Filter {
         })
     }
 
+    /// Whether every object matches.
+    pub fn is_empty(&self) -> bool {
+        self.labels == Selector::default() && self.fields == Selector::default()
+    }
+
     pub fn matches(&self, obj: &Value) -> bool {
         self.labels.matches(|k| label_value(obj, k)) && self.fields.matches(|k| field_value(obj, k))
     }

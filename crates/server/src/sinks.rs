@@ -3,6 +3,7 @@
 
 use crate::mirror::node_uid;
 use crate::node_link::NodeLink;
+use crate::persist::event_last_seen;
 use crate::resources::Resource;
 use crate::static_pods::StaticPods;
 use crate::store::{Store, Wait, lock, meta_str};
@@ -69,13 +70,48 @@ impl StatusSink for StoreStatus {
 /// What folds repeats of an event: (pod uid, field path, reason, message).
 type EventKey = (String, String, String, String);
 
+/// How many recent events are remembered for folding their repeats: the kubelet's event
+/// correlator keeps as many (`maxLruCacheEntries`, client-go's `events_cache.go`).
+const EVENTS_REMEMBERED: usize = 4096;
+
+/// The event object (namespace, name) of each recent (uid, field path, reason, message): at
+/// most [`EVENTS_REMEMBERED`], the least recently seen forgotten first. Two halves: one seen
+/// lately, the one before; when the new half is full the old one is forgotten.
+#[derive(Default)]
+struct Recent {
+    new: HashMap<EventKey, (String, String)>,
+    old: HashMap<EventKey, (String, String)>,
+}
+
+impl Recent {
+    fn get(&mut self, key: &EventKey) -> Option<(String, String)> {
+        if let Some(at) = self.new.get(key) {
+            return Some(at.clone());
+        }
+        let at = self.old.remove(key)?;
+        self.insert(key.clone(), at.clone());
+        Some(at)
+    }
+
+    fn insert(&mut self, key: EventKey, at: (String, String)) {
+        if self.new.len() >= EVENTS_REMEMBERED / 2 {
+            self.old = std::mem::take(&mut self.new);
+        }
+        self.new.insert(key, at);
+    }
+
+    fn forget(&mut self, gone: &HashSet<(String, String)>) {
+        self.new.retain(|_, at| !gone.contains(at));
+        self.old.retain(|_, at| !gone.contains(at));
+    }
+}
+
 /// Records events as Event objects in the store, folding repeats of the same (pod, field
 /// path, reason, message) into one object with a count, as the kubelet's recorder does.
 pub struct StoreEvents {
     pub store: Arc<Store>,
     pub node_name: String,
-    /// The event object of each (uid, field path, reason, message) seen.
-    names: Mutex<HashMap<EventKey, (String, String)>>,
+    names: Mutex<Recent>,
 }
 
 impl StoreEvents {
@@ -87,25 +123,25 @@ impl StoreEvents {
     /// TTL does (`--event-ttl`, 1 h), and what this sink remembers of them. Returns how many.
     pub fn expire(&self, now: Timestamp, ttl: SignedDuration) -> usize {
         let cutoff = now - ttl;
-        let mut gone = HashSet::new();
-        for e in self.store.list(Resource::Events, None).0 {
-            let seen = event_last_seen(&e);
-            let (Some(ns), Some(name)) = (meta_str(&e, "namespace"), meta_str(&e, "name")) else { continue };
-            if seen.is_some_and(|t| t < cutoff) && self.store.delete(Resource::Events, ns, name).is_ok() {
-                gone.insert((ns.to_string(), name.to_string()));
+        let expired = match self.store.events_seen_before(cutoff) {
+            Ok(expired) => expired,
+            Err(e) => {
+                tracing::warn!(e = %e.message, "expired events could not be read");
+                return 0;
             }
-        }
-        lock(&self.names).retain(|_, at| !gone.contains(at));
+        };
+        // Seen again since the index was read: kept.
+        let still_expired = |e: &Value| event_last_seen(e).is_none_or(|t| t < cutoff);
+        let gone: HashSet<(String, String)> = expired
+            .into_iter()
+            .filter(|(ns, name)| {
+                self.store.delete_with(Wait::Queued, Resource::Events, ns, name, still_expired).is_ok()
+            })
+            .collect();
+        self.store.flush();
+        lock(&self.names).forget(&gone);
         gone.len()
     }
-}
-
-/// When an Event object was last seen: its `lastTimestamp`, else its `eventTime`, else its
-/// `firstTimestamp`. Its TTL counts from then.
-pub fn event_last_seen(event: &Value) -> Option<Timestamp> {
-    ["lastTimestamp", "eventTime", "firstTimestamp"]
-        .iter()
-        .find_map(|f| event.get(*f).and_then(Value::as_str).and_then(|t| t.parse::<Timestamp>().ok()))
 }
 
 impl EventSink for StoreEvents {
@@ -135,7 +171,7 @@ impl StoreEvents {
         let now_v = serde_json::to_value(Time(now)).unwrap_or(Value::Null);
         let mut names = lock(&self.names);
         if let Some((ens, ename)) = names.get(&key) {
-            let bumped = self.store.update_with(Wait::Queued, Resource::Events, ens, ename, |old| {
+            let bumped = self.store.update_with(Wait::Queued, Resource::Events, &ens, &ename, |old| {
                 let mut new = old.clone();
                 new["count"] = json!(old["count"].as_i64().unwrap_or(1) + 1);
                 new["lastTimestamp"] = now_v.clone();
@@ -226,6 +262,26 @@ mod tests {
         reasons.sort();
         assert_eq!(reasons, ["BackOff", "Failed"]);
         assert_eq!(next_name("web.18eaa440dfca4000"), "web.18eaa440dfca4001");
+    }
+
+    /// The events remembered for folding repeats are the most recent few thousand, as the
+    /// kubelet's correlator keeps: an event seen lately stays, the oldest go.
+    #[test]
+    fn the_events_remembered_are_bounded_and_the_recent_stay() {
+        let key = |i: usize| (format!("uid{i}"), String::new(), "Started".to_string(), String::new());
+        let at = |i: usize| ("default".to_string(), format!("e{i}"));
+        let mut recent = Recent::default();
+        recent.insert(key(0), at(0));
+        for i in 1..3 * EVENTS_REMEMBERED {
+            recent.insert(key(i), at(i));
+            // Seen again and again: never forgotten.
+            assert_eq!(recent.get(&key(0)), Some(at(0)));
+            assert!(recent.new.len() + recent.old.len() <= EVENTS_REMEMBERED);
+        }
+        assert_eq!(recent.get(&key(1)), None);
+        assert_eq!(recent.get(&key(3 * EVENTS_REMEMBERED - 1)), Some(at(3 * EVENTS_REMEMBERED - 1)));
+        recent.forget(&HashSet::from([at(0)]));
+        assert_eq!(recent.get(&key(0)), None);
     }
 
     const EVENT_TTL_FOR_TEST: SignedDuration = SignedDuration::from_hours(1);

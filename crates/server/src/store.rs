@@ -1,15 +1,17 @@
 //! The objects behind the local API, held as JSON, with one increasing resourceVersion for
 //! every change and the recent changes kept for watches that resume from a resourceVersion;
-//! on disk, changes are committed in groups by a writer of their own before they are visible.
+//! on disk, changes are committed in groups by a writer of their own before they are visible,
+//! and events are read from the disk rather than kept in memory (an hour of them is most of a
+//! busy node's objects).
 
 use crate::errors::{ApiError, ApiResult};
-use crate::persist::{Disk, DiskError, Loaded};
+use crate::persist::{Disk, DiskError, EventRows, Loaded, Reader, event_last_seen};
 use crate::resources::Resource;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use podwright_runtime::Clock;
 use serde_json::Value;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::RangeInclusive;
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
@@ -50,6 +52,7 @@ type Key = (Resource, String, String);
 
 struct Inner {
     rv: u64,
+    /// Every object but, for a store on disk, the events.
     objects: BTreeMap<Key, Arc<Value>>,
     history: VecDeque<Change>,
 }
@@ -64,8 +67,13 @@ struct Write {
 /// (committed or not), and queued for the writer, which commits what has queued up in one
 /// transaction and only then makes it visible.
 struct Pending {
-    /// The objects with every queued change made.
+    /// The objects with every queued change made (for a store on disk, but the events).
     objects: BTreeMap<Key, Arc<Value>>,
+    /// For a store on disk, the events changed by a queued change (`None`: removed), with the
+    /// change's resourceVersion; the others are as committed.
+    events: HashMap<Key, (u64, Option<Arc<Value>>)>,
+    /// The store's disk, where events are read.
+    disk: Option<Reader>,
     /// The last resourceVersion given out.
     rv: u64,
     queue: Vec<Write>,
@@ -128,6 +136,8 @@ struct Shared {
     outage_ended: Notify,
     changes: broadcast::Sender<Change>,
     clock: Clock,
+    /// The store's disk, where events are read.
+    disk: Option<Reader>,
 }
 
 /// Every object of the local API. Cheap to share; all methods take `&self`.
@@ -206,8 +216,11 @@ impl Store {
             })
             .collect();
         let rv = loaded.rv.max(1);
+        let reader = disk.as_ref().map(Disk::reader);
         let pending = Pending {
             objects: objects.clone(),
+            events: HashMap::new(),
+            disk: reader.clone(),
             rv,
             queue: vec![],
             settled: rv,
@@ -224,6 +237,7 @@ impl Store {
             outage_ended: Notify::new(),
             changes,
             clock,
+            disk: reader,
         });
         // In memory, a change is visible as soon as it is made: there is nothing to wait for.
         let writer = disk.map(|disk| {
@@ -297,7 +311,7 @@ impl Store {
         }
         set_meta(&mut obj, "creationTimestamp", self.now_value());
         self.change(wait, |p| {
-            if p.objects.contains_key(&key) {
+            if p.current(&key)?.is_some() {
                 return Err(ApiError::already_exists(resource, &name));
             }
             let rv = p.rv + 1;
@@ -309,12 +323,39 @@ impl Store {
     }
 
     pub fn get(&self, resource: Resource, ns: &str, name: &str) -> ApiResult<Arc<Value>> {
-        self.shared
-            .lock_inner()
-            .objects
-            .get(&Self::key(resource, ns, name))
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(resource, name))
+        let found = match self.events_on_disk(resource) {
+            Some(disk) => disk.event(ns, name).map_err(internal)?.map(Arc::new),
+            None => self.shared.lock_inner().objects.get(&Self::key(resource, ns, name)).cloned(),
+        };
+        found.ok_or_else(|| ApiError::not_found(resource, name))
+    }
+
+    /// The disk events of a store on disk are read from, when `resource` is events.
+    fn events_on_disk(&self, resource: Resource) -> Option<&Reader> {
+        self.shared.disk.as_ref().filter(|_| resource == Resource::Events)
+    }
+
+    /// The events of `ns` (or all) as they are on disk, to be read one at a time (a list of
+    /// them all at once would take some 5 KiB of memory for each); `None` for a store in memory.
+    pub fn event_rows(&self, ns: Option<&str>) -> Option<ApiResult<EventRows>> {
+        let disk = self.events_on_disk(Resource::Events)?;
+        Some(disk.events(ns).map_err(internal))
+    }
+
+    /// The events last seen (or, not saying, written) before `before`, as (namespace, name).
+    pub fn events_seen_before(&self, before: Timestamp) -> ApiResult<Vec<(String, String)>> {
+        if let Some(disk) = self.events_on_disk(Resource::Events) {
+            return disk.events_seen_before(before).map_err(internal);
+        }
+        let (events, _) = self.list(Resource::Events, None);
+        Ok(events
+            .iter()
+            .filter(|e| event_last_seen(e).is_some_and(|t| t < before))
+            .map(|e| {
+                let id = |field| meta_str(e, field).unwrap_or_default().to_string();
+                (id("namespace"), id("name"))
+            })
+            .collect())
     }
 
     /// The resourceVersion of the newest change: what was read at it is still current.
@@ -325,6 +366,21 @@ impl Store {
     /// Every object of a resource (in one namespace, or all), in key order, and the
     /// resourceVersion the list is current at.
     pub fn list(&self, resource: Resource, ns: Option<&str>) -> (Vec<Arc<Value>>, u64) {
+        if resource == Resource::Events
+            && let Some(rows) = self.event_rows(ns)
+        {
+            return match rows {
+                Ok(rows) => {
+                    let rv = rows.rv;
+                    let items = rows.filter_map(|row| row.ok().and_then(|b| serde_json::from_slice(&b).ok()));
+                    (items.map(Arc::new).collect(), rv)
+                }
+                Err(e) => {
+                    tracing::error!(%e.message, "events could not be read");
+                    (vec![], self.revision())
+                }
+            };
+        }
         let inner = self.shared.lock_inner();
         // Keys sort by resource first: read only this one's.
         let items = inner
@@ -362,7 +418,7 @@ impl Store {
     ) -> ApiResult<Value> {
         let key = Self::key(resource, ns, name);
         self.change(wait, |p| {
-            let old = p.objects.get(&key).cloned().ok_or_else(|| ApiError::not_found(resource, name))?;
+            let old = p.current(&key)?.ok_or_else(|| ApiError::not_found(resource, name))?;
             // What is answered unchanged must be committed too.
             let old_rv = object_rv(&old).unwrap_or_default();
             let Some(mut new) = change(&old)? else {
@@ -411,11 +467,11 @@ impl Store {
     ) -> ApiResult<Value> {
         let key = Self::key(resource, ns, name);
         self.change(wait, |p| {
-            let Some(old) = p.objects.get(&key).filter(|old| wanted(old)) else {
+            let Some(old) = p.current(&key)?.filter(|old| wanted(old)) else {
                 return Err(ApiError::not_found(resource, name));
             };
             let rv = p.rv + 1;
-            let mut gone = (**old).clone();
+            let mut gone = (*old).clone();
             set_meta(&mut gone, "resourceVersion", Value::String(rv.to_string()));
             let gone = Arc::new(gone);
             p.push(key, resource, ChangeKind::Deleted, gone.clone());
@@ -467,13 +523,31 @@ impl Store {
 }
 
 impl Pending {
+    /// The newest object under `key`, queued changes made; an event of a store on disk is
+    /// read from it unless a queued change has it.
+    fn current(&self, key: &Key) -> ApiResult<Option<Arc<Value>>> {
+        let (resource, ns, name) = key;
+        match self.disk.as_ref().filter(|_| *resource == Resource::Events) {
+            None => Ok(self.objects.get(key).cloned()),
+            Some(disk) => match self.events.get(key) {
+                Some((_, queued)) => Ok(queued.clone()),
+                None => Ok(disk.event(ns, name).map_err(internal)?.map(Arc::new)),
+            },
+        }
+    }
+
     /// Makes a change at the next resourceVersion and queues it for the writer.
     fn push(&mut self, key: Key, resource: Resource, kind: ChangeKind, object: Arc<Value>) {
         self.rv += 1;
-        match kind {
-            ChangeKind::Deleted => self.objects.remove(&key),
-            _ => self.objects.insert(key.clone(), object.clone()),
-        };
+        let now = (kind != ChangeKind::Deleted).then(|| object.clone());
+        if self.disk.is_some() && resource == Resource::Events {
+            self.events.insert(key.clone(), (self.rv, now));
+        } else {
+            match now {
+                None => self.objects.remove(&key),
+                Some(now) => self.objects.insert(key.clone(), now),
+            };
+        }
         self.queue.push(Write { key, change: Change { rv: self.rv, resource, kind, object } });
     }
 }
@@ -501,7 +575,7 @@ impl Shared {
             if !batch.is_empty() {
                 self.commit(&mut disk, batch);
             } else if !closing {
-                let tried = disk.commit(rv, std::iter::empty());
+                let tried = disk.commit(rv, self.clock.now(), std::iter::empty());
                 self.health_after(&mut disk, tried);
             }
             if closing && lock(&self.pending).queue.is_empty() {
@@ -516,6 +590,7 @@ impl Shared {
         let last = batch.last().map_or(0, |w| w.change.rv);
         let written = disk.commit(
             last,
+            self.clock.now(),
             batch.iter().map(|w| {
                 let (resource, ns, name) = &w.key;
                 let obj = (w.change.kind != ChangeKind::Deleted).then_some(&*w.change.object);
@@ -525,7 +600,10 @@ impl Shared {
         match self.health_after(disk, written) {
             None => {
                 self.publish(batch);
-                lock(&self.pending).settled = last;
+                let mut pending = lock(&self.pending);
+                pending.settled = last;
+                // Committed: read from the disk from now on, unless changed again since.
+                pending.events.retain(|_, (rv, _)| *rv > last);
             }
             Some(e) => {
                 tracing::error!(%e, "the local API's store could not commit; its changes are dropped");
@@ -534,6 +612,7 @@ impl Shared {
                 let first = batch.first().map_or(last, |w| w.change.rv);
                 pending.queue.clear();
                 pending.objects = inner.objects.clone();
+                pending.events.clear();
                 if pending.failures.len() == FAILURES_KEPT {
                     pending.failures.pop_front();
                 }
@@ -592,10 +671,12 @@ impl Shared {
         let mut inner = self.lock_inner();
         for Write { key, change } in batch {
             inner.rv = change.rv;
-            match change.kind {
-                ChangeKind::Deleted => inner.objects.remove(&key),
-                _ => inner.objects.insert(key, change.object.clone()),
-            };
+            if self.disk.is_none() || change.resource != Resource::Events {
+                match change.kind {
+                    ChangeKind::Deleted => inner.objects.remove(&key),
+                    _ => inner.objects.insert(key, change.object.clone()),
+                };
+            }
             if inner.history.len() == HISTORY {
                 inner.history.pop_front();
             }
@@ -604,6 +685,11 @@ impl Shared {
             let _ = self.changes.send(change);
         }
     }
+}
+
+/// A disk that cannot be read, as the API answers it.
+fn internal(e: DiskError) -> ApiError {
+    ApiError::internal(e.to_string())
 }
 
 /// Runs `wait`, which blocks until the writer commits, without holding up the other tasks of
@@ -678,7 +764,9 @@ mod tests {
         assert_eq!((e.code, e.reason), (500, "InternalError"));
         assert!(store.health().is_err_and(|why| why.contains("the local API's store memory")));
         assert_eq!(store.get(Resource::Pods, "default", "b").unwrap_err().reason, "NotFound");
-        store.create_with(Wait::Queued, Resource::Events, pod("e")).unwrap();
+        store.create_with(Wait::Queued, Resource::ConfigMaps, pod("c")).unwrap();
+        // An event's name is looked up in the file, which is not open again while it is full.
+        assert_eq!(store.create_with(Wait::Queued, Resource::Events, pod("e")).unwrap_err().code, 500);
         store.flush();
         assert_eq!(store.outage_ended().now_or_never(), None);
         full.store(false, std::sync::atomic::Ordering::Relaxed);
@@ -792,6 +880,52 @@ mod tests {
         }
         assert_eq!(last, store.resource_version());
         assert_eq!(store.list(Resource::Pods, None).0.len(), 200);
+    }
+
+    fn event(name: &str, seen: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
+            "reason": "Started", "lastTimestamp": seen})
+    }
+
+    /// A store on disk keeps no event in memory: the write side sees a queued one at once, the
+    /// API once it is committed, read from the file, and again after the store is opened again;
+    /// the events last seen before a time are found by their index, also after they change.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn events_are_read_from_the_disk_and_found_by_when_they_were_last_seen() {
+        let dir = OnDisk::new("events");
+        {
+            let store = dir.open();
+            store.create_with(Wait::Queued, Resource::Events, event("a", "2026-11-28T10:00:00Z")).unwrap();
+            let again = store.create_with(Wait::Queued, Resource::Events, event("a", "2026-11-28T10:00:00Z"));
+            assert_eq!(again.unwrap_err().reason, "AlreadyExists");
+            store.create(Resource::Events, event("b", "2026-11-28T10:05:00Z")).unwrap();
+            store.create(Resource::Pods, pod("p")).unwrap();
+            assert_eq!(store.get(Resource::Events, "default", "a").unwrap()["reason"], "Started");
+            let objects: Vec<Resource> = store.shared.lock_inner().objects.keys().map(|k| k.0).collect();
+            assert_eq!(objects, [Resource::Pods]);
+            let t = |s: &str| s.parse::<Timestamp>().unwrap();
+            assert_eq!(store.events_seen_before(t("2026-11-28T10:01:00Z")).unwrap(), [("default".into(), "a".into())]);
+            // Seen again: out of the old place in the index, into the new.
+            store
+                .update(Resource::Events, "default", "a", |old| {
+                    let mut new = old.clone();
+                    new["lastTimestamp"] = json!("2026-11-28T10:10:00Z");
+                    Ok(Some(new))
+                })
+                .unwrap();
+            assert_eq!(store.events_seen_before(t("2026-11-28T10:06:00Z")).unwrap(), [("default".into(), "b".into())]);
+            store.delete(Resource::Events, "default", "b").unwrap();
+            assert_eq!(store.events_seen_before(t("2026-11-28T11:00:00Z")).unwrap(), [("default".into(), "a".into())]);
+        }
+        let store = dir.open();
+        let (events, rv) = store.list(Resource::Events, Some("default"));
+        assert_eq!(
+            events.iter().map(|e| e["lastTimestamp"].clone()).collect::<Vec<_>>(),
+            [json!("2026-11-28T10:10:00Z")]
+        );
+        assert_eq!(rv, store.resource_version());
+        assert!(store.list(Resource::Events, Some("defaul")).0.is_empty());
+        assert_eq!(store.list(Resource::Pods, None).0.len(), 1);
     }
 
     #[test]

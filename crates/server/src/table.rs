@@ -276,7 +276,7 @@ pub fn cells(resource: Resource, obj: &Value, now: Timestamp) -> Vec<Value> {
     }
 }
 
-fn row(resource: Resource, obj: &Value, now: Timestamp, include: Include) -> Value {
+pub fn row(resource: Resource, obj: &Value, now: Timestamp, include: Include) -> Value {
     let mut row = json!({"cells": cells(resource, obj, now)});
     match include {
         Include::None => {}

@@ -1,0 +1,122 @@
+//! Events of a store on disk through the local API: an EventList streamed from the file (as
+//! stored, in chunks, filtered), events expiring an hour after they were last seen by their
+//! index, and every event still there when `serve` opens its store again.
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use jiff::{SignedDuration, Timestamp};
+use podwright_runtime::{Clock, FakeRuntime};
+use podwright_server::{ApiServer, ServerConfig};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+/// A root directory of its own, removed when the test ends.
+struct Root(std::path::PathBuf);
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn open(root: &Root) -> ApiServer {
+    let clock = Clock::new();
+    let config = ServerConfig { node_name: "n".into(), root: root.0.clone(), host_ip: None };
+    ApiServer::open(config, clock, FakeRuntime::new(clock)).unwrap().0
+}
+
+async fn send(api: &ApiServer, method: Method, uri: &str, body: Option<&Value>) -> (StatusCode, Value) {
+    send_accepting(api, method, uri, body, "application/json").await
+}
+
+/// kubectl get's Accept.
+const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+
+async fn send_accepting(
+    api: &ApiServer,
+    method: Method,
+    uri: &str,
+    body: Option<&Value>,
+    accept: &str,
+) -> (StatusCode, Value) {
+    let body = body.map_or_else(Body::empty, |b| Body::from(serde_json::to_vec(b).unwrap()));
+    let request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", "application/json")
+        .header("accept", accept)
+        .body(body);
+    let response = api.router().oneshot(request.unwrap()).await.unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    let body = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&bytes)));
+    (status, body)
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["items"].as_array().unwrap().iter().map(|e| e["metadata"]["name"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_on_disk_are_listed_from_it_expire_by_their_index_and_are_kept() {
+    let root = Root(std::env::temp_dir().join(format!("pw-events-on-disk-{}", std::process::id())));
+    std::fs::create_dir_all(&root.0).unwrap();
+    let t0: Timestamp = "2026-11-28T10:00:00Z".parse().unwrap();
+    let api = open(&root);
+    let (status, _) =
+        send(&api, Method::POST, "/api/v1/namespaces", Some(&json!({"metadata": {"name": "other"}}))).await;
+    assert_eq!(status, StatusCode::CREATED);
+    // Enough events for several chunks of the stream, with a message of 1 KiB each.
+    let message = "m".repeat(1024);
+    let mut made = vec![];
+    for i in 0..200 {
+        let (ns, seen) = if i % 10 == 0 { ("other", t0 + SignedDuration::from_mins(30)) } else { ("default", t0) };
+        let name = format!("web.{i:04}");
+        let event = json!({"metadata": {"name": name, "namespace": ns}, "reason": format!("R{}", i % 3),
+            "message": message, "involvedObject": {"kind": "Pod", "name": "web", "namespace": ns},
+            "lastTimestamp": seen.to_string()});
+        let (status, _) = send(&api, Method::POST, &format!("/api/v1/namespaces/{ns}/events"), Some(&event)).await;
+        assert_eq!(status, StatusCode::CREATED);
+        made.push((ns, name));
+    }
+    let rv = api.store().resource_version().to_string();
+
+    let (status, all) = send(&api, Method::GET, "/api/v1/events", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!((all["kind"].as_str(), all["apiVersion"].as_str()), (Some("EventList"), Some("v1")));
+    assert_eq!(all["metadata"]["resourceVersion"], json!(rv));
+    let mut expected: Vec<String> = made.iter().map(|(_, n)| n.clone()).collect();
+    let mut got = names(&all);
+    got.sort();
+    expected.sort();
+    assert_eq!(got, expected);
+    assert_eq!(all["items"][0]["message"], json!(message));
+
+    let (_, other) = send(&api, Method::GET, "/api/v1/namespaces/other/events", None).await;
+    assert_eq!(names(&other), (0..200).step_by(10).map(|i| format!("web.{i:04}")).collect::<Vec<_>>());
+    let (_, r1) = send(&api, Method::GET, "/api/v1/namespaces/default/events?fieldSelector=reason%3DR1", None).await;
+    let want: Vec<String> = (0..200).filter(|i| i % 10 != 0 && i % 3 == 1).map(|i| format!("web.{i:04}")).collect();
+    assert_eq!(names(&r1), want);
+
+    // kubectl get events: a Table, its rows made one event at a time.
+    let (_, table) = send_accepting(&api, Method::GET, "/api/v1/namespaces/other/events", None, TABLE).await;
+    assert_eq!((table["kind"].as_str(), table["metadata"]["resourceVersion"].as_str()), (Some("Table"), Some(&*rv)));
+    let columns = table["columnDefinitions"].as_array().unwrap().len();
+    let rows = table["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 20);
+    assert!(rows.iter().all(|r| r["cells"].as_array().unwrap().len() == columns), "{table}");
+    assert_eq!(rows[1]["object"]["metadata"]["name"], "web.0010");
+
+    // An hour after t0, the events of `default` (last seen at t0) go; `other`'s stay.
+    assert_eq!(api.expire_events_at(t0 + SignedDuration::from_mins(59)), 0);
+    assert_eq!(api.expire_events_at(t0 + SignedDuration::from_mins(61)), 180);
+    drop(api);
+    let api = open(&root);
+    let (_, all) = send(&api, Method::GET, "/api/v1/events", None).await;
+    assert_eq!(names(&all), names(&other));
+    let (status, one) = send(&api, Method::GET, "/api/v1/namespaces/other/events/web.0010", None).await;
+    assert_eq!((status, one["reason"].as_str()), (StatusCode::OK, Some("R1")));
+    assert_eq!(api.expire_events_at(t0 + SignedDuration::from_mins(91)), 20);
+    let (_, all) = send(&api, Method::GET, "/api/v1/events", None).await;
+    assert_eq!(all["items"], json!([]));
+}
