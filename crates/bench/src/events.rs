@@ -51,6 +51,8 @@ pub struct EventsReport {
     /// Heap bytes allocated and not freed between the baseline and the end: what RSS would grow
     /// by if the allocator handed back every page it could.
     heap_growth: isize,
+    /// The most heap allocated at once over the same pods, above what was at the baseline.
+    heap_peak: isize,
     /// Events in the store after the baseline and at the end.
     events: (usize, usize),
     store_bytes: u64,
@@ -72,7 +74,11 @@ impl EventsReport {
         println!("events_pods: {}", self.pods);
         println!("events_kept: {}", self.events.1);
         println!("events_rss_kib: {}", self.rss_kib.1);
-        println!("  live heap {:+} KiB over the same pods", self.heap_growth / 1024);
+        println!(
+            "  live heap {:+} KiB over the same pods, at most {:+} KiB on the way",
+            self.heap_growth / 1024,
+            self.heap_peak / 1024
+        );
         println!("events_rss_growth_kib: {growth}");
         println!("events_heap_growth_kib: {}", self.heap_growth / 1024);
         println!("events_store_bytes: {}", self.store_bytes);
@@ -147,7 +153,7 @@ async fn load(args: &EventsArgs, clock: Clock, root: &std::path::Path) -> Result
     let wall = started.elapsed();
     let (baseline_pods, rss0, events0) = baseline.ok_or("no pods were run")?;
     let rss1 = measure::status_kib("self", "VmRSS")?;
-    let heap_growth = crate::alloc::live();
+    let (heap_growth, heap_peak) = (crate::alloc::live(), crate::alloc::peak());
     let store_bytes = std::fs::metadata(root.join(podwright_server::server::STORE_FILE)).map_or(0, |m| m.len());
     Ok(EventsReport {
         pods: done,
@@ -155,15 +161,24 @@ async fn load(args: &EventsArgs, clock: Clock, root: &std::path::Path) -> Result
         baseline_pods,
         rss_kib: (rss0, rss1),
         heap_growth,
+        heap_peak,
         events: (events0, count_events(addr).await?),
         store_bytes,
     })
 }
 
-/// Lists every event, as `kubectl get events -A` and the soak do; returns how many.
+/// Lists every event, as `kubectl get events -A` and the soak do; returns how many. Counted
+/// without parsing them into values: this process's RSS is what is measured, and the soak's
+/// client is another process.
 async fn count_events(addr: SocketAddr) -> Result<usize, String> {
+    /// An event list, its items read and dropped one at a time.
+    #[derive(serde::Deserialize)]
+    struct Counted {
+        items: Vec<serde::de::IgnoredAny>,
+    }
     let r = http::exchange(addr, "GET", "/api/v1/events", None).await?;
-    Ok(r.json()?["items"].as_array().map_or(0, Vec::len))
+    let list: Counted = serde_json::from_slice(&r.body).map_err(|e| format!("an event list: {e}"))?;
+    Ok(list.items.len())
 }
 
 /// One soak pod: created, its statuses and events reported as its worker would at `now`,

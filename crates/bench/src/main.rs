@@ -98,13 +98,17 @@ enum Command {
 static ALLOC: alloc::Counting = alloc::Counting;
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // serve's API in this process allocates as serve does.
+    if matches!(cli.command, Command::Events(_) | Command::ApiServer) {
+        podwright_server::allocator::one_arena();
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("PODWRIGHT_LOG").unwrap_or_else(|_| "error".into()),
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -100,6 +100,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    podwright_server::allocator::one_arena();
     let cli = Cli::parse();
     logging::init(cli.log_format, cli.verbosity);
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

@@ -4,6 +4,7 @@
 //! the ServiceAccount admission of pods), with the API server's errors;
 //! the cluster DNS that resolves those services for the pods; and the node's `/metrics`.
 
+pub mod allocator;
 mod api;
 mod discovery;
 pub mod dns;

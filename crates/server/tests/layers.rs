@@ -33,6 +33,7 @@ const LAYERS: Layers = &[
     ("rules and views of stored objects", &["kinds", "service_accounts", "mirror", "table", "selectors"]),
     ("the store", &["store", "persist"]),
     ("the API's vocabulary", &["request", "protobuf", "patching", "errors", "resources"]),
+    ("how the process allocates", &["allocator"]),
 ];
 
 layer_tests!(LAYERS, &[]);
