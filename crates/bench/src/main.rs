@@ -98,11 +98,9 @@ enum Command {
 static ALLOC: alloc::Counting = alloc::Counting;
 
 fn main() -> ExitCode {
+    // What runs podwright's code in this process allocates as the podwright binary does.
+    podwright_server::allocator::one_arena();
     let cli = Cli::parse();
-    // serve's API in this process allocates as serve does.
-    if matches!(cli.command, Command::Events(_) | Command::ApiServer) {
-        podwright_server::allocator::one_arena();
-    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("PODWRIGHT_LOG").unwrap_or_else(|_| "error".into()),

@@ -8,12 +8,15 @@
 //! and 7 MiB with one (docs/src/benchmarks.md). Threads keep their own small caches (tcache)
 //! either way, so one arena is rarely waited for.
 
-/// Limits glibc's malloc to one arena. Called before any other thread starts: a thread keeps
-/// the arena it was given.
+/// Limits glibc's malloc to one arena, unless the environment sets its arenas already
+/// (`MALLOC_ARENA_MAX`, `GLIBC_TUNABLES`): the operator's word wins. Called before any other
+/// thread starts: a thread keeps the arena it was given.
 pub fn one_arena() {
-    #[cfg(target_env = "gnu")]
-    // SAFETY: mallopt sets one of the allocator's parameters and touches no memory of ours.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() && std::env::var_os("GLIBC_TUNABLES").is_none() {
+        // SAFETY: mallopt sets one of the allocator's parameters and touches no memory of ours.
+        if unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) } != 1 {
+            eprintln!("podwright: glibc did not take one malloc arena; memory may grow with threads");
+        }
     }
 }

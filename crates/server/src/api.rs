@@ -100,14 +100,22 @@ const CHUNK_BYTES: usize = 64 << 10;
 
 /// An EventList (or its Table) read from the disk as it is sent, each event as it is stored
 /// (parsed only to be filtered or made a row): memory for a chunk rather than for every event.
-/// A client that takes no chunk for [`DEFAULT_REQUEST_TIMEOUT`] is given up on, and the read
-/// with it.
+/// The whole list must be taken within [`DEFAULT_REQUEST_TIMEOUT`], as the API server's request
+/// timeout covers writing a list, or it ends unfinished (the limits' timeout ends with the
+/// response's head).
 fn streamed(rows: EventRows, filter: Filter, table: Option<Include>, now: Timestamp) -> Response {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2);
     let handle = tokio::runtime::Handle::current();
+    // A real client over a real connection: real time, as the transport's own timeouts.
+    #[allow(clippy::disallowed_methods)]
+    let deadline = tokio::time::Instant::now() + DEFAULT_REQUEST_TIMEOUT;
     let send = move |chunk: Result<Bytes, std::io::Error>| {
-        let sent = handle.block_on(tokio::time::timeout(DEFAULT_REQUEST_TIMEOUT, tx.send(chunk)));
+        let sent = handle.block_on(tokio::time::timeout_at(deadline, tx.send(chunk)));
         matches!(sent, Ok(Ok(())))
+    };
+    let unreadable = |e: &dyn std::fmt::Display| {
+        tracing::error!(%e, "an event list could not be read to its end");
+        Err(std::io::Error::other(e.to_string()))
     };
     tokio::task::spawn_blocking(move || {
         let r = Resource::Events;
@@ -132,19 +140,25 @@ fn streamed(rows: EventRows, filter: Filter, table: Option<Include>, now: Timest
             let bytes = match row {
                 Ok(bytes) => bytes,
                 Err(e) => {
-                    tracing::error!(%e, "an event list could not be read to its end");
-                    send(Err(std::io::Error::other(e.to_string())));
+                    send(unreadable(&e));
                     return;
                 }
             };
             let item = match (table, filter.is_empty()) {
                 (None, true) => bytes,
                 (table, _) => {
-                    let Some(event) = serde_json::from_slice::<Value>(&bytes).ok().filter(|e| filter.matches(e)) else {
-                        continue;
+                    let event = match serde_json::from_slice::<Value>(&bytes) {
+                        Ok(event) => event,
+                        Err(e) => {
+                            send(unreadable(&e));
+                            return;
+                        }
                     };
+                    if !filter.matches(&event) {
+                        continue;
+                    }
                     match table {
-                        Some(include) => serde_json::to_vec(&table::row(r, &event, now, include)).unwrap_or_default(),
+                        Some(include) => table::row(r, &event, now, include).to_string().into_bytes(),
                         None => bytes,
                     }
                 }
@@ -153,8 +167,11 @@ fn streamed(rows: EventRows, filter: Filter, table: Option<Include>, now: Timest
                 buf.push(b',');
             }
             buf.extend_from_slice(&item);
-            if buf.len() >= CHUNK_BYTES && !send(Ok(Bytes::from(std::mem::take(&mut buf)))) {
-                return;
+            if buf.len() >= CHUNK_BYTES {
+                let full = std::mem::replace(&mut buf, Vec::with_capacity(CHUNK_BYTES + item.len()));
+                if !send(Ok(Bytes::from(full))) {
+                    return;
+                }
             }
         }
         buf.extend_from_slice(b"]}");
@@ -503,7 +520,7 @@ pub async fn delete_namespace(
         return Ok(axum::Json(success(Resource::Namespaces, &obj)).into_response());
     }
     for r in Resource::ALL.into_iter().filter(|r| r.namespaced()) {
-        let (items, _) = s.store().list(r, Some(&name));
+        let (items, _) = s.store().try_list(r, Some(&name))?;
         for item in items {
             let item_name = meta_str(&item, "name").unwrap_or_default();
             let _ = if r == Resource::Pods && crate::mirror::mirrored_uid(&item).is_some() {

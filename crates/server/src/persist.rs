@@ -4,8 +4,9 @@
 //! `serve` starts again.
 //!
 //! Events are the exception: an hour of them (some 80,000 on a busy node) is read from the file
-//! whenever they are asked for, never held in memory, with an index of when each was last seen
-//! so that expiring them reads only those that have expired.
+//! whenever they are asked for rather than held in memory (but for the store's recent changes,
+//! kept for watches), with an index of when each was last seen so that expiring them reads only
+//! those that have expired.
 //!
 //! redb rather than SQLite (measurements in the restart-safety notes): both survive a SIGKILL at
 //! any instant with every acknowledged commit; redb builds in a quarter of the time on two
@@ -32,10 +33,10 @@ const EVENT_SEEN_AT: TableDefinition<&str, i64> = TableDefinition::new("event-se
 /// Where events' keys start in [`OBJECTS`], and the first key after them.
 const EVENTS_FROM: &str = "events/";
 const EVENTS_UNTIL: &str = "events0";
-/// redb's page cache, its reads and its write buffer. Every object is read once, at the start,
-/// into the store's memory, which answers every read after; redb's default (1 GiB) would keep
-/// the file's pages in `serve`'s memory besides, up to the whole file, which an hour of events
-/// grows (45 MB after 2,000 pods of `scripts/soak`).
+/// redb's page cache, its reads and its write buffer. Every object but the events is read once,
+/// at the start, into the store's memory; events are read through this cache, whose pages an
+/// hour of them (some 100 MB of file) would not fit anyway. redb's default (1 GiB) would keep
+/// the file's pages in `serve`'s memory, up to the whole file.
 const CACHE_BYTES: usize = 4 << 20;
 
 #[derive(Debug, thiserror::Error)]
@@ -60,7 +61,7 @@ pub struct Disk {
 #[derive(Clone)]
 pub struct Reader {
     /// None while opening it again fails. A reader holds the database only while it reads (a
-    /// list, while it is sent): opening it again waits for the file to be closed.
+    /// page of a list, not the list): opening it again fails while one does, and is retried.
     db: Arc<Mutex<Option<Arc<Database>>>>,
     path: String,
 }
@@ -181,11 +182,12 @@ impl Disk {
     /// Closes the database and opens it again (redb repairs what a failed commit left): after
     /// an I/O error, a full disk say, it refuses every transaction until then.
     pub fn reopen(&mut self) -> Result<(), DiskError> {
-        let mut db = self.reader.slot();
         // Closed first: the file is locked while it is open (a reader still reading keeps it
-        // open, and this fails until the next try).
-        *db = None;
-        *db = Some(Arc::new((self.open)().map_err(|e| self.err(&e))?));
+        // open, and this fails until the next try). Opened without holding the slot, which
+        // readers would wait on for as long as redb repairs the file.
+        *self.reader.slot() = None;
+        let db = (self.open)().map_err(|e| self.err(&e))?;
+        *self.reader.slot() = Some(Arc::new(db));
         Ok(())
     }
 
@@ -231,22 +233,63 @@ impl Disk {
     }
 }
 
-/// The events of a namespace (or all), as JSON, from one read of the file.
+/// How many events one read of the file takes for a list.
+const EVENTS_A_READ: usize = 256;
+
+/// The events of a namespace (or all), as JSON, read from the file a page at a time, each page
+/// in a read transaction of its own: a list that takes long (a slow client) neither holds the
+/// file open, which opening it again after an I/O error needs, nor keeps redb from reusing the
+/// pages freed meanwhile. An event changed between pages is listed as it is then, with a
+/// resourceVersion past the list's, which a watch from the list's resourceVersion sends again.
 pub struct EventRows {
-    /// The resourceVersion the rows are current at.
+    /// The resourceVersion of the first page.
     pub rv: u64,
-    rows: redb::Range<'static, &'static str, &'static [u8]>,
     reader: Reader,
-    /// Holds the file open while the rows are read.
-    _db: Arc<Database>,
+    /// The last key read, or where to start.
+    after: std::ops::Bound<String>,
+    until: String,
+    page: std::collections::VecDeque<Vec<u8>>,
+    /// The last page has been read.
+    done: bool,
+}
+
+impl EventRows {
+    /// Reads the next page; returns the resourceVersion it was read at.
+    fn read_page(&mut self) -> Result<u64, DiskError> {
+        let err = |e: &dyn std::fmt::Display| self.reader.err(e);
+        let db = self.reader.db()?;
+        let tx = db.begin_read().map_err(|e| err(&e))?;
+        let rv = tx.open_table(META).map_err(|e| err(&e))?.get(RV).map_err(|e| err(&e))?;
+        let rv = rv.map(|v| v.value()).unwrap_or(0);
+        let objects = tx.open_table(OBJECTS).map_err(|e| err(&e))?;
+        let after = self.after.as_ref().map(String::as_str);
+        let rows = objects.range::<&str>((after, std::ops::Bound::Excluded(self.until.as_str())));
+        let mut last = None;
+        for row in rows.map_err(|e| err(&e))?.take(EVENTS_A_READ) {
+            let (k, v) = row.map_err(|e| err(&e))?;
+            self.page.push_back(v.value().to_vec());
+            last = Some(k.value().to_string());
+        }
+        self.done = self.page.len() < EVENTS_A_READ;
+        if let Some(last) = last {
+            self.after = std::ops::Bound::Excluded(last);
+        }
+        Ok(rv)
+    }
 }
 
 impl Iterator for EventRows {
     type Item = Result<Vec<u8>, DiskError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let row = self.rows.next()?;
-        Some(row.map(|(_, v)| v.value().to_vec()).map_err(|e| self.reader.err(&e)))
+        if self.page.is_empty()
+            && !self.done
+            && let Err(e) = self.read_page()
+        {
+            self.done = true;
+            return Some(Err(e));
+        }
+        self.page.pop_front().map(Ok)
     }
 }
 
@@ -275,20 +318,17 @@ impl Reader {
     }
 
     /// The committed events of `ns` (or of all namespaces), in key order, read as they are
-    /// iterated.
+    /// iterated; the first page is read now.
     pub fn events(&self, ns: Option<&str>) -> Result<EventRows, DiskError> {
-        let db = self.db()?;
-        let tx = db.begin_read().map_err(|e| self.err(&e))?;
-        let rv = tx.open_table(META).map_err(|e| self.err(&e))?.get(RV).map_err(|e| self.err(&e))?;
-        let rv = rv.map(|v| v.value()).unwrap_or(0);
-        let objects = tx.open_table(OBJECTS).map_err(|e| self.err(&e))?;
         // A namespace's keys run from `events/<ns>/` to before `events/<ns>0` ('0' follows '/').
         let (from, until) = match ns {
             Some(ns) => (format!("{EVENTS_FROM}{ns}/"), format!("{EVENTS_FROM}{ns}0")),
             None => (EVENTS_FROM.to_string(), EVENTS_UNTIL.to_string()),
         };
-        let rows = objects.range(from.as_str()..until.as_str()).map_err(|e| self.err(&e))?;
-        Ok(EventRows { rv, rows, reader: self.clone(), _db: db })
+        let after = std::ops::Bound::Included(from);
+        let mut rows = EventRows { rv: 0, reader: self.clone(), after, until, page: Default::default(), done: false };
+        rows.rv = rows.read_page()?;
+        Ok(rows)
     }
 
     /// The events last seen before `before` (or written then, for those that do not say), as

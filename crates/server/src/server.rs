@@ -362,8 +362,12 @@ mod tests {
             // Past a retry of the writer's, still failing.
             tokio::time::sleep(Duration::from_millis(2500)).await;
             assert!(api.store().health().is_err());
-            // Events are read from the file, which is not open again until there is room.
+            // Events are read from the file, which is not open again until there is room: a
+            // list of them says so rather than answer none.
             assert!(failed_commits(&api).is_empty());
+            let list = axum::http::Request::get("/api/v1/events").body(axum::body::Body::empty()).unwrap();
+            let answer = tower::ServiceExt::oneshot(api.router(), list).await.unwrap();
+            assert_eq!(answer.status(), 500);
             full.store(false, Ordering::Relaxed);
             until(|| failed_commits(&api).len() == outage).await;
             let events = failed_commits(&api);

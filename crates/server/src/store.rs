@@ -365,21 +365,27 @@ impl Store {
 
     /// Every object of a resource (in one namespace, or all), in key order, and the
     /// resourceVersion the list is current at.
+    /// For a store on disk, events are read from the file, all at once (see [`Store::event_rows`]),
+    /// and a file that cannot be read lists none: [`Store::try_list`] says so.
     pub fn list(&self, resource: Resource, ns: Option<&str>) -> (Vec<Arc<Value>>, u64) {
+        self.try_list(resource, ns).unwrap_or_else(|e| {
+            tracing::error!(e = %e.message, "events could not be read");
+            (vec![], self.revision())
+        })
+    }
+
+    /// [`Store::list`], or why the file could not be read.
+    pub fn try_list(&self, resource: Resource, ns: Option<&str>) -> ApiResult<(Vec<Arc<Value>>, u64)> {
         if resource == Resource::Events
             && let Some(rows) = self.event_rows(ns)
         {
-            return match rows {
-                Ok(rows) => {
-                    let rv = rows.rv;
-                    let items = rows.filter_map(|row| row.ok().and_then(|b| serde_json::from_slice(&b).ok()));
-                    (items.map(Arc::new).collect(), rv)
-                }
-                Err(e) => {
-                    tracing::error!(%e.message, "events could not be read");
-                    (vec![], self.revision())
-                }
-            };
+            let rows = rows?;
+            let rv = rows.rv;
+            let items = rows.map(|row| {
+                let bytes = row.map_err(internal)?;
+                serde_json::from_slice(&bytes).map(Arc::new).map_err(|e| ApiError::internal(e.to_string()))
+            });
+            return Ok((items.collect::<ApiResult<_>>()?, rv));
         }
         let inner = self.shared.lock_inner();
         // Keys sort by resource first: read only this one's.
@@ -390,7 +396,7 @@ impl Store {
             .filter(|((_, n, _), _)| ns.is_none_or(|ns| !resource.namespaced() || n == ns))
             .map(|(_, v)| v.clone())
             .collect();
-        (items, inner.rv)
+        Ok((items, inner.rv))
     }
 
     /// Changes an object: `change` gets the stored object and returns the new one, or `None`

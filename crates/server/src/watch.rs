@@ -119,8 +119,10 @@ pub fn serve(
     let mut w = Watch { server: server.clone(), resource, ns, filter, table, sent_columns: false, out };
     // Taken now, so that nothing changed between this request and the stream is missed.
     let started = if initial {
-        let (items, rv) = server.store().list(resource, w.ns.as_deref());
-        server.store().watch(Some(rv)).map(|(backlog, rx)| (items, rv, backlog, rx))
+        server
+            .store()
+            .try_list(resource, w.ns.as_deref())
+            .and_then(|(items, rv)| server.store().watch(Some(rv)).map(|(backlog, rx)| (items, rv, backlog, rx)))
     } else {
         let from = from.unwrap_or_default();
         server.store().watch(Some(from)).map(|(backlog, rx)| (vec![], from, backlog, rx))

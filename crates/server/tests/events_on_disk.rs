@@ -53,6 +53,9 @@ async fn send_accepting(
     (status, body)
 }
 
+/// Events made, one in ten in the namespace `other`.
+const EVENTS: usize = 600;
+
 fn names(list: &Value) -> Vec<String> {
     list["items"].as_array().unwrap().iter().map(|e| e["metadata"]["name"].as_str().unwrap().to_string()).collect()
 }
@@ -66,10 +69,11 @@ async fn events_on_disk_are_listed_from_it_expire_by_their_index_and_are_kept() 
     let (status, _) =
         send(&api, Method::POST, "/api/v1/namespaces", Some(&json!({"metadata": {"name": "other"}}))).await;
     assert_eq!(status, StatusCode::CREATED);
-    // Enough events for several chunks of the stream, with a message of 1 KiB each.
+    // Enough events for several chunks of the stream (a message of 1 KiB each) and several
+    // reads of the file.
     let message = "m".repeat(1024);
     let mut made = vec![];
-    for i in 0..200 {
+    for i in 0..EVENTS {
         let (ns, seen) = if i % 10 == 0 { ("other", t0 + SignedDuration::from_mins(30)) } else { ("default", t0) };
         let name = format!("web.{i:04}");
         let event = json!({"metadata": {"name": name, "namespace": ns}, "reason": format!("R{}", i % 3),
@@ -93,9 +97,9 @@ async fn events_on_disk_are_listed_from_it_expire_by_their_index_and_are_kept() 
     assert_eq!(all["items"][0]["message"], json!(message));
 
     let (_, other) = send(&api, Method::GET, "/api/v1/namespaces/other/events", None).await;
-    assert_eq!(names(&other), (0..200).step_by(10).map(|i| format!("web.{i:04}")).collect::<Vec<_>>());
+    assert_eq!(names(&other), (0..EVENTS).step_by(10).map(|i| format!("web.{i:04}")).collect::<Vec<_>>());
     let (_, r1) = send(&api, Method::GET, "/api/v1/namespaces/default/events?fieldSelector=reason%3DR1", None).await;
-    let want: Vec<String> = (0..200).filter(|i| i % 10 != 0 && i % 3 == 1).map(|i| format!("web.{i:04}")).collect();
+    let want: Vec<String> = (0..EVENTS).filter(|i| i % 10 != 0 && i % 3 == 1).map(|i| format!("web.{i:04}")).collect();
     assert_eq!(names(&r1), want);
 
     // kubectl get events: a Table, its rows made one event at a time.
@@ -103,20 +107,20 @@ async fn events_on_disk_are_listed_from_it_expire_by_their_index_and_are_kept() 
     assert_eq!((table["kind"].as_str(), table["metadata"]["resourceVersion"].as_str()), (Some("Table"), Some(&*rv)));
     let columns = table["columnDefinitions"].as_array().unwrap().len();
     let rows = table["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 20);
+    assert_eq!(rows.len(), EVENTS / 10);
     assert!(rows.iter().all(|r| r["cells"].as_array().unwrap().len() == columns), "{table}");
     assert_eq!(rows[1]["object"]["metadata"]["name"], "web.0010");
 
     // An hour after t0, the events of `default` (last seen at t0) go; `other`'s stay.
     assert_eq!(api.expire_events_at(t0 + SignedDuration::from_mins(59)), 0);
-    assert_eq!(api.expire_events_at(t0 + SignedDuration::from_mins(61)), 180);
+    assert_eq!(api.expire_events_at(t0 + SignedDuration::from_mins(61)), EVENTS - EVENTS / 10);
     drop(api);
     let api = open(&root);
     let (_, all) = send(&api, Method::GET, "/api/v1/events", None).await;
     assert_eq!(names(&all), names(&other));
     let (status, one) = send(&api, Method::GET, "/api/v1/namespaces/other/events/web.0010", None).await;
     assert_eq!((status, one["reason"].as_str()), (StatusCode::OK, Some("R1")));
-    assert_eq!(api.expire_events_at(t0 + SignedDuration::from_mins(91)), 20);
+    assert_eq!(api.expire_events_at(t0 + SignedDuration::from_mins(91)), EVENTS / 10);
     let (_, all) = send(&api, Method::GET, "/api/v1/events", None).await;
     assert_eq!(all["items"], json!([]));
 }
