@@ -332,7 +332,7 @@ impl Store {
 
     /// The disk events of a store on disk are read from, when `resource` is events.
     fn events_on_disk(&self, resource: Resource) -> Option<&Reader> {
-        self.shared.disk.as_ref().filter(|_| resource == Resource::Events)
+        read_on_disk(&self.shared.disk, resource)
     }
 
     /// The events of `ns` (or all) as they are on disk, to be read one at a time (a list of
@@ -533,7 +533,7 @@ impl Pending {
     /// read from it unless a queued change has it.
     fn current(&self, key: &Key) -> ApiResult<Option<Arc<Value>>> {
         let (resource, ns, name) = key;
-        match self.disk.as_ref().filter(|_| *resource == Resource::Events) {
+        match read_on_disk(&self.disk, *resource) {
             None => Ok(self.objects.get(key).cloned()),
             Some(disk) => match self.events.get(key) {
                 Some((_, queued)) => Ok(queued.clone()),
@@ -546,7 +546,7 @@ impl Pending {
     fn push(&mut self, key: Key, resource: Resource, kind: ChangeKind, object: Arc<Value>) {
         self.rv += 1;
         let now = (kind != ChangeKind::Deleted).then(|| object.clone());
-        if self.disk.is_some() && resource == Resource::Events {
+        if read_on_disk(&self.disk, resource).is_some() {
             self.events.insert(key.clone(), (self.rv, now));
         } else {
             match now {
@@ -677,7 +677,7 @@ impl Shared {
         let mut inner = self.lock_inner();
         for Write { key, change } in batch {
             inner.rv = change.rv;
-            if self.disk.is_none() || change.resource != Resource::Events {
+            if read_on_disk(&self.disk, change.resource).is_none() {
                 match change.kind {
                     ChangeKind::Deleted => inner.objects.remove(&key),
                     _ => inner.objects.insert(key, change.object.clone()),
@@ -691,6 +691,11 @@ impl Shared {
             let _ = self.changes.send(change);
         }
     }
+}
+
+/// The disk `resource` is read from rather than kept in memory: a store's disk, for events.
+fn read_on_disk(disk: &Option<Reader>, resource: Resource) -> Option<&Reader> {
+    disk.as_ref().filter(|_| resource == Resource::Events)
 }
 
 /// A disk that cannot be read, as the API answers it.
