@@ -38,9 +38,6 @@ pub struct EventsArgs {
     /// All events are listed after every this many pods (0: never).
     #[arg(long, default_value_t = 1_000)]
     pub list_every: usize,
-    /// Hands freed memory back to the system (glibc's `malloc_trim`) after each expiry.
-    #[arg(long)]
-    pub trim: bool,
 }
 
 pub struct EventsReport {
@@ -56,6 +53,8 @@ pub struct EventsReport {
     /// Events in the store after the baseline and at the end.
     events: (usize, usize),
     store_bytes: u64,
+    /// The longest that handing free memory back to the system took, after an expiry.
+    release_max: std::time::Duration,
 }
 
 impl EventsReport {
@@ -82,6 +81,8 @@ impl EventsReport {
         println!("events_rss_growth_kib: {growth}");
         println!("events_heap_growth_kib: {}", self.heap_growth / 1024);
         println!("events_store_bytes: {}", self.store_bytes);
+        println!("  handing free memory back took at most {:.1} ms", self.release_max.as_secs_f64() * 1e3);
+        println!("events_release_max_ms: {:.1}", self.release_max.as_secs_f64() * 1e3);
     }
 }
 
@@ -123,7 +124,7 @@ async fn load(args: &EventsArgs, clock: Clock, root: &std::path::Path) -> Result
     let Waves { pods, wave, baseline: baseline_at } = args.waves;
     let (wave, baseline_at) = (wave.max(1), baseline_at.min(pods / 2));
     let started = Instant::now();
-    let (mut done, mut baseline) = (0, None);
+    let (mut done, mut baseline, mut release_max) = (0, None, std::time::Duration::ZERO);
     while done < pods {
         let count = wave.min(pods - done);
         let tasks: Vec<_> = (done..done + count)
@@ -136,11 +137,11 @@ async fn load(args: &EventsArgs, clock: Clock, root: &std::path::Path) -> Result
             t.await.map_err(|e| format!("a pod's task panicked: {e}"))??;
         }
         done += count;
+        // As serve's expiry does, once a minute.
         api.expire_events_at(t0 + per_pod * done as i32);
-        if args.trim {
-            // SAFETY: malloc_trim only walks the allocator's own free lists.
-            unsafe { libc::malloc_trim(0) };
-        }
+        let release = Instant::now();
+        podwright_server::allocator::release_free_memory();
+        release_max = release_max.max(release.elapsed());
         if args.list_every > 0 && done % args.list_every < count {
             count_events(addr).await?;
         }
@@ -164,6 +165,7 @@ async fn load(args: &EventsArgs, clock: Clock, root: &std::path::Path) -> Result
         heap_peak,
         events: (events0, count_events(addr).await?),
         store_bytes,
+        release_max,
     })
 }
 

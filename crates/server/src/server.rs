@@ -23,7 +23,8 @@ use std::sync::{Arc, OnceLock};
 
 /// How long an event is kept after it was last seen (the API server's `--event-ttl` default).
 pub const EVENT_TTL: SignedDuration = SignedDuration::from_hours(1);
-const EVENT_EXPIRY_CHECK: SignedDuration = SignedDuration::from_mins(1);
+/// How often expired events are removed: an event outlives [`EVENT_TTL`] by up to this.
+pub const EVENT_EXPIRY_CHECK: SignedDuration = SignedDuration::from_mins(1);
 
 /// The local API's database, under the root directory.
 pub const STORE_FILE: &str = "api.redb";
@@ -160,12 +161,15 @@ impl ApiServer {
     }
 
     /// Runs forever: removes events an hour after they were last seen, every minute, as the
-    /// API server does; the store on disk does not grow without end.
+    /// API server does; the store on disk does not grow without end. Then hands the memory
+    /// freed since the last time back to the system.
     pub async fn expire_events(self) {
         let clock = *self.0.store.clock();
         loop {
             clock.sleep_until(clock.now() + EVENT_EXPIRY_CHECK).await;
             self.expire_events_at(clock.now());
+            // Only a panic fails it, and nothing is lost with it.
+            let _ = tokio::task::spawn_blocking(crate::allocator::release_free_memory).await;
         }
     }
 
