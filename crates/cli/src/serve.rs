@@ -213,7 +213,9 @@ async fn start_and_serve(args: ServeArgs) -> Result<(), u8> {
     };
     serve_until_signal(listener, security, &api, metrics, limits).await;
     // The last statuses and events the workers reported are on disk before the process ends.
-    api.store().flush();
+    if let Err(e) = api.store().flush() {
+        tracing::warn!(e = %e.message, "the last changes were not written");
+    }
     Ok(())
 }
 

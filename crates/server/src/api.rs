@@ -4,7 +4,7 @@
 
 use crate::errors::{ApiError, ApiResult};
 use crate::kinds::{Prepared, prepare_create, prepare_resize, prepare_update};
-use crate::limits::DEFAULT_REQUEST_TIMEOUT;
+use crate::limits::{Admission, DEFAULT_REQUEST_TIMEOUT};
 use crate::persist::EventRows;
 use crate::request::{FieldValidation, Params, RequestBody, content_type, json_body, warning_headers};
 use crate::resources::{NODE_GROUP, Resource};
@@ -14,6 +14,7 @@ use crate::service_accounts;
 use crate::store::{meta_str, object_rv};
 use crate::table::{self, Include, wants_table};
 use crate::watch;
+use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -45,8 +46,9 @@ pub async fn list_all(
     Path(plural): Path<String>,
     Query(p): Query<Params>,
     headers: HeaderMap,
+    admission: Option<Extension<Admission>>,
 ) -> ApiResult<Response> {
-    list_or_watch(&s, resource(&plural)?, None, &p, &headers).await
+    list_or_watch(&s, resource(&plural)?, None, &p, &headers, admission).await
 }
 
 /// `GET /api/v1/namespaces/{ns}/{resource}`.
@@ -55,12 +57,13 @@ pub async fn list(
     Path((ns, plural)): Path<(String, String)>,
     Query(p): Query<Params>,
     headers: HeaderMap,
+    admission: Option<Extension<Admission>>,
 ) -> ApiResult<Response> {
     let r = resource(&plural)?;
     if !r.namespaced() {
         return Err(ApiError::no_such_path());
     }
-    list_or_watch(&s, r, Some(ns), &p, &headers).await
+    list_or_watch(&s, r, Some(ns), &p, &headers, admission).await
 }
 
 async fn list_or_watch(
@@ -69,6 +72,7 @@ async fn list_or_watch(
     ns: Option<String>,
     p: &Params,
     headers: &HeaderMap,
+    admission: Option<Extension<Admission>>,
 ) -> ApiResult<Response> {
     let filter = Filter::new(p.label_selector.as_deref(), p.field_selector.as_deref())?;
     let table = wants_table(headers).then(|| Include::parse(p.include_object.as_deref()));
@@ -79,7 +83,7 @@ async fn list_or_watch(
         && let Some(rows) = s.store().event_rows(ns.as_deref())
     {
         // A file that cannot be read (a full disk, until it is opened again) is answered so.
-        return Ok(streamed(rows?, filter, table, s.now()));
+        return Ok(streamed(rows?, filter, table, s.now(), admission.map(|a| a.0)));
     }
     let (items, rv) = s.store().list(r, ns.as_deref());
     let items: Vec<&Value> = items.iter().map(|v| v.as_ref()).filter(|o| filter.matches(o)).collect();
@@ -100,15 +104,23 @@ const CHUNK_BYTES: usize = 64 << 10;
 
 /// An EventList (or its Table) read from the disk as it is sent, each event as it is stored
 /// (parsed only to be filtered or made a row): memory for a chunk rather than for every event.
-/// The whole list must be taken within [`DEFAULT_REQUEST_TIMEOUT`], as the API server's request
-/// timeout covers writing a list, or it ends unfinished (the limits' timeout ends with the
-/// response's head).
-fn streamed(rows: EventRows, filter: Filter, table: Option<Include>, now: Timestamp) -> Response {
+/// The whole list must be taken within the request's deadline, as the API server's request
+/// timeout covers writing a list, or it ends unfinished; the request keeps its seat among those
+/// in flight until then (the limits' own timeout and seat end with the response's head). Without
+/// limits in front, the deadline is [`DEFAULT_REQUEST_TIMEOUT`] away.
+fn streamed(
+    rows: EventRows,
+    filter: Filter,
+    table: Option<Include>,
+    now: Timestamp,
+    admission: Option<Admission>,
+) -> Response {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(2);
     let handle = tokio::runtime::Handle::current();
     // A real client over a real connection: real time, as the transport's own timeouts.
     #[allow(clippy::disallowed_methods)]
-    let deadline = tokio::time::Instant::now() + DEFAULT_REQUEST_TIMEOUT;
+    let deadline =
+        admission.as_ref().map_or_else(|| tokio::time::Instant::now() + DEFAULT_REQUEST_TIMEOUT, |a| a.deadline);
     let send = move |chunk: Result<Bytes, std::io::Error>| {
         let sent = handle.block_on(tokio::time::timeout_at(deadline, tx.send(chunk)));
         matches!(sent, Ok(Ok(())))
@@ -118,6 +130,7 @@ fn streamed(rows: EventRows, filter: Filter, table: Option<Include>, now: Timest
         Err(std::io::Error::other(e.to_string()))
     };
     tokio::task::spawn_blocking(move || {
+        let _admission = admission;
         let r = Resource::Events;
         let (mut head, items) = match table {
             Some(include) => (table::table(r, &[], rows.rv, now, include, true), "rows"),
@@ -439,7 +452,7 @@ pub async fn node_list(
     Query(p): Query<Params>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    list_or_watch(&s, node_resource(&plural)?, None, &p, &headers).await
+    list_or_watch(&s, node_resource(&plural)?, None, &p, &headers, None).await
 }
 
 /// `POST /apis/node.k8s.io/v1/{resource}`.

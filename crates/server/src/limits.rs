@@ -5,7 +5,8 @@
 //! `timeout` parameter asks, then answered 504 (`pkg/endpoints/filters/request_deadline.go`,
 //! `pkg/server/filters/timeout.go`). Long-running requests (watches, and `exec`, `attach`,
 //! `portforward`, `log` and `proxy`) are neither counted nor timed, as the API server's
-//! `BasicLongRunningRequestCheck` decides. The body limit is the handlers' (`RequestBody`).
+//! `BasicLongRunningRequestCheck` decides. A list sent as it is read (events) keeps its seat and
+//! deadline until it is sent ([`Admission`]). The body limit is the handlers' (`RequestBody`).
 
 use crate::errors::{ApiError, ApiResult};
 use crate::request::truthy;
@@ -69,6 +70,15 @@ fn seats(limit: usize) -> Option<Arc<Semaphore>> {
     (limit > 0).then(|| Arc::new(Semaphore::new(limit)))
 }
 
+/// What the limits granted a request, for a handler whose response is sent after it returns (a
+/// list sent as it is read): when the request must end, and its seat among those in flight,
+/// held until the response is sent, as the API server holds it for the handler's whole run.
+#[derive(Clone)]
+pub struct Admission {
+    pub deadline: tokio::time::Instant,
+    _seat: Option<Arc<OwnedSemaphorePermit>>,
+}
+
 struct Gate {
     reading: Option<Arc<Semaphore>>,
     writing: Option<Arc<Semaphore>>,
@@ -84,7 +94,7 @@ struct LimitParams {
 }
 
 impl Gate {
-    async fn admit(&self, req: Request, next: Next) -> Response {
+    async fn admit(&self, mut req: Request, next: Next) -> Response {
         let params: LimitParams = axum::extract::Query::try_from_uri(req.uri()).map(|q| q.0).unwrap_or_default();
         if long_running(req.method(), req.uri().path(), &params) {
             return next.run(req).await;
@@ -94,14 +104,20 @@ impl Gate {
             Err(e) => return e.into_response(),
         };
         let seats = if is_mutating(req.method()) { &self.writing } else { &self.reading };
-        let _seat: Option<OwnedSemaphorePermit> = match seats {
+        let seat = match seats {
             Some(seats) => match seats.clone().try_acquire_owned() {
-                Ok(seat) => Some(seat),
+                Ok(seat) => Some(Arc::new(seat)),
                 Err(_) => return ApiError::too_many_requests().into_response(),
             },
             None => None,
         };
-        match tokio::time::timeout(timeout, next.run(req)).await {
+        // A real client over a real connection: real time, as the transport's own timeouts.
+        #[allow(clippy::disallowed_methods)]
+        let deadline = tokio::time::Instant::now() + timeout;
+        // Held here too: a handler may drop the request's extensions (reading its body).
+        req.extensions_mut().insert(Admission { deadline, _seat: seat.clone() });
+        let _seat = seat;
+        match tokio::time::timeout_at(deadline, next.run(req)).await {
             Ok(response) => response,
             Err(_) => ApiError::timeout().into_response(),
         }

@@ -78,18 +78,24 @@ fn key(resource: Resource, ns: &str, name: &str) -> String {
 }
 
 /// When an Event object was last seen: its `lastTimestamp`, else its `eventTime`, else its
-/// `firstTimestamp`. Its TTL counts from then.
+/// `firstTimestamp`, else when it was made. Its TTL counts from then.
 pub fn event_last_seen(event: &Value) -> Option<Timestamp> {
     ["lastTimestamp", "eventTime", "firstTimestamp"]
         .iter()
-        .find_map(|f| event.get(*f).and_then(Value::as_str).and_then(|t| t.parse::<Timestamp>().ok()))
+        .map(|f| &event[*f])
+        .chain([&event["metadata"]["creationTimestamp"]])
+        .find_map(|t| t.as_str().and_then(|t| t.parse::<Timestamp>().ok()))
 }
 
-/// An event's entry in [`EVENTS_SEEN`]: when it was last seen, or when it was made when it does
-/// not say, or else `written`.
+/// Whether the event was last seen before `before`; one that does not say (never made by the
+/// store, which stamps every object) counts as seen long ago.
+pub fn event_seen_before(event: &Value, before: Timestamp) -> bool {
+    event_last_seen(event).is_none_or(|t| t < before)
+}
+
+/// An event's entry in [`EVENTS_SEEN`]: when it was last seen, or else `written`.
 fn seen_second(event: &Value, written: Timestamp) -> i64 {
-    let made = || event["metadata"]["creationTimestamp"].as_str().and_then(|t| t.parse().ok());
-    event_last_seen(event).or_else(made).unwrap_or(written).as_second()
+    event_last_seen(event).unwrap_or(written).as_second()
 }
 
 /// Moves the event `id` (`namespace/name`) in the index to `seen`, or out of it (`None`).

@@ -3,7 +3,7 @@
 
 use crate::mirror::node_uid;
 use crate::node_link::NodeLink;
-use crate::persist::event_last_seen;
+use crate::persist::event_seen_before;
 use crate::resources::Resource;
 use crate::static_pods::StaticPods;
 use crate::store::{Store, Wait, lock, meta_str};
@@ -131,14 +131,18 @@ impl StoreEvents {
             }
         };
         // Seen again since the index was read: kept.
-        let still_expired = |e: &Value| event_last_seen(e).is_none_or(|t| t < cutoff);
+        let still_expired = |e: &Value| event_seen_before(e, cutoff);
         let gone: HashSet<(String, String)> = expired
             .into_iter()
             .filter(|(ns, name)| {
                 self.store.delete_with(Wait::Queued, Resource::Events, ns, name, still_expired).is_ok()
             })
             .collect();
-        self.store.flush();
+        if let Err(e) = self.store.flush() {
+            // Still in the index: the next expiry tries them again.
+            tracing::warn!(e = %e.message, "expired events could not be removed");
+            return 0;
+        }
         lock(&self.names).forget(&gone);
         gone.len()
     }

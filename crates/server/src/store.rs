@@ -5,7 +5,7 @@
 //! busy node's objects).
 
 use crate::errors::{ApiError, ApiResult};
-use crate::persist::{Disk, DiskError, EventRows, Loaded, Reader, event_last_seen};
+use crate::persist::{Disk, DiskError, EventRows, Loaded, Reader, event_seen_before};
 use crate::resources::Resource;
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -350,7 +350,7 @@ impl Store {
         let (events, _) = self.list(Resource::Events, None);
         Ok(events
             .iter()
-            .filter(|e| event_last_seen(e).is_some_and(|t| t < before))
+            .filter(|e| event_seen_before(e, before))
             .map(|e| {
                 let id = |field| meta_str(e, field).unwrap_or_default().to_string();
                 (id("namespace"), id("name"))
@@ -504,9 +504,10 @@ impl Store {
         }
     }
 
-    /// Waits until every change made so far is committed (or has failed).
-    pub fn flush(&self) {
-        let _ = self.change(Wait::Committed, |p| Ok(((), p.rv)));
+    /// Waits until every change made so far is committed or has failed; fails when the newest
+    /// one (and so the commit that carried it) failed.
+    pub fn flush(&self) -> ApiResult<()> {
+        self.change(Wait::Committed, |p| Ok(((), p.rv)))
     }
 
     /// Starts a watch: the changes after `from` still kept (none when `from` is `None`), and
@@ -778,7 +779,7 @@ mod tests {
         store.create_with(Wait::Queued, Resource::ConfigMaps, pod("c")).unwrap();
         // An event's name is looked up in the file, which is not open again while it is full.
         assert_eq!(store.create_with(Wait::Queued, Resource::Events, pod("e")).unwrap_err().code, 500);
-        store.flush();
+        assert_eq!(store.flush().unwrap_err().code, 500, "the queued configmap's commit failed");
         assert_eq!(store.outage_ended().now_or_never(), None);
         full.store(false, std::sync::atomic::Ordering::Relaxed);
         for _ in 0..100 {
@@ -845,7 +846,7 @@ mod tests {
                 store.create_with(Wait::Queued, Resource::Events, pod("e")).unwrap_err().reason,
                 "AlreadyExists"
             );
-            store.flush();
+            store.flush().unwrap();
             assert_eq!(store.get(Resource::Pods, "default", "a").unwrap()["status"], json!({"n": 19}));
             let mut seen = vec![];
             for _ in 0..21 {

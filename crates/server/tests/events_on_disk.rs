@@ -4,8 +4,10 @@
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
+use futures_util::StreamExt;
 use jiff::{SignedDuration, Timestamp};
 use podwright_runtime::{Clock, FakeRuntime};
+use podwright_server::limits::Limits;
 use podwright_server::{ApiServer, ServerConfig};
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -60,17 +62,13 @@ fn names(list: &Value) -> Vec<String> {
     list["items"].as_array().unwrap().iter().map(|e| e["metadata"]["name"].as_str().unwrap().to_string()).collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn events_on_disk_are_listed_from_it_expire_by_their_index_and_are_kept() {
-    let root = Root(std::env::temp_dir().join(format!("pw-events-on-disk-{}", std::process::id())));
-    std::fs::create_dir_all(&root.0).unwrap();
-    let t0: Timestamp = "2026-11-28T10:00:00Z".parse().unwrap();
-    let api = open(&root);
+/// The namespace `other` and [`EVENTS`] events with 1 KiB messages (enough for several chunks
+/// of a stream and several reads of the file), one in ten in `other` and last seen half an hour
+/// after `t0`, the rest at `t0`; as (namespace, name).
+async fn make_events(api: &ApiServer, t0: Timestamp) -> Vec<(&'static str, String)> {
     let (status, _) =
-        send(&api, Method::POST, "/api/v1/namespaces", Some(&json!({"metadata": {"name": "other"}}))).await;
+        send(api, Method::POST, "/api/v1/namespaces", Some(&json!({"metadata": {"name": "other"}}))).await;
     assert_eq!(status, StatusCode::CREATED);
-    // Enough events for several chunks of the stream (a message of 1 KiB each) and several
-    // reads of the file.
     let message = "m".repeat(1024);
     let mut made = vec![];
     for i in 0..EVENTS {
@@ -79,10 +77,26 @@ async fn events_on_disk_are_listed_from_it_expire_by_their_index_and_are_kept() 
         let event = json!({"metadata": {"name": name, "namespace": ns}, "reason": format!("R{}", i % 3),
             "message": message, "involvedObject": {"kind": "Pod", "name": "web", "namespace": ns},
             "lastTimestamp": seen.to_string()});
-        let (status, _) = send(&api, Method::POST, &format!("/api/v1/namespaces/{ns}/events"), Some(&event)).await;
+        let (status, _) = send(api, Method::POST, &format!("/api/v1/namespaces/{ns}/events"), Some(&event)).await;
         assert_eq!(status, StatusCode::CREATED);
         made.push((ns, name));
     }
+    made
+}
+
+fn root(test: &str) -> Root {
+    let root = Root(std::env::temp_dir().join(format!("pw-{test}-{}", std::process::id())));
+    std::fs::create_dir_all(&root.0).unwrap();
+    root
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_on_disk_are_listed_from_it_expire_by_their_index_and_are_kept() {
+    let root = root("events-on-disk");
+    let t0: Timestamp = "2026-11-28T10:00:00Z".parse().unwrap();
+    let api = open(&root);
+    let made = make_events(&api, t0).await;
+    let message = "m".repeat(1024);
     let rv = api.store().resource_version().to_string();
 
     let (status, all) = send(&api, Method::GET, "/api/v1/events", None).await;
@@ -123,4 +137,48 @@ async fn events_on_disk_are_listed_from_it_expire_by_their_index_and_are_kept() 
     assert_eq!(api.expire_events_at(t0 + SignedDuration::from_mins(91)), EVENTS / 10);
     let (_, all) = send(&api, Method::GET, "/api/v1/events", None).await;
     assert_eq!(all["items"], json!([]));
+}
+
+/// A list sent as it is read holds its seat among the requests in flight until it is sent, and
+/// must be taken within the request timeout, as the API server's handler would: a client that
+/// stops reading neither escapes `--max-requests-inflight` nor holds the file past the timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// The limits' deadline is real time, as a real client's.
+#[allow(clippy::disallowed_methods)]
+async fn a_streamed_list_keeps_its_seat_and_its_deadline_until_it_is_sent() {
+    let root = root("events-streamed-limits");
+    let api = open(&root);
+    make_events(&api, "2026-11-28T10:00:00Z".parse().unwrap()).await;
+    let limits = Limits {
+        max_requests_inflight: 1,
+        max_mutating_requests_inflight: 1,
+        request_timeout: std::time::Duration::from_secs(1),
+    };
+    let router = limits.apply(api.router());
+    let get = |uri: &str| Request::builder().uri(uri).body(Body::empty()).unwrap();
+
+    let unread = router.clone().oneshot(get("/api/v1/events")).await.unwrap();
+    assert_eq!(unread.status(), StatusCode::OK);
+    // Its first chunk read: the list is being sent (a thread of its own, which then waits for
+    // this client, which reads no more).
+    let mut unread = unread.into_body().into_data_stream();
+    let first = unread.next().await.unwrap().unwrap();
+    let turned_away = router.clone().oneshot(get("/api/v1/namespaces/default/configmaps")).await.unwrap();
+    assert_eq!(turned_away.status(), StatusCode::TOO_MANY_REQUESTS);
+
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let mut bytes = first.to_vec();
+    while let Some(chunk) = unread.next().await {
+        bytes.extend_from_slice(&chunk.unwrap());
+    }
+    assert!(serde_json::from_slice::<Value>(&bytes).is_err(), "the list was sent whole after its deadline");
+    assert!(bytes.len() < EVENTS * 1024, "{} bytes", bytes.len());
+    let admitted = router.clone().oneshot(get("/api/v1/namespaces/default/configmaps")).await.unwrap();
+    assert_eq!(admitted.status(), StatusCode::OK, "the unfinished list's seat was given back");
+
+    // Read as it is sent, the same list is whole.
+    let read = router.oneshot(get("/api/v1/events")).await.unwrap();
+    let list: Value =
+        serde_json::from_slice(&axum::body::to_bytes(read.into_body(), usize::MAX).await.unwrap()).unwrap();
+    assert_eq!(list["items"].as_array().unwrap().len(), EVENTS);
 }

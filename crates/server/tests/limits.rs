@@ -150,7 +150,7 @@ async fn writes_beyond_the_limit_are_told_to_retry_and_reads_and_streams_are_not
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    assert_eq!(refused.status, 429);
+    assert_eq!(refused.status, 429, "{}", String::from_utf8_lossy(&refused.body));
     assert_eq!(refused.header("retry-after"), Some("1"));
     let status = refused.json();
     assert_eq!(status["kind"], "Status");
