@@ -3,6 +3,7 @@
 //! (apiserver `pkg/endpoints/handlers/watch.go`).
 
 use crate::errors::{ApiError, ApiResult};
+use crate::persist::EventRows;
 use crate::request::Params;
 use crate::resources::Resource;
 use crate::selectors::Filter;
@@ -13,6 +14,7 @@ use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc::error::SendTimeoutError;
 use tokio::sync::{broadcast, mpsc};
@@ -88,6 +90,29 @@ impl Watch {
         }
     }
 
+    /// Sends every event of `rows` the watch wants as ADDED, on a thread that may block; false
+    /// once the client is gone, or after an ERROR when the file could not be read.
+    fn send_rows(&mut self, rows: EventRows, rv: u64) -> bool {
+        for row in rows {
+            let event = row.map_err(|e| ApiError::internal(e.to_string())).and_then(|bytes| {
+                serde_json::from_slice::<Value>(&bytes).map_err(|e| ApiError::internal(e.to_string()))
+            });
+            let ev = match event {
+                Ok(event) if !self.filter.matches(&event) => continue,
+                Ok(event) => self.render("ADDED", &event, rv),
+                Err(e) => {
+                    tracing::error!(e = %e.message, "a watch's events could not be read");
+                    let _ = self.out.blocking_send(Ok(line(&json!({"type": "ERROR", "object": e.status()}))));
+                    return false;
+                }
+            };
+            if self.out.blocking_send(Ok(line(&ev))).is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
     async fn bookmark(&mut self, rv: u64, initial_end: bool) -> bool {
         let mut meta = json!({"resourceVersion": rv.to_string()});
         if initial_end {
@@ -96,6 +121,14 @@ impl Watch {
         let ev = json!({"type": "BOOKMARK", "object": {"kind": self.resource.kind(), "apiVersion": self.resource.api_version(), "metadata": meta}});
         self.send(ev).await
     }
+}
+
+/// The objects a watch begins with, when it is asked to.
+enum Initial {
+    Objects(Vec<Arc<Value>>),
+    /// Events, read from the store's file as they are sent: all at once they would take some
+    /// 5 KiB of memory each.
+    Rows(EventRows),
 }
 
 /// Starts a watch and answers with its stream.
@@ -118,30 +151,50 @@ pub fn serve(
     let (out, rx) = mpsc::channel(BUFFERED_EVENTS);
     let mut w = Watch { server: server.clone(), resource, ns, filter, table, sent_columns: false, out };
     // Taken now, so that nothing changed between this request and the stream is missed.
-    let started = if initial {
-        server
-            .store()
-            .try_list(resource, w.ns.as_deref())
-            .and_then(|(items, rv)| server.store().watch(Some(rv)).map(|(backlog, rx)| (items, rv, backlog, rx)))
-    } else {
-        let from = from.unwrap_or_default();
-        server.store().watch(Some(from)).map(|(backlog, rx)| (vec![], from, backlog, rx))
+    let event_rows =
+        if initial && resource == Resource::Events { server.store().event_rows(w.ns.as_deref()) } else { None };
+    let started = match event_rows {
+        Some(rows) => rows.and_then(|rows| {
+            let rv = rows.rv;
+            server.store().watch(Some(rv)).map(|(backlog, rx)| (Initial::Rows(rows), rv, backlog, rx))
+        }),
+        None if initial => server.store().try_list(resource, w.ns.as_deref()).and_then(|(items, rv)| {
+            server.store().watch(Some(rv)).map(|(backlog, rx)| (Initial::Objects(items), rv, backlog, rx))
+        }),
+        None => {
+            let from = from.unwrap_or_default();
+            server.store().watch(Some(from)).map(|(backlog, rx)| (Initial::Objects(vec![]), from, backlog, rx))
+        }
     };
     tokio::spawn(async move {
-        let (items, mut rv, backlog, mut changes) = match started {
+        let (initial, mut rv, backlog, mut changes) = match started {
             Ok(s) => s,
             Err(e) => {
                 let _ = w.send(json!({"type": "ERROR", "object": e.status()})).await;
                 return;
             }
         };
-        for obj in &items {
-            if !w.filter.matches(obj) {
-                continue;
+        match initial {
+            Initial::Objects(items) => {
+                for obj in &items {
+                    if !w.filter.matches(obj) {
+                        continue;
+                    }
+                    let ev = w.render("ADDED", obj, rv);
+                    if !w.send(ev).await {
+                        return;
+                    }
+                }
             }
-            let ev = w.render("ADDED", obj, rv);
-            if !w.send(ev).await {
-                return;
+            Initial::Rows(rows) => {
+                let sent = tokio::task::spawn_blocking(move || {
+                    let sent = w.send_rows(rows, rv);
+                    (w, sent)
+                });
+                match sent.await {
+                    Ok((back, true)) => w = back,
+                    _ => return,
+                }
             }
         }
         if initial_end_bookmark && !w.bookmark(rv, true).await {

@@ -182,3 +182,43 @@ async fn a_streamed_list_keeps_its_seat_and_its_deadline_until_it_is_sent() {
         serde_json::from_slice(&axum::body::to_bytes(read.into_body(), usize::MAX).await.unwrap()).unwrap();
     assert_eq!(list["items"].as_array().unwrap().len(), EVENTS);
 }
+
+/// A watch of events from now (no resourceVersion) begins with those in the file, read as they
+/// are sent and filtered, then goes on with what happens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// The stream is read in real time.
+#[allow(clippy::disallowed_methods)]
+async fn a_watch_of_events_begins_with_those_on_disk_then_follows() {
+    let root = root("events-watched");
+    let api = open(&root);
+    let t0: Timestamp = "2026-11-28T10:00:00Z".parse().unwrap();
+    make_events(&api, t0).await;
+    let uri = "/api/v1/namespaces/other/events?watch=true&fieldSelector=reason%3DR1";
+    let response = api.router().oneshot(Request::builder().uri(uri).body(Body::empty()).unwrap()).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut stream = response.into_body().into_data_stream();
+    let mut pending = Vec::new();
+    let mut next_line = async || -> Value {
+        loop {
+            if let Some(at) = pending.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = pending.drain(..=at).collect();
+                return serde_json::from_slice(&line).unwrap();
+            }
+            let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), stream.next()).await;
+            pending.extend_from_slice(&chunk.expect("no event within 10 s").unwrap().unwrap());
+        }
+    };
+    let want: Vec<String> = (0..EVENTS).step_by(10).filter(|i| i % 3 == 1).map(|i| format!("web.{i:04}")).collect();
+    let mut got = vec![];
+    for _ in &want {
+        let ev = next_line().await;
+        assert_eq!(ev["type"], "ADDED", "{ev}");
+        got.push(ev["object"]["metadata"]["name"].as_str().unwrap().to_string());
+    }
+    assert_eq!(got, want);
+    let late = json!({"metadata": {"name": "late", "namespace": "other"}, "reason": "R1", "message": "m",
+        "involvedObject": {"kind": "Pod", "name": "web", "namespace": "other"}, "lastTimestamp": t0.to_string()});
+    assert_eq!(send(&api, Method::POST, "/api/v1/namespaces/other/events", Some(&late)).await.0, StatusCode::CREATED);
+    let ev = next_line().await;
+    assert_eq!((ev["type"].as_str(), ev["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("late")));
+}
