@@ -91,14 +91,19 @@ impl Watch {
     }
 
     /// Sends every event of `rows` the watch wants as ADDED, on a thread that may block; false
-    /// once the client is gone, or after an ERROR when the file could not be read.
+    /// once the client is gone or does not read (as [`Watch::change`]), or after an ERROR when
+    /// the file could not be read. Events written after `rv` (read from a later page) are left
+    /// to the changes that follow, which have them.
     fn send_rows(&mut self, rows: EventRows, rv: u64) -> bool {
+        let runtime = tokio::runtime::Handle::current();
         for row in rows {
             let event = row.map_err(|e| ApiError::internal(e.to_string())).and_then(|bytes| {
                 serde_json::from_slice::<Value>(&bytes).map_err(|e| ApiError::internal(e.to_string()))
             });
+            let later =
+                |event: &Value| meta_str(event, "resourceVersion").and_then(|v| v.parse::<u64>().ok()) > Some(rv);
             let ev = match event {
-                Ok(event) if !self.filter.matches(&event) => continue,
+                Ok(event) if !self.filter.matches(&event) || later(&event) => continue,
                 Ok(event) => self.render("ADDED", &event, rv),
                 Err(e) => {
                     tracing::error!(e = %e.message, "a watch's events could not be read");
@@ -106,7 +111,7 @@ impl Watch {
                     return false;
                 }
             };
-            if self.out.blocking_send(Ok(line(&ev))).is_err() {
+            if runtime.block_on(self.out.send_timeout(Ok(line(&ev)), SLOW_WATCHER_WAIT)).is_err() {
                 return false;
             }
         }

@@ -222,3 +222,21 @@ async fn a_watch_of_events_begins_with_those_on_disk_then_follows() {
     let ev = next_line().await;
     assert_eq!((ev["type"].as_str(), ev["object"]["metadata"]["name"].as_str()), (Some("ADDED"), Some("late")));
 }
+
+/// A client that does not read the events a watch begins with loses its watch, as it would
+/// any other (the API server ends an unresponsive watcher): it holds no thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// The watch's patience is real time.
+#[allow(clippy::disallowed_methods)]
+async fn a_watch_of_events_whose_client_does_not_read_ends() {
+    let root = root("events-watch-unread");
+    let api = open(&root);
+    make_events(&api, "2026-11-28T10:00:00Z".parse().unwrap()).await;
+    let request = Request::builder().uri("/api/v1/events?watch=true").body(Body::empty()).unwrap();
+    let response = api.router().oneshot(request).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let read = tokio::time::timeout(std::time::Duration::from_secs(10), axum::body::to_bytes(response.into_body(), usize::MAX));
+    let bytes = read.await.expect("the watch did not end").unwrap();
+    let lines = bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count();
+    assert!((1..EVENTS).contains(&lines), "{lines} events sent");
+}
