@@ -235,7 +235,10 @@ async fn a_watch_of_events_whose_client_does_not_read_ends() {
     let request = Request::builder().uri("/api/v1/events?watch=true").body(Body::empty()).unwrap();
     let response = api.router().oneshot(request).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-    let read = tokio::time::timeout(std::time::Duration::from_secs(10), axum::body::to_bytes(response.into_body(), usize::MAX));
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        axum::body::to_bytes(response.into_body(), usize::MAX),
+    );
     let bytes = read.await.expect("the watch did not end").unwrap();
     let lines = bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count();
     assert!((1..EVENTS).contains(&lines), "{lines} events sent");
