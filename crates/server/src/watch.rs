@@ -8,7 +8,7 @@ use crate::request::Params;
 use crate::resources::Resource;
 use crate::selectors::Filter;
 use crate::server::ApiServer;
-use crate::store::{Change, meta_str};
+use crate::store::{Change, meta_str, object_rv};
 use crate::table::{self, Include};
 use axum::body::{Body, Bytes};
 use axum::http::header;
@@ -100,10 +100,8 @@ impl Watch {
             let event = row.map_err(|e| ApiError::internal(e.to_string())).and_then(|bytes| {
                 serde_json::from_slice::<Value>(&bytes).map_err(|e| ApiError::internal(e.to_string()))
             });
-            let later =
-                |event: &Value| meta_str(event, "resourceVersion").and_then(|v| v.parse::<u64>().ok()) > Some(rv);
             let ev = match event {
-                Ok(event) if !self.filter.matches(&event) || later(&event) => continue,
+                Ok(event) if !self.filter.matches(&event) || object_rv(&event) > Some(rv) => continue,
                 Ok(event) => self.render("ADDED", &event, rv),
                 Err(e) => {
                     tracing::error!(e = %e.message, "a watch's events could not be read");
