@@ -533,6 +533,12 @@ pub async fn delete_namespace(
         return Ok(axum::Json(success(Resource::Namespaces, &obj)).into_response());
     }
     for r in Resource::ALL.into_iter().filter(|r| r.namespaced()) {
+        if r == Resource::Events {
+            for event in s.store().event_names(&name)? {
+                let _ = s.store().delete(r, &name, &event);
+            }
+            continue;
+        }
         let (items, _) = s.store().try_list(r, Some(&name))?;
         for item in items {
             let item_name = meta_str(&item, "name").unwrap_or_default();

@@ -326,15 +326,28 @@ impl Reader {
     /// The committed events of `ns` (or of all namespaces), in key order, read as they are
     /// iterated; the first page is read now.
     pub fn events(&self, ns: Option<&str>) -> Result<EventRows, DiskError> {
-        // A namespace's keys run from `events/<ns>/` to before `events/<ns>0` ('0' follows '/').
         let (from, until) = match ns {
-            Some(ns) => (format!("{EVENTS_FROM}{ns}/"), format!("{EVENTS_FROM}{ns}0")),
+            Some(ns) => namespace_events(ns),
             None => (EVENTS_FROM.to_string(), EVENTS_UNTIL.to_string()),
         };
         let after = std::ops::Bound::Included(from);
         let mut rows = EventRows { rv: 0, reader: self.clone(), after, until, page: Default::default(), done: false };
         rows.rv = rows.read_page()?;
         Ok(rows)
+    }
+
+    /// The names of the committed events of `ns`, read from their keys: none is parsed.
+    pub fn event_names(&self, ns: &str) -> Result<Vec<String>, DiskError> {
+        let db = self.db()?;
+        let tx = db.begin_read().map_err(|e| self.err(&e))?;
+        let objects = tx.open_table(OBJECTS).map_err(|e| self.err(&e))?;
+        let (from, until) = namespace_events(ns);
+        let mut names = vec![];
+        for row in objects.range(from.as_str()..until.as_str()).map_err(|e| self.err(&e))? {
+            let (k, _) = row.map_err(|e| self.err(&e))?;
+            names.push(k.value()[from.len()..].to_string());
+        }
+        Ok(names)
     }
 
     /// The events last seen before `before` (or written then, for those that do not say), as
@@ -353,6 +366,12 @@ impl Reader {
         }
         Ok(gone)
     }
+}
+
+/// Where the keys of `ns`'s events begin, and the key just past them: `events/<ns>/` to
+/// `events/<ns>0` ('0' follows '/').
+fn namespace_events(ns: &str) -> (String, String) {
+    (format!("{EVENTS_FROM}{ns}/"), format!("{EVENTS_FROM}{ns}0"))
 }
 
 /// One change per transaction, as the tests write them.

@@ -342,6 +342,16 @@ impl Store {
         Some(disk.events(ns).map_err(internal))
     }
 
+    /// The names of `ns`'s events; on disk read from their keys, none parsed (a namespace's
+    /// deletion removes them, whatever their number).
+    pub fn event_names(&self, ns: &str) -> ApiResult<Vec<String>> {
+        if let Some(disk) = self.events_on_disk(Resource::Events) {
+            return disk.event_names(ns).map_err(internal);
+        }
+        let (events, _) = self.list(Resource::Events, Some(ns));
+        Ok(events.iter().map(|e| meta_str(e, "name").unwrap_or_default().to_string()).collect())
+    }
+
     /// The events last seen (or, not saying, written) before `before`, as (namespace, name).
     pub fn events_seen_before(&self, before: Timestamp) -> ApiResult<Vec<(String, String)>> {
         if let Some(disk) = self.events_on_disk(Resource::Events) {
@@ -381,10 +391,7 @@ impl Store {
         {
             let rows = rows?;
             let rv = rows.rv;
-            let items = rows.map(|row| {
-                let bytes = row.map_err(internal)?;
-                serde_json::from_slice(&bytes).map(Arc::new).map_err(|e| ApiError::internal(e.to_string()))
-            });
+            let items = parsed_events(rows).map(|event| event.map(Arc::new));
             return Ok((items.collect::<ApiResult<_>>()?, rv));
         }
         let inner = self.shared.lock_inner();
@@ -702,6 +709,14 @@ fn read_on_disk(disk: &Option<Reader>, resource: Resource) -> Option<&Reader> {
 /// A disk that cannot be read, as the API answers it.
 fn internal(e: DiskError) -> ApiError {
     ApiError::internal(e.to_string())
+}
+
+/// Each of `rows` parsed, or why it could not be read.
+pub(crate) fn parsed_events(rows: EventRows) -> impl Iterator<Item = ApiResult<Value>> {
+    rows.map(|row| {
+        let bytes = row.map_err(internal)?;
+        serde_json::from_slice(&bytes).map_err(|e| ApiError::internal(e.to_string()))
+    })
 }
 
 /// Runs `wait`, which blocks until the writer commits, without holding up the other tasks of

@@ -8,7 +8,7 @@ use crate::request::Params;
 use crate::resources::Resource;
 use crate::selectors::Filter;
 use crate::server::ApiServer;
-use crate::store::{Change, meta_str, object_rv};
+use crate::store::{Change, meta_str, object_rv, parsed_events};
 use crate::table::{self, Include};
 use axum::body::{Body, Bytes};
 use axum::http::header;
@@ -96,20 +96,19 @@ impl Watch {
     /// to the changes that follow, which have them.
     fn send_rows(&mut self, rows: EventRows, rv: u64) -> bool {
         let runtime = tokio::runtime::Handle::current();
-        for row in rows {
-            let event = row.map_err(|e| ApiError::internal(e.to_string())).and_then(|bytes| {
-                serde_json::from_slice::<Value>(&bytes).map_err(|e| ApiError::internal(e.to_string()))
-            });
+        let out = self.out.clone();
+        let send = |ev: &Value| runtime.block_on(out.send_timeout(Ok(line(ev)), SLOW_WATCHER_WAIT)).is_ok();
+        for event in parsed_events(rows) {
             let ev = match event {
                 Ok(event) if !self.filter.matches(&event) || object_rv(&event) > Some(rv) => continue,
                 Ok(event) => self.render("ADDED", &event, rv),
                 Err(e) => {
                     tracing::error!(e = %e.message, "a watch's events could not be read");
-                    let _ = self.out.blocking_send(Ok(line(&json!({"type": "ERROR", "object": e.status()}))));
+                    send(&json!({"type": "ERROR", "object": e.status()}));
                     return false;
                 }
             };
-            if runtime.block_on(self.out.send_timeout(Ok(line(&ev)), SLOW_WATCHER_WAIT)).is_err() {
+            if !send(&ev) {
                 return false;
             }
         }

@@ -243,3 +243,26 @@ async fn a_watch_of_events_whose_client_does_not_read_ends() {
     let lines = bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count();
     assert!((1..EVENTS).contains(&lines), "{lines} events sent");
 }
+
+/// A namespace's deletion removes its events from the file (found by their keys, none parsed),
+/// and only its own: the other namespace's are all still listed, and still there once the store
+/// is opened again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_deleted_takes_its_events_from_the_file_and_no_others() {
+    let root = root("events-namespace-deleted");
+    let api = open(&root);
+    let made = make_events(&api, "2026-11-28T10:00:00Z".parse().unwrap()).await;
+    let mut kept: Vec<String> = made.iter().filter(|(ns, _)| *ns == "default").map(|(_, n)| n.clone()).collect();
+    kept.sort();
+
+    let (status, _) = send(&api, Method::DELETE, "/api/v1/namespaces/other", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, other) = send(&api, Method::GET, "/api/v1/namespaces/other/events", None).await;
+    assert_eq!(other["items"], json!([]));
+    drop(api);
+    let api = open(&root);
+    let (_, all) = send(&api, Method::GET, "/api/v1/events", None).await;
+    let mut left = names(&all);
+    left.sort();
+    assert_eq!(left, kept);
+}
