@@ -11,7 +11,7 @@ use crate::resources::{NODE_GROUP, Resource};
 use crate::selectors::Filter;
 use crate::server::ApiServer;
 use crate::service_accounts;
-use crate::store::{meta_str, object_rv};
+use crate::store::{Wait, meta_str, object_rv};
 use crate::table::{self, Include, wants_table};
 use crate::watch;
 use axum::Extension;
@@ -534,9 +534,11 @@ pub async fn delete_namespace(
     }
     for r in Resource::ALL.into_iter().filter(|r| r.namespaced()) {
         if r == Resource::Events {
+            // Queued, then one commit for them all, as their expiry does: not a commit each.
             for event in s.store().event_names(&name)? {
-                let _ = s.store().delete(r, &name, &event);
+                let _ = s.store().delete_with(Wait::Queued, r, &name, &event, |_| true);
             }
+            s.store().flush()?;
             continue;
         }
         let (items, _) = s.store().try_list(r, Some(&name))?;

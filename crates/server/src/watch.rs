@@ -96,19 +96,17 @@ impl Watch {
     /// to the changes that follow, which have them.
     fn send_rows(&mut self, rows: EventRows, rv: u64) -> bool {
         let runtime = tokio::runtime::Handle::current();
-        let out = self.out.clone();
-        let send = |ev: &Value| runtime.block_on(out.send_timeout(Ok(line(ev)), SLOW_WATCHER_WAIT)).is_ok();
         for event in parsed_events(rows) {
-            let ev = match event {
+            // The line to send, and whether more may follow it.
+            let (ev, more) = match event {
                 Ok(event) if !self.filter.matches(&event) || object_rv(&event) > Some(rv) => continue,
-                Ok(event) => self.render("ADDED", &event, rv),
+                Ok(event) => (self.render("ADDED", &event, rv), true),
                 Err(e) => {
                     tracing::error!(e = %e.message, "a watch's events could not be read");
-                    send(&json!({"type": "ERROR", "object": e.status()}));
-                    return false;
+                    (json!({"type": "ERROR", "object": e.status()}), false)
                 }
             };
-            if !send(&ev) {
+            if runtime.block_on(self.out.send_timeout(Ok(line(&ev)), SLOW_WATCHER_WAIT)).is_err() || !more {
                 return false;
             }
         }
