@@ -12,6 +12,7 @@
 //! | `config/file.go`, `pod/mirror_client.go` (static pods) | `podwright_node::static_pods`, [`pods::ClusterMirrors`] |
 //! | `lifecycle/predicate.go` (`GeneralPredicates`) | [`admission`] |
 //! | `util/manager/watch_based_manager.go`, `runtimeclass` | [`objects`] |
+//! | client-go's `reflector.go` back-off | [`watch_backoff`] |
 //! | `cmd/kubelet/app/server.go` `makeEventRecorder` | [`events`] |
 //! | `server` (the kubelet port), `cmd/kubelet/app/auth.go` | [`kubelet_port`] |
 //!
@@ -30,6 +31,7 @@ pub mod lease;
 pub mod node_status;
 pub mod objects;
 pub mod pods;
+pub mod watch_backoff;
 
 use crate::certificates::{CertificateStore, Renewal};
 use crate::client::Connections;

@@ -373,10 +373,13 @@ pub async fn follow_node(
     cidr: tokio::sync::watch::Sender<Option<String>>,
     node: tokio::sync::watch::Sender<Option<Node>>,
 ) {
+    use crate::watch_backoff::ReflectorBackoff;
     use futures_util::StreamExt;
-    use kube::runtime::watcher;
+    use kube::runtime::{WatchStreamExt, watcher};
     let api: Api<Node> = Api::all(client);
-    let mut nodes = watcher(api, watcher::Config::default().fields(&format!("metadata.name={name}"))).boxed();
+    let mut nodes = watcher(api, watcher::Config::default().fields(&format!("metadata.name={name}")))
+        .backoff(ReflectorBackoff::default())
+        .boxed();
     while let Some(event) = nodes.next().await {
         let seen = match event {
             Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n)) => n,

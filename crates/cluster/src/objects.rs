@@ -8,12 +8,13 @@
 //! cluster is kept by one watch (the kubelet's service informer), for the containers' service
 //! variables.
 
+use crate::watch_backoff::ReflectorBackoff;
 use futures_util::StreamExt;
 use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount, ServiceAccountTokenProjection};
 use k8s_openapi::api::node::v1::RuntimeClass;
 use kube::api::{Api, PostParams};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use podwright_api::defaults::service_account;
 use podwright_node::objects::Objects;
 use podwright_runtime::Clock;
@@ -200,11 +201,13 @@ impl ClusterObjects {
         let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
         let stream = match kind {
             Kind::ConfigMap => watcher(Api::<ConfigMap>::namespaced(self.client.clone(), &ns), config)
+                .backoff(ReflectorBackoff::default())
                 .map(|e| e.map(as_values))
                 .boxed(),
-            Kind::Secret => {
-                watcher(Api::<Secret>::namespaced(self.client.clone(), &ns), config).map(|e| e.map(as_values)).boxed()
-            }
+            Kind::Secret => watcher(Api::<Secret>::namespaced(self.client.clone(), &ns), config)
+                .backoff(ReflectorBackoff::default())
+                .map(|e| e.map(as_values))
+                .boxed(),
         };
         let mut stream = stream;
         let mut listed: Option<serde_json::Value> = None;
@@ -213,7 +216,9 @@ impl ClusterObjects {
                 Ok(e) => e,
                 Err(e) => {
                     // The graph behind the Node authorizer lags a new pod: a first read may be
-                    // forbidden for a moment. The watcher retries with back-off.
+                    // forbidden for a moment, and every read is once the pod is gone from the
+                    // API server while it still runs here. The watch is asked again with the
+                    // reflector's back-off (0.8 s doubling to 30 s), not at once.
                     tracing::debug!(%e, name, "watch of a referenced object failed");
                     continue;
                 }
@@ -299,7 +304,7 @@ where
     K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
 {
     let key = |o: &K| (o.meta().namespace.clone().unwrap_or_default(), o.meta().name.clone().unwrap_or_default());
-    let mut stream = watcher(api, watcher::Config::default()).boxed();
+    let mut stream = watcher(api, watcher::Config::default()).backoff(ReflectorBackoff::default()).boxed();
     let mut relisting = HashMap::new();
     while let Some(event) = stream.next().await {
         match event {

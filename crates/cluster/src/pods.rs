@@ -17,11 +17,12 @@
 
 use crate::admission::{Refusal, admit};
 use crate::objects::ClusterObjects;
+use crate::watch_backoff::ReflectorBackoff;
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::core::v1::{HostIP, Pod, PodStatus};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use podwright_api::annotations::CONFIG_MIRROR;
 use podwright_api::honoured_fields::{Mode, unsupported_fields_in};
 use podwright_node::static_pods::StaticPods;
@@ -200,7 +201,9 @@ struct PodWatch {
 impl PodWatch {
     async fn run(mut self, client: kube::Client, node: &str) {
         let api: Api<Pod> = Api::all(client);
-        let mut stream = watcher(api, watcher::Config::default().fields(&node_selector(node))).boxed();
+        let mut stream = watcher(api, watcher::Config::default().fields(&node_selector(node)))
+            .backoff(ReflectorBackoff::default())
+            .boxed();
         // The UIDs of a relist so far: those given before and missing from it were deleted
         // while the watch was away.
         let mut listing: Option<HashSet<String>> = None;
