@@ -212,11 +212,12 @@ impl Joined {
             tokio::spawn(renewal.keep_renewed(client.clone(), None, clock, || ()));
         }
         tokio::spawn(lease::keep_renewed(heartbeat.clone(), identity.name.clone(), clock));
-        tokio::spawn(node_status::report_status(heartbeat, identity.clone(), runtime.clone(), clock, reported));
+        let (node_tx, own_node) = tokio::sync::watch::channel(None);
+        let seen = own_node.clone();
+        tokio::spawn(node_status::report_status(heartbeat, identity.clone(), runtime.clone(), clock, reported, seen));
         // Pods start once the node's pod CIDR has reached the runtime, so that their addresses
         // come from it (a control plane that gives none: after a short wait, the runtime's own).
         let (cidr_tx, mut cidr) = tokio::sync::watch::channel(None);
-        let (node_tx, own_node) = tokio::sync::watch::channel(None);
         tokio::spawn(node_status::follow_node(
             client.clone(),
             identity.name.clone(),

@@ -286,6 +286,39 @@ pub fn status(identity: &NodeIdentity, machine: &MachineInfo, s: &Signals, condi
     })
 }
 
+/// `status` with the kubelet's allocatable for what others put in the Node's capacity as the
+/// API server has it (`seen`): an extended resource that a device plugin or an administrator
+/// advertises (`nodestatus.MachineInfo`). Each capacity the node does not count itself is
+/// allocatable whole, and an extended resource gone from the capacity goes from the allocatable
+/// (a `null` in the merge patch).
+pub fn with_others_resources(mut status: Value, seen: Option<&Node>) -> Value {
+    let Some(seen) = seen.and_then(|n| n.status.as_ref()) else { return status };
+    let ours = |status: &Value, name: &str| status["capacity"].get(name).is_some();
+    let mut extra = serde_json::Map::new();
+    for (name, quantity) in seen.capacity.iter().flatten() {
+        if !ours(&status, name) {
+            extra.insert(name.clone(), json!(quantity.0));
+        }
+    }
+    for name in seen.allocatable.iter().flatten().map(|(name, _)| name) {
+        let in_capacity = seen.capacity.as_ref().is_some_and(|c| c.contains_key(name));
+        if !in_capacity && !ours(&status, name) && is_extended_resource(name) {
+            extra.insert(name.clone(), Value::Null);
+        }
+    }
+    if let Some(allocatable) = status.get_mut("allocatable").and_then(Value::as_object_mut) {
+        allocatable.extend(extra);
+    }
+    status
+}
+
+/// A resource name outside Kubernetes' own (`v1helper.IsExtendedResourceName`): one with a
+/// domain other than `kubernetes.io`, and not a quota's `requests.` name.
+fn is_extended_resource(name: &str) -> bool {
+    let native = !name.contains('/') || name.contains("kubernetes.io/");
+    !native && !name.starts_with("requests.")
+}
+
 /// The status as a strategic merge patch of `nodes/<name>/status`: addresses replaced whole
 /// (their merge key, `type`, is not unique: `fixupPatchForNodeStatusAddresses`).
 pub fn status_patch(status: &Value) -> Value {
@@ -428,6 +461,7 @@ pub async fn report_status(
     runtime: Arc<dyn Runtime>,
     clock: Clock,
     reported: Reported,
+    seen: tokio::sync::watch::Receiver<Option<Node>>,
 ) {
     let Reported { conditions: mut conditions_before, status: mut last_sent } = reported;
     let machine = MachineInfo::read();
@@ -438,7 +472,7 @@ pub async fn report_status(
         let now = clock.now();
         let signals = Signals::read(&identity, runtime.as_ref()).await;
         let conds = conditions(&signals, &conditions_before, now);
-        let status = status(&identity, &machine, &signals, &conds);
+        let status = with_others_resources(status(&identity, &machine, &signals, &conds), seen.borrow().as_ref());
         let due = now.duration_since(sent_at) >= jiff::SignedDuration::try_from(REPORT_EVERY).unwrap_or_default();
         if !due && without_heartbeats(&status) == without_heartbeats(&last_sent) {
             continue;

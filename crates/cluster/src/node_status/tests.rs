@@ -145,3 +145,39 @@ fn heartbeats_alone_are_no_change() {
     c["conditions"][0]["status"] = json!("True");
     assert_ne!(without_heartbeats(&a), without_heartbeats(&c));
 }
+
+#[test]
+fn what_others_put_in_the_capacity_is_allocatable_and_leaves_it_with_the_capacity() {
+    let ours = status(&identity(), &MachineInfo::default(), &signals(), &[]);
+    // The conformance suite's preemption specs advertise an extended resource by patching the
+    // Node's capacity; the scheduler places pods by its allocatable.
+    let seen: Node = serde_json::from_value(json!({
+        "metadata": {"name": "n1"},
+        "status": {
+            "capacity": {"cpu": "2", "scheduling.k8s.io/foo": "5"},
+            "allocatable": {"cpu": "2", "example.com/gone": "1", "hugepages-2Mi": "0"}
+        }
+    }))
+    .unwrap();
+    let s = with_others_resources(ours.clone(), Some(&seen));
+    assert_eq!(s["allocatable"]["scheduling.k8s.io/foo"], "5");
+    // Ours stay as the node counts them.
+    assert_eq!(s["allocatable"]["cpu"], ours["allocatable"]["cpu"]);
+    assert_eq!(s["allocatable"]["memory"], ours["allocatable"]["memory"]);
+    // An extended resource no longer in the capacity is removed by the merge patch.
+    assert_eq!(s["allocatable"]["example.com/gone"], Value::Null);
+    assert!(s["allocatable"].as_object().unwrap().contains_key("example.com/gone"));
+    assert_eq!(status_patch(&s)["status"]["allocatable"]["example.com/gone"], Value::Null);
+    // Nothing seen yet: the node's own status.
+    assert_eq!(with_others_resources(ours.clone(), None), ours);
+}
+
+#[test]
+fn extended_resources_are_those_outside_kubernetes_names() {
+    assert!(is_extended_resource("example.com/gpu"));
+    assert!(is_extended_resource("scheduling.k8s.io/foo"));
+    assert!(!is_extended_resource("cpu"));
+    assert!(!is_extended_resource("hugepages-2Mi"));
+    assert!(!is_extended_resource("kubernetes.io/something"));
+    assert!(!is_extended_resource("requests.example.com/gpu"));
+}
