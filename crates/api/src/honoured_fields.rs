@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::field_error::{ErrorKind, FieldError, FieldPath};
 use crate::go;
+use crate::pod_resources::is_extended_resource;
 
 /// The detail of every refusal.
 pub const NOT_SUPPORTED: &str = "not supported by podwright yet";
@@ -34,6 +35,11 @@ pub enum Support {
     Only(&'static [Allowed]),
     /// A map honoured for these keys only; every other key is refused.
     Keys(&'static [&'static str]),
+    /// A resource list honoured for these names, and on a node of a cluster also for extended
+    /// resources (`example.com/gpu`): the node admits a pod by them against the allocatable the
+    /// cluster advertises, as the kubelet does for a resource no device plugin of its own
+    /// manages (nothing is handed to the container). No one advertises them to a local node.
+    Resources(&'static [&'static str]),
     /// Honoured, with the fields of the named type, on a node of a cluster only (the API
     /// server provides what it needs); refused elsewhere.
     InCluster(&'static str),
@@ -64,7 +70,7 @@ pub enum Allowed {
 }
 
 use Allowed::{Bool, Str, Unset};
-use Support::{Fields, Honoured, InCluster, Inert, Keys, NeedsRuntime, Only, Refused};
+use Support::{Fields, Honoured, InCluster, Inert, Keys, NeedsRuntime, Only, Refused, Resources};
 
 const UNSET: Support = Only(&[Unset]);
 const SCHEDULING: Support = Inert("the scheduler's concern: the pod is already on this node");
@@ -385,11 +391,11 @@ pub const TABLE: &[(&str, &[(&str, Support)])] = &[
             ("claims", UNSET),
             // A CPU limit is the CFS quota and a memory limit the cgroup's limit; an
             // ephemeral-storage limit is the eviction manager's, for the container and the pod.
-            ("limits", Keys(&["cpu", "memory", "ephemeral-storage"])),
+            ("limits", Resources(&["cpu", "memory", "ephemeral-storage"])),
             // A CPU request is the cgroup's CPU shares; a memory request counts towards the QoS
             // class and the effective pod requests; an ephemeral-storage request is admitted
             // against the node's allocatable.
-            ("requests", Keys(&["cpu", "memory", "ephemeral-storage"])),
+            ("requests", Resources(&["cpu", "memory", "ephemeral-storage"])),
         ],
     ),
     (
@@ -548,6 +554,14 @@ fn check_field(support: Support, value: &Value, path: &FieldPath, mode: Mode, er
             for (key, v) in value.as_object().into_iter().flatten() {
                 if !keys.contains(&key.as_str()) {
                     errs.push(refusal(path.key(key), v, NOT_SUPPORTED.to_string()));
+                }
+            }
+        }
+        Resources(names) => {
+            for (name, v) in value.as_object().into_iter().flatten() {
+                let extended = mode == Mode::Cluster && is_extended_resource(name);
+                if !names.contains(&name.as_str()) && !extended {
+                    errs.push(refusal(path.key(name), v, NOT_SUPPORTED.to_string()));
                 }
             }
         }

@@ -15,6 +15,14 @@ use std::fmt;
 /// The prefix of the hugepages resources (`hugepages-2Mi`).
 pub const HUGEPAGES_PREFIX: &str = "hugepages-";
 
+/// A resource name outside Kubernetes' own (`v1helper.IsExtendedResourceName`), which a device
+/// plugin or an administrator advertises in a Node's capacity: one with a domain other than
+/// `kubernetes.io`, and not a quota's `requests.` name.
+pub fn is_extended_resource(name: &str) -> bool {
+    let native = !name.contains('/') || name.contains("kubernetes.io/");
+    !native && !name.starts_with("requests.")
+}
+
 /// A resource amount: its value, and the format a sum of it keeps when written back.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Amount {
@@ -254,5 +262,15 @@ mod tests {
         apply_pod_level(&mut l, Some(&pod_level));
         assert_eq!(l["cpu"].to_string(), "500m");
         assert_eq!(l["ephemeral-storage"].to_string(), "1Gi");
+    }
+
+    #[test]
+    fn extended_resources_are_those_outside_kubernetes_names() {
+        assert!(is_extended_resource("example.com/gpu"));
+        assert!(is_extended_resource("scheduling.k8s.io/foo"));
+        assert!(!is_extended_resource("cpu"));
+        assert!(!is_extended_resource("hugepages-2Mi"));
+        assert!(!is_extended_resource("kubernetes.io/something"));
+        assert!(!is_extended_resource("requests.example.com/gpu"));
     }
 }

@@ -9,6 +9,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use podwright_api::pod_resources::is_extended_resource;
 use podwright_containerd::EmbeddedRuntime;
 use podwright_node::downward::{EVICTION_HARD_NODEFS_PERCENT, NodeFacts, NodeStorage};
 pub use podwright_node::node_info::{MachineInfo, runtime_version};
@@ -310,13 +311,6 @@ pub fn with_others_resources(mut status: Value, seen: Option<&Node>) -> Value {
         allocatable.extend(extra);
     }
     status
-}
-
-/// A resource name outside Kubernetes' own (`v1helper.IsExtendedResourceName`): one with a
-/// domain other than `kubernetes.io`, and not a quota's `requests.` name.
-fn is_extended_resource(name: &str) -> bool {
-    let native = !name.contains('/') || name.contains("kubernetes.io/");
-    !native && !name.starts_with("requests.")
 }
 
 /// The status as a strategic merge patch of `nodes/<name>/status`: addresses replaced whole

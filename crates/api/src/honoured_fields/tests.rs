@@ -238,6 +238,41 @@ spec:
 status: {phase: Pending, qosClass: Burstable}
 "#;
 
+/// Extended resources are counted by a cluster node's admission against what the cluster
+/// advertises; a local node has none to give.
+#[test]
+fn extended_resources_are_honoured_on_a_node_of_a_cluster_only() {
+    let yaml = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: app
+    image: busybox
+    resources:
+      requests: {cpu: 100m, example.com/gpu: 1}
+      limits: {example.com/gpu: 1, hugepages-2Mi: 2Mi}
+"#;
+    let pods = parse_manifests("t.yaml", yaml).unwrap();
+    let in_cluster: Vec<String> =
+        unsupported_fields_in(&pods[0], Mode::Cluster).iter().map(ToString::to_string).collect();
+    assert_eq!(
+        in_cluster,
+        [
+            "spec.containers[0].resources.limits[hugepages-2Mi]: Unsupported value: \"2Mi\": not supported by podwright yet"
+        ]
+    );
+    assert_eq!(
+        refusals(yaml),
+        [
+            "spec.containers[0].resources.limits[example.com/gpu]: Unsupported value: \"1\": not supported by podwright yet",
+            "spec.containers[0].resources.limits[hugepages-2Mi]: Unsupported value: \"2Mi\": not supported by podwright yet",
+            "spec.containers[0].resources.requests[example.com/gpu]: Unsupported value: \"1\": not supported by podwright yet",
+        ]
+    );
+}
+
 #[test]
 fn defaults_and_scheduling_fields_are_accepted() {
     assert_eq!(refusals(FROM_KUBECTL), Vec::<String>::new());

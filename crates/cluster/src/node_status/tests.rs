@@ -171,13 +171,3 @@ fn what_others_put_in_the_capacity_is_allocatable_and_leaves_it_with_the_capacit
     // Nothing seen yet: the node's own status.
     assert_eq!(with_others_resources(ours.clone(), None), ours);
 }
-
-#[test]
-fn extended_resources_are_those_outside_kubernetes_names() {
-    assert!(is_extended_resource("example.com/gpu"));
-    assert!(is_extended_resource("scheduling.k8s.io/foo"));
-    assert!(!is_extended_resource("cpu"));
-    assert!(!is_extended_resource("hugepages-2Mi"));
-    assert!(!is_extended_resource("kubernetes.io/something"));
-    assert!(!is_extended_resource("requests.example.com/gpu"));
-}
