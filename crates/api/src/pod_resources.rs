@@ -15,12 +15,16 @@ use std::fmt;
 /// The prefix of the hugepages resources (`hugepages-2Mi`).
 pub const HUGEPAGES_PREFIX: &str = "hugepages-";
 
+/// `IsNativeResource`: a resource name with no domain, or a `kubernetes.io` one.
+fn is_native_resource(name: &str) -> bool {
+    !name.contains('/') || name.contains("kubernetes.io/")
+}
+
 /// A resource name outside Kubernetes' own (`v1helper.IsExtendedResourceName`), which a device
-/// plugin or an administrator advertises in a Node's capacity: one with a domain other than
-/// `kubernetes.io`, and not a quota's `requests.` name.
+/// plugin or an administrator advertises in a Node's capacity: not native, and not a quota's
+/// `requests.` name.
 pub fn is_extended_resource(name: &str) -> bool {
-    let native = !name.contains('/') || name.contains("kubernetes.io/");
-    !native && !name.starts_with("requests.")
+    !is_native_resource(name) && !name.starts_with("requests.")
 }
 
 /// A resource amount: its value, and the format a sum of it keeps when written back.
@@ -155,8 +159,7 @@ pub fn is_supported_pod_level_resource(name: &str) -> bool {
 /// `IsOvercommitAllowed`: a native resource (no domain, or a `kubernetes.io` one) other than
 /// the hugepages may be requested below its limit.
 pub fn is_overcommit_allowed(name: &str) -> bool {
-    let native = !name.contains('/') || name.contains("kubernetes.io/");
-    native && !name.starts_with(HUGEPAGES_PREFIX)
+    is_native_resource(name) && !name.starts_with(HUGEPAGES_PREFIX)
 }
 
 /// Whether every container, init containers included, has a limit of `name`.

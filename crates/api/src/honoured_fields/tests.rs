@@ -129,8 +129,12 @@ fn every_field_of_every_type_read_is_in_the_table() {
 }
 
 fn refusals(yaml: &str) -> Vec<String> {
+    refusals_in(yaml, Mode::Local)
+}
+
+fn refusals_in(yaml: &str, mode: Mode) -> Vec<String> {
     let pods = parse_manifests("t.yaml", yaml).unwrap_or_else(|e| panic!("{e}"));
-    unsupported_fields(&pods[0]).iter().map(ToString::to_string).collect()
+    unsupported_fields_in(&pods[0], mode).iter().map(ToString::to_string).collect()
 }
 
 #[test]
@@ -254,11 +258,8 @@ spec:
       requests: {cpu: 100m, example.com/gpu: 1}
       limits: {example.com/gpu: 1, hugepages-2Mi: 2Mi}
 "#;
-    let pods = parse_manifests("t.yaml", yaml).unwrap();
-    let in_cluster: Vec<String> =
-        unsupported_fields_in(&pods[0], Mode::Cluster).iter().map(ToString::to_string).collect();
     assert_eq!(
-        in_cluster,
+        refusals_in(yaml, Mode::Cluster),
         [
             "spec.containers[0].resources.limits[hugepages-2Mi]: Unsupported value: \"2Mi\": not supported by podwright yet"
         ]
