@@ -180,8 +180,19 @@ impl ClusterPods {
                 }
             }
         });
-        let source = PodWatch { workers, objects, events, clock, status: self.tx, given: HashSet::new(), own_node };
-        source.run(client, &node.name).await;
+        let (read, done) = mpsc::unbounded_channel();
+        let source = PodWatch {
+            workers,
+            objects,
+            events,
+            clock,
+            status: self.tx,
+            given: HashSet::new(),
+            reading: HashMap::new(),
+            read,
+            own_node,
+        };
+        source.run(client, &node.name, done).await;
     }
 }
 
@@ -192,14 +203,20 @@ struct PodWatch {
     events: Arc<dyn EventSink>,
     clock: Clock,
     status: mpsc::UnboundedSender<Heard>,
-    /// UIDs given to the workers (or refused).
+    /// UIDs given to the workers (or refused), or admitted and being read.
     given: HashSet<String>,
+    /// Admitted pods whose objects and tokens are being read, each in a task of its own, at
+    /// their newest version: one pod's wait (a token the API server refuses for a pod whose
+    /// namespace is going) holds up no other, as the kubelet's per-pod workers wait apart.
+    reading: HashMap<String, Pod>,
+    /// Where those tasks say they are done.
+    read: mpsc::UnboundedSender<String>,
     /// The node's own Node, for admission.
     own_node: tokio::sync::watch::Receiver<Option<Node>>,
 }
 
 impl PodWatch {
-    async fn run(mut self, client: kube::Client, node: &str) {
+    async fn run(mut self, client: kube::Client, node: &str, mut read: mpsc::UnboundedReceiver<String>) {
         let api: Api<Pod> = Api::all(client);
         let mut stream = watcher(api, watcher::Config::default().fields(&node_selector(node)))
             .backoff(ReflectorBackoff::default())
@@ -207,14 +224,24 @@ impl PodWatch {
         // The UIDs of a relist so far: those given before and missing from it were deleted
         // while the watch was away.
         let mut listing: Option<HashSet<String>> = None;
-        while let Some(event) = stream.next().await {
+        loop {
+            let event = tokio::select! {
+                event = stream.next() => match event {
+                    Some(event) => event,
+                    None => return,
+                },
+                Some(uid) = read.recv() => {
+                    self.read_done(&uid);
+                    continue;
+                }
+            };
             match event {
                 Ok(watcher::Event::Init) => listing = Some(HashSet::new()),
                 Ok(watcher::Event::InitApply(pod)) => {
                     if let (Some(l), Some(uid)) = (listing.as_mut(), pod.metadata.uid.clone()) {
                         l.insert(uid);
                     }
-                    self.apply(pod).await;
+                    self.apply(pod);
                 }
                 Ok(watcher::Event::InitDone) => {
                     let listed = listing.take().unwrap_or_default();
@@ -224,7 +251,7 @@ impl PodWatch {
                     }
                     let _ = self.status.send(Heard::MirrorsListed(listed));
                 }
-                Ok(watcher::Event::Apply(pod)) => self.apply(pod).await,
+                Ok(watcher::Event::Apply(pod)) => self.apply(pod),
                 Ok(watcher::Event::Delete(pod)) if is_mirror(&pod) => {
                     let _ = self.status.send(Heard::MirrorGone(Box::new(pod)));
                 }
@@ -239,7 +266,7 @@ impl PodWatch {
     }
 
     /// A pod added or changed on the API server.
-    async fn apply(&mut self, pod: Pod) {
+    fn apply(&mut self, pod: Pod) {
         // Not a pod to run: the status manager keeps it for its static pod.
         if is_mirror(&pod) {
             let _ = self.status.send(Heard::MirrorObserved(Box::new(pod)));
@@ -247,7 +274,10 @@ impl PodWatch {
         }
         let Some(uid) = pod.metadata.uid.clone() else { return };
         let _ = self.status.send(Heard::Observed(Box::new(pod.clone())));
-        let deletion = pod.metadata.deletion_timestamp.as_ref().map(|_| pod.metadata.deletion_grace_period_seconds);
+        if let Some(newest) = self.reading.get_mut(&uid) {
+            *newest = pod;
+            return;
+        }
         if self.given.insert(uid.clone()) {
             if let Err(refusal) = self.admit(&pod) {
                 self.events.record(
@@ -261,9 +291,30 @@ impl PodWatch {
                 let _ = self.status.send(Heard::Refused(Box::new(pod), refusal));
                 return;
             }
-            self.objects.track(&pod).await;
+            self.reading.insert(uid.clone(), pod.clone());
+            let (objects, read) = (self.objects.clone(), self.read.clone());
+            tokio::spawn(async move {
+                objects.track(&pod).await;
+                let _ = read.send(uid);
+            });
+            return;
         }
-        let mut pod = pod;
+        self.give(pod);
+    }
+
+    /// A new pod's objects and tokens are read (or their bounded wait is over): the workers
+    /// get its newest version. One gone meanwhile is not started, and what was read for it goes.
+    fn read_done(&mut self, uid: &str) {
+        match self.reading.remove(uid) {
+            Some(pod) => self.give(pod),
+            None => self.objects.release(uid),
+        }
+    }
+
+    /// Gives the workers a pod's version, and its deletion if it has one.
+    fn give(&self, mut pod: Pod) {
+        let Some(uid) = pod.metadata.uid.clone() else { return };
+        let deletion = pod.metadata.deletion_timestamp.as_ref().map(|_| pod.metadata.deletion_grace_period_seconds);
         podwright_api::defaults::apply_defaults(&mut pod);
         if let Err(e) = self.workers.update(pod) {
             tracing::debug!(%e, uid, "pod update not applied");
@@ -289,7 +340,8 @@ impl PodWatch {
         let node = self.own_node.borrow().clone();
         let (Some(node), false) = (node, started) else { return Ok(()) };
         let others: Vec<Arc<Pod>> = self.workers.latest().into_iter().filter(|u| !u.finished).map(|u| u.spec).collect();
-        let others: Vec<&Pod> = others.iter().map(Arc::as_ref).collect();
+        // Admitted pods still being read count as the running ones do.
+        let others: Vec<&Pod> = others.iter().map(Arc::as_ref).chain(self.reading.values()).collect();
         admit(pod, &node, &others)
     }
 
@@ -297,6 +349,7 @@ impl PodWatch {
     /// runs), then removed once stopped.
     fn gone(&mut self, uid: &str, grace: Option<i64>) {
         if self.given.remove(uid) {
+            self.reading.remove(uid);
             self.workers.delete(uid, grace);
             let _ = self.status.send(Heard::Gone(uid.to_string()));
         }

@@ -95,3 +95,98 @@ fn a_waiting_reason_or_an_exit_code_that_changes_differs() {
 fn only_the_pods_of_this_node_are_asked_for() {
     assert_eq!(node_selector("n1"), "spec.nodeName=n1");
 }
+
+/// An API server whose pod list has `pods` on node `n`, whose watches and token requests are
+/// never answered (a token the API server holds back, as for a pod whose namespace is going).
+fn silent_api_server(pods: Value) -> kube::Client {
+    use http::{Method, Response};
+    use kube::client::Body;
+    let service = tower::service_fn(move |req: http::Request<Body>| {
+        let pods = pods.clone();
+        async move {
+            let query = req.uri().query().unwrap_or_default().to_string();
+            if req.method() != Method::GET || req.uri().path() != "/api/v1/pods" || query.contains("watch=true") {
+                std::future::pending::<()>().await;
+            }
+            let list =
+                json!({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": pods});
+            let response = Response::builder().status(200).header("content-type", "application/json");
+            Ok::<_, tower::BoxError>(response.body(Body::from(serde_json::to_vec(&list)?))?)
+        }
+    });
+    kube::Client::new(service, "default")
+}
+
+/// A pod whose service account token the API server never gives (for `waits_for_token`).
+fn waiting_pod() -> Value {
+    json!({"metadata": {"name": "waits", "namespace": "going", "uid": "waits"},
+        "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "localhost/busybox:1.36"}],
+            "volumes": [{"name": "token", "projected":
+                {"sources": [{"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}}]}}]}})
+}
+
+/// The watch of node `n`'s pods against [`silent_api_server`] listing `pods`, with workers on
+/// the fake runtime; the receiver of its finished reads; its root, to remove.
+fn pod_watch(pods: Value) -> (PodWatch, mpsc::UnboundedReceiver<String>, kube::Client, std::path::PathBuf) {
+    use podwright_node::{EventLog, Node};
+    use podwright_runtime::fake::FakeRuntime;
+    let clock = Clock::new();
+    let client = silent_api_server(pods);
+    let fake = FakeRuntime::new(clock);
+    fake.add_image("localhost/busybox:1.36");
+    let root =
+        std::env::temp_dir().join(format!("pw-pod-watch-{}-{:?}", std::process::id(), std::thread::current().id()));
+    // No status manager: what it would hear is dropped.
+    let (status, _) = mpsc::unbounded_channel();
+    let (read, done) = mpsc::unbounded_channel();
+    // No Node yet: admission lets every pod in.
+    let (_, own_node) = tokio::sync::watch::channel(None);
+    let source = PodWatch {
+        workers: Arc::new(Node::new(fake, root.clone()).clock(clock).build()),
+        objects: ClusterObjects::new(client.clone(), clock),
+        events: Arc::new(EventLog::default()),
+        clock,
+        status,
+        given: HashSet::new(),
+        reading: HashMap::new(),
+        read,
+        own_node,
+    };
+    (source, done, client, root)
+}
+
+fn names(workers: &PodWorkers) -> Vec<String> {
+    workers.latest().iter().map(|u| u.spec.metadata.name.clone().unwrap_or_default()).collect()
+}
+
+/// One pod's wait for its service account token holds up no other pod: the conformance suite
+/// found a pod left Pending for its whole minute behind pods of a namespace being deleted,
+/// whose tokens the API server refused, each waited for in turn.
+#[tokio::test(start_paused = true)]
+async fn a_pod_waiting_for_its_token_holds_up_no_other() {
+    let ready = json!({"metadata": {"name": "ready", "namespace": "here", "uid": "ready"},
+        "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "localhost/busybox:1.36"}]}});
+    let (source, done, client, root) = pod_watch(json!([waiting_pod(), ready]));
+    let workers = source.workers.clone();
+    tokio::spawn(async move { source.run(client, "n", done).await });
+
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(names(&workers), ["ready"], "the pod listed second started without waiting for the first's token");
+    // The first starts once its bounded wait is over, as before.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    assert_eq!(names(&workers), ["ready", "waits"]);
+    workers.abort();
+    let _ = std::fs::remove_dir_all(root);
+}
+
+/// A pod deleted while its token is awaited never reaches the workers.
+#[tokio::test(start_paused = true)]
+async fn a_pod_deleted_while_its_token_is_awaited_never_starts() {
+    let (mut source, mut done, _client, root) = pod_watch(json!([]));
+    source.apply(serde_json::from_value(waiting_pod()).unwrap());
+    source.gone("waits", None);
+    let uid = done.recv().await.unwrap();
+    source.read_done(&uid);
+    assert!(names(&source.workers).is_empty());
+    let _ = std::fs::remove_dir_all(root);
+}
