@@ -127,8 +127,10 @@ fn waiting_pod() -> Value {
 
 /// The watch of node `n`'s pods against [`silent_api_server`] listing `pods`, with workers on
 /// the fake runtime; the receiver of its finished reads; its root, to remove.
-fn pod_watch(pods: Value) -> (PodWatch, mpsc::UnboundedReceiver<String>, kube::Client, std::path::PathBuf) {
-    use podwright_node::{EventLog, Node};
+fn pod_watch(
+    pods: Value,
+    node: Option<Node>,
+) -> (PodWatch, mpsc::UnboundedReceiver<String>, kube::Client, std::path::PathBuf) {
     use podwright_runtime::fake::FakeRuntime;
     let clock = Clock::new();
     let client = silent_api_server(pods);
@@ -139,12 +141,12 @@ fn pod_watch(pods: Value) -> (PodWatch, mpsc::UnboundedReceiver<String>, kube::C
     // No status manager: what it would hear is dropped.
     let (status, _) = mpsc::unbounded_channel();
     let (read, done) = mpsc::unbounded_channel();
-    // No Node yet: admission lets every pod in.
-    let (_, own_node) = tokio::sync::watch::channel(None);
+    // Without a Node, admission lets every pod in.
+    let (_, own_node) = tokio::sync::watch::channel(node);
     let source = PodWatch {
-        workers: Arc::new(Node::new(fake, root.clone()).clock(clock).build()),
+        workers: Arc::new(podwright_node::Node::new(fake, root.clone()).clock(clock).build()),
         objects: ClusterObjects::new(client.clone(), clock),
-        events: Arc::new(EventLog::default()),
+        events: Arc::new(podwright_node::EventLog::default()),
         clock,
         status,
         given: HashSet::new(),
@@ -166,7 +168,7 @@ fn names(workers: &PodWorkers) -> Vec<String> {
 async fn a_pod_waiting_for_its_token_holds_up_no_other() {
     let ready = json!({"metadata": {"name": "ready", "namespace": "here", "uid": "ready"},
         "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "localhost/busybox:1.36"}]}});
-    let (source, done, client, root) = pod_watch(json!([waiting_pod(), ready]));
+    let (source, done, client, root) = pod_watch(json!([waiting_pod(), ready]), None);
     let workers = source.workers.clone();
     tokio::spawn(async move { source.run(client, "n", done).await });
 
@@ -182,11 +184,33 @@ async fn a_pod_waiting_for_its_token_holds_up_no_other() {
 /// A pod deleted while its token is awaited never reaches the workers.
 #[tokio::test(start_paused = true)]
 async fn a_pod_deleted_while_its_token_is_awaited_never_starts() {
-    let (mut source, mut done, _client, root) = pod_watch(json!([]));
+    let (mut source, mut done, _client, root) = pod_watch(json!([]), None);
     source.apply(serde_json::from_value(waiting_pod()).unwrap());
     source.gone("waits", None);
     let uid = done.recv().await.unwrap();
     source.read_done(&uid);
     assert!(names(&source.workers).is_empty());
+    let _ = std::fs::remove_dir_all(root);
+}
+
+/// A pod still being read counts in the admission of the next, as a running one does.
+#[tokio::test(start_paused = true)]
+async fn a_pod_being_read_counts_in_the_next_ones_admission() {
+    let node: Node = serde_json::from_value(json!({"metadata": {"name": "n"},
+        "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "110"}}}))
+    .unwrap();
+    let (mut source, mut done, _client, root) = pod_watch(json!([]), Some(node));
+    let mut first = waiting_pod();
+    first["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "800m"}});
+    source.apply(serde_json::from_value(first).unwrap());
+    let second = json!({"metadata": {"name": "second", "namespace": "here", "uid": "second"},
+        "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "localhost/busybox:1.36",
+            "resources": {"requests": {"cpu": "800m"}}}]}});
+    source.apply(serde_json::from_value(second).unwrap());
+    assert_eq!(source.reading.keys().collect::<Vec<_>>(), ["waits"], "the second pod was refused (OutOfcpu)");
+    let uid = done.recv().await.unwrap();
+    source.read_done(&uid);
+    assert_eq!(names(&source.workers), ["waits"]);
+    source.workers.abort();
     let _ = std::fs::remove_dir_all(root);
 }
